@@ -1,0 +1,133 @@
+"""Constraints and their exact derivatives.
+
+Holonomic rows ``h_r(q) = 0`` (in the order of the model's constraint list):
+
+* distance: ``h = |p1 - p2|^2 - d^2`` (squared form, as in Johnson & Murphey and trep), where
+  ``d`` is a constant or a configuration variable (a prescribed string length);
+* plane: ``h = n . (p - p_plane) - offset`` with ``n`` an axis of the plane frame;
+* coincide: ``h = (p1 - p2)[axis]``, one row per world axis.
+
+Index order: ``H1[r, a] = dh_r/dq_a``, ``H2[r, a, b]``, and third derivatives only contracted:
+``H3lam[a, b, c] = sum_r lam_r d3h_r/dq_a dq_b dq_c`` and ``H3ww[r, c] = d3h_r(w, w, e_c)``.
+
+Velocity rows (continuous dynamics only): the origin of a frame has zero velocity along one of
+that frame's own axes, ``a_r(q) . dq = 0`` with ``a_r,i = n . dp/dq_i``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .kinematics import (PAIR_AXIS_DIFFERENCE, PAIR_PLANE, PAIR_SQUARED_DISTANCE,
+                         joint_union, pair_jet, point_jet)
+from .model import HC_COINCIDE, HC_DISTANCE, HC_PLANE
+
+_PAIR_OF = (PAIR_SQUARED_DISTANCE, PAIR_PLANE, PAIR_AXIS_DIFFERENCE)
+
+
+@njit(cache=True, nogil=True)
+def holonomic(model, data, q, order, lam, w, h, H1, H2, H3lam, H3ww):
+    """Values and derivatives of all holonomic constraints at the prepared configuration.
+
+    ``order`` 0..3. At order 3, ``H3lam`` (n, n, n) receives ``sum_r lam_r D3h_r`` when it is
+    non-empty and ``H3ww`` (nh, n) receives ``D3h_r(w, w, .)`` when it is non-empty.
+    """
+    nh = model.hc_kind.shape[0]
+    pos = -np.ones(model.nq, np.int64)
+    idx = np.empty(model.nq, np.int64)
+    frames = np.empty(2, np.int64)
+    if order >= 1:
+        H1[:, :] = 0.0
+    if order >= 2:
+        H2[:, :, :] = 0.0
+    want_lam = order >= 3 and H3lam.shape[0] > 0
+    want_ww = order >= 3 and H3ww.shape[0] > 0
+    if want_lam:
+        H3lam[:, :, :] = 0.0
+    if want_ww:
+        H3ww[:, :] = 0.0
+    jet_order = max(order, 1)
+    for r in range(nh):
+        kind = model.hc_kind[r]
+        frames[0], frames[1] = model.hc_f1[r], model.hc_f2[r]
+        k = joint_union(model, frames, pos, idx)
+        k3 = k if order >= 3 else 0
+        J1, J2, J3 = np.zeros(k), np.zeros((k, k)), np.zeros((k3, k3, k3))
+        val = pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1], model.hc_axis[r],
+                       jet_order, pos, k, J1, J2, J3)
+        if kind == HC_DISTANCE:
+            lv = model.hc_lenvar[r]
+            d = q[lv] if lv >= 0 else model.hc_value[r]
+            val -= d * d
+            if lv >= 0 and order >= 1:
+                H1[r, lv] -= 2.0 * d
+                if order >= 2:
+                    H2[r, lv, lv] -= 2.0
+        elif kind == HC_PLANE:
+            val -= model.hc_value[r]
+        h[r] = val
+        for a in range(k):
+            if order >= 1:
+                H1[r, idx[a]] += J1[a]
+            if order >= 2:
+                for b in range(k):
+                    H2[r, idx[a], idx[b]] += J2[a, b]
+            if order >= 3:
+                for b in range(k):
+                    for c in range(k):
+                        t = J3[a, b, c]
+                        if want_lam:
+                            H3lam[idx[a], idx[b], idx[c]] += lam[r] * t
+                        if want_ww:
+                            H3ww[r, idx[c]] += t * w[idx[a]] * w[idx[b]]
+        pos[idx[:k]] = -1
+
+
+@njit(cache=True, nogil=True)
+def velocity_rows(model, data, dq, ddq, lam, row0, A, b, Cq, Cv, lam_dA):
+    """Velocity constraints ``a_r(q) . dq = 0`` as rows ``row0 + r`` of the acceleration-level
+    system ``A ddq + b = 0`` (``b = da/dt . dq``), with ``Cq = d(A ddq + b)/dq``,
+    ``Cv = db/d(dq)`` and ``lam_dA[i, k] += sum_r lam_r d a_r,i / dq_k``."""
+    nv = model.vc_frame.shape[0]
+    pos = -np.ones(model.nq, np.int64)
+    idx = np.empty(model.nq, np.int64)
+    frames = np.empty(1, np.int64)
+    origin = np.zeros(3)
+    for r in range(nv):
+        f = model.vc_frame[r]
+        frames[0] = f
+        k = joint_union(model, frames, pos, idx)
+        x, X1, X2, X3 = np.zeros(3), np.zeros((k, 3)), np.zeros((k, k, 3)), np.zeros((k, k, k, 3))
+        t, T1, T2, T3 = np.zeros(3), np.zeros((k, 3)), np.zeros((k, k, 3)), np.zeros((0, 0, 0, 3))
+        point_jet(model, data, f, origin, 3, pos, x, X1, X2, X3)
+        local = np.zeros(3)
+        local[model.vc_axis[r]] = 1.0
+        point_jet(model, data, f, local, 2, pos, t, T1, T2, T3)
+        n, N1, N2 = t - x, T1 - X1, T2 - X2
+        row = row0 + r
+        # a_i = n . X1_i ; da_i/dq_k = N1_k . X1_i + n . X2_ki ;
+        # d2a_i/dq_k dq_l = N2_kl . X1_i + N1_k . X2_li + N1_l . X2_ki + n . X3_kli
+        da = np.zeros((k, k))  # [i, k]
+        for i in range(k):
+            A[row, idx[i]] = n @ X1[i]
+            for kk in range(k):
+                da[i, kk] = N1[kk] @ X1[i] + n @ X2[kk, i]
+        bval = 0.0
+        for i in range(k):
+            for kk in range(k):
+                bval += da[i, kk] * dq[idx[i]] * dq[idx[kk]]
+                lam_dA[idx[i], idx[kk]] += lam[row] * da[i, kk]
+        b[row] = bval
+        for l in range(k):
+            s = 0.0
+            for i in range(k):
+                s += da[i, l] * ddq[idx[i]]
+                for kk in range(k):
+                    d2 = N2[kk, l] @ X1[i] + N1[kk] @ X2[l, i] + N1[l] @ X2[kk, i] + n @ X3[kk, l, i]
+                    s += d2 * dq[idx[i]] * dq[idx[kk]]
+            Cq[row, idx[l]] = s
+            s = 0.0
+            for kk in range(k):
+                s += (da[kk, l] + da[l, kk]) * dq[idx[kk]]
+            Cv[row, idx[l]] = s
+        pos[idx[:k]] = -1

@@ -1,0 +1,301 @@
+"""Continuous constrained dynamics and their exact first-order linearization (Johnson & Murphey
+2010, Sec. III).
+
+Equations (sign convention of the paper)::
+
+    M(q) ddq + L_vq dq - L_q = F(q, dq, u) + A(q)^T lam        (n rows)
+    A(q) ddq + b(q, dq) = 0                                       (one row per constraint)
+
+``A`` stacks the Jacobians of the holonomic constraints and the rows of the velocity
+constraints (``b = dA/dt dq``). ``lam`` is eliminated as a function of the state by the Schur
+complement ``A M^-1 A^T``. The linearization differentiates both equations at fixed ``ddq`` and
+``lam`` and solves the same block system for ``d ddq`` and ``d lam``; the third derivatives of L
+enter only as the derivative of the Hessian along ``(dq, ddq)``, which the tree kernels compute
+without forming third-order tensors.
+
+State ``x = [q, dq]`` (2n), input ``u`` (m): ``A_lin`` is 2n x 2n, ``B_lin`` is 2n x m.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from numba import njit
+
+from .constraints import holonomic, velocity_rows
+from .forces import generalized_force
+from .kinematics import create_data
+from .lagrangian import create_derivs, gradient_hessian, prepare, third_order
+
+OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS = 0, 1, 2
+PIVOT_TOLERANCE = 1e-12
+
+
+class SingularMatrixError(np.linalg.LinAlgError):
+    """A matrix that must be inverted is singular (or numerically so) at the given state."""
+
+    def __init__(self, message, matrix: str, index: int):
+        super().__init__(message)
+        self.matrix = matrix
+        self.index = index
+
+
+# ------------------------------------------------------------------------------ linear algebra
+@njit(cache=True, nogil=True)
+def cholesky_checked(A, L):
+    """Cholesky factor ``A = L L^T``; returns -1, or the index of the first pivot that is not
+    positive relative to the largest diagonal entry (the matrix is singular there)."""
+    n = A.shape[0]
+    scale = 0.0
+    for i in range(n):
+        scale = max(scale, abs(A[i, i]))
+    tol = PIVOT_TOLERANCE * max(scale, 1e-300)
+    L[:, :] = 0.0
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > tol:
+            return j
+        L[j, j] = np.sqrt(d)
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def cholesky_solve(L, B):
+    """Solve ``L L^T X = B`` in place (B is n x m)."""
+    n, m = B.shape
+    for c in range(m):
+        for i in range(n):
+            s = B[i, c]
+            for k in range(i):
+                s -= L[i, k] * B[k, c]
+            B[i, c] = s / L[i, i]
+        for i in range(n - 1, -1, -1):
+            s = B[i, c]
+            for k in range(i + 1, n):
+                s -= L[k, i] * B[k, c]
+            B[i, c] = s / L[i, i]
+
+
+# ------------------------------------------------------------------------------ kernel
+@njit(cache=True, nogil=True)
+def continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A_lin, B_lin, status):
+    """Solve for ``ddq`` and ``lam``; with ``linearize``, fill ``A_lin`` and ``B_lin``.
+
+    ``status[0]`` is OK, SINGULAR_MASS or SINGULAR_CONSTRAINTS, ``status[1]`` the index of the
+    offending variable or constraint row.
+    """
+    n, m = model.nq, model.nu
+    nh, nv = model.hc_kind.shape[0], model.vc_frame.shape[0]
+    nc = nh + nv
+    prepare(model, data, q, dq)
+    gradient_hessian(model, data, q, 2, der)
+    forder = 1 if linearize else 0
+    F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
+    empty3 = np.empty((0, 0, 0))
+    generalized_force(model, data, dq, u, forder, F, Fq, Fv, Fu, empty3, empty3)
+    tau = F + der.Lq - der.Lqv.T @ dq
+    Lm = np.empty((n, n))
+    bad = cholesky_checked(der.Lvv, Lm)
+    if bad >= 0:
+        status[0], status[1] = SINGULAR_MASS, bad
+        return
+    # constraint rows: A ddq + b = 0
+    Ac = np.zeros((nc, n))
+    b = np.zeros(nc)
+    h = np.empty(nh)
+    H2 = np.empty((nh, n, n))
+    H3ww = np.empty((nh if linearize else 0, n))
+    holonomic(model, data, q, 3 if linearize else 2, np.empty(0), dq, h, Ac[:nh], H2, empty3, H3ww)
+    for r in range(nh):
+        b[r] = dq @ H2[r] @ dq
+    Cq, Cv, lam_dA = np.zeros((nc, n)), np.zeros((nc, n)), np.zeros((n, n))
+    zeros_n = np.zeros(n)
+    if nv > 0:
+        velocity_rows(model, data, dq, zeros_n, np.zeros(nc), nh, Ac, b, Cq, Cv, lam_dA)
+    # ddq = M^-1 (tau + A^T lam), lam = -(A M^-1 A^T)^-1 (b + A M^-1 tau)
+    Minv_tau = tau.reshape(n, 1).copy()
+    cholesky_solve(Lm, Minv_tau)
+    Minv_At = Ac.T.copy()
+    cholesky_solve(Lm, Minv_At)
+    Ls = np.empty((nc, nc))
+    if nc > 0:
+        schur = Ac @ Minv_At
+        bad = cholesky_checked(schur, Ls)
+        if bad >= 0:
+            status[0], status[1] = SINGULAR_CONSTRAINTS, bad
+            return
+        rhs = (-(b + Ac @ Minv_tau[:, 0])).reshape(nc, 1)
+        cholesky_solve(Ls, rhs)
+        lam[:] = rhs[:, 0]
+        ddq[:] = Minv_tau[:, 0] + Minv_At @ lam
+    else:
+        ddq[:] = Minv_tau[:, 0]
+    status[0], status[1] = OK, -1
+    if not linearize:
+        return
+    # derivative of the Hessian along (dq, ddq): dLqv = d/dq (M ddq + L_vq dq), dLvv = dM/dt
+    third_order(model, data, False, dq, ddq, der)
+    for r in range(nh):
+        Cq[r] = H2[r] @ ddq + H3ww[r]
+        Cv[r] = 2.0 * (H2[r] @ dq)
+        lam_dA += lam[r] * H2[r]
+    if nv > 0:
+        velocity_rows(model, data, dq, ddq, lam, nh, Ac, b, Cq, Cv, lam_dA)
+    # residual derivatives R1 = M ddq + L_vq dq - L_q - F - A^T lam, R2 = A ddq + b
+    nz = 2 * n + m
+    R1 = np.empty((n, nz))
+    R1[:, :n] = der.dLqv.T - der.Lqq - Fq - lam_dA
+    R1[:, n:2 * n] = der.Lqv.T + der.dLvv - der.Lqv - Fv
+    R1[:, 2 * n:] = -Fu
+    R2 = np.zeros((nc, nz))
+    R2[:, :n] = Cq
+    R2[:, n:2 * n] = Cv
+    # d ddq = M^-1 (-R1 + A^T d lam), d lam = (A M^-1 A^T)^-1 (A M^-1 R1 - R2)
+    Minv_R1 = R1.copy()
+    cholesky_solve(Lm, Minv_R1)
+    dddq = -Minv_R1
+    if nc > 0:
+        dlam = Ac @ Minv_R1 - R2
+        cholesky_solve(Ls, dlam)
+        dddq += Minv_At @ dlam
+    A_lin[:, :] = 0.0
+    B_lin[:, :] = 0.0
+    for i in range(n):
+        A_lin[i, n + i] = 1.0
+    A_lin[n:, :] = dddq[:, :2 * n]
+    B_lin[n:, :] = dddq[:, 2 * n:]
+
+
+@njit(cache=True, nogil=True)
+def lagrangian_kernel(model, data, der, q, dq, order):
+    """Lagrangian derivatives up to ``order`` (3 fills the full third-order tensors)."""
+    prepare(model, data, q, dq)
+    gradient_hessian(model, data, q, min(order, 2), der)
+    if order >= 3:
+        third_order(model, data, True, dq, dq, der)
+
+
+@njit(cache=True, nogil=True)
+def constraint_kernel(model, data, q, order, h, H1, H2):
+    dq = np.zeros(q.shape[0])
+    prepare(model, data, q, dq)
+    e3 = np.empty((0, 0, 0))
+    holonomic(model, data, q, order, np.empty(0), dq, h, H1, H2, e3, np.empty((0, q.shape[0])))
+
+
+# ------------------------------------------------------------------------------ Python API
+_local = threading.local()
+
+
+def workspace(system, third_order: bool = False):
+    """Per-thread scratch (Data and derivative arrays) for ``system``'s current model."""
+    model = system.model
+    cache = getattr(_local, "cache", None)
+    if cache is None:
+        cache = _local.cache = {}
+    key = (id(model), third_order)
+    entry = cache.get(key)
+    if entry is None or entry[0] is not model:
+        entry = (model, create_data(model), create_derivs(model.nq, third_order))
+        cache[key] = entry
+    return entry[1], entry[2]
+
+
+def check_vector(name: str, x, n: int, names=None) -> np.ndarray:
+    """``x`` as a float64 vector of length ``n``, or a ValueError naming what is wrong."""
+    arr = np.asarray(x if x is not None else np.zeros(n), dtype=float)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        label = f" ({', '.join(names)})" if names is not None and n <= 12 else ""
+        raise ValueError(f"{name} must be a vector of {n} entries{label}, got shape {arr.shape}")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        i = int(bad[0])
+        what = f" ({names[i]})" if names is not None else ""
+        raise ValueError(f"{name}[{i}]{what} is not finite: {arr[i]}")
+    return np.ascontiguousarray(arr)
+
+
+def raise_for_status(system, status, where: str) -> None:
+    code, index = int(status[0]), int(status[1])
+    if code == SINGULAR_MASS:
+        name = system.config_names[index]
+        raise SingularMatrixError(
+            f"{where}: the mass matrix is singular at variable {index} ({name!r}); a variable "
+            "that moves no mass, or a singular coordinate chart, makes M non-invertible",
+            "mass matrix", index)
+    if code == SINGULAR_CONSTRAINTS:
+        raise SingularMatrixError(
+            f"{where}: the constraint Jacobian is rank deficient at constraint row {index} "
+            "(A M^-1 A^T is singular): redundant or degenerate constraints", "constraint Jacobian", index)
+
+
+def _dynamics(system, q, dq, u, linearize):
+    model = system.model
+    n, m = model.nq, model.nu
+    names = system.config_names
+    q = check_vector("q", q, n, names)
+    dq = check_vector("dq", dq, n, names)
+    u = check_vector("u", u, m, system.input_names)
+    data, der = workspace(system)
+    ddq, lam = np.empty(n), np.zeros(model.nh + model.nv)
+    A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, m))
+    status = np.zeros(2, np.int64)
+    continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A, B, status)
+    raise_for_status(system, status, "continuous dynamics")
+    return ddq, lam, A, B
+
+
+def qdd(system, q, dq, u=None) -> np.ndarray:
+    """Accelerations ``ddq`` of the constrained, forced system."""
+    return _dynamics(system, q, dq, u, False)[0]
+
+
+def constraint_forces(system, q, dq, u=None) -> np.ndarray:
+    """Constraint multipliers ``lam`` (holonomic rows first, then velocity rows)."""
+    return _dynamics(system, q, dq, u, False)[1]
+
+
+def linearize(system, q, dq, u=None):
+    """Exact ``(A, B)`` of ``d/dt [q, dq] = f(q, dq, u)`` about the given point."""
+    _, _, A, B = _dynamics(system, q, dq, u, True)
+    return A, B
+
+
+def lagrangian_derivatives(system, q, dq, order: int = 2):
+    """All derivatives of L up to ``order`` (0..3) as a :class:`LagrangianDerivs` of copies."""
+    if order not in (0, 1, 2, 3):
+        raise ValueError(f"order must be 0, 1, 2 or 3, got {order}")
+    n = system.nq
+    q = check_vector("q", q, n, system.config_names)
+    dq = check_vector("dq", dq, n, system.config_names)
+    data, der = workspace(system, third_order=order >= 3)
+    lagrangian_kernel(system.model, data, der, q, dq, order)
+    return type(der)(*[a.copy() for a in der])
+
+
+def momentum(system, q, dq) -> np.ndarray:
+    """Generalized momentum ``p = dL/d dq``."""
+    return lagrangian_derivatives(system, q, dq, 1).Lv
+
+
+def energy(system, q, dq) -> float:
+    """Total energy ``KE + V = dq . p - L``."""
+    d = lagrangian_derivatives(system, q, dq, 1)
+    return float(np.asarray(dq, dtype=float) @ d.Lv - d.L[0])
+
+
+def constraint(system, q, order: int = 0):
+    """Holonomic constraint values ``h(q)``; with ``order`` 1 also ``Dh``, 2 also ``D2h``."""
+    model = system.model
+    q = check_vector("q", q, model.nq, system.config_names)
+    data, _ = workspace(system)
+    h, H1, H2 = np.empty(model.nh), np.zeros((model.nh, model.nq)), np.zeros((model.nh, model.nq, model.nq))
+    constraint_kernel(model, data, q, order, h, H1, H2)
+    return (h, H1, H2)[:order + 1] if order else h

@@ -1,0 +1,372 @@
+"""Kinematics of a frame tree, evaluated by recursion in numba: poses, joint screws, velocities,
+composite inertias and exact derivatives of world points.
+
+Everything is expressed in the world frame. Twists are 6-vectors ``(v, w)``: ``w`` the angular
+velocity and ``v`` the velocity of the (possibly fictitious) point of the moving body at the
+world origin. For joint ``k`` (the configuration variable driving one frame) ``S[k]`` is its
+world screw: ``dg_f/dq_k = S_k^ g_f`` for every frame ``f`` below the joint.
+
+The two facts that make the derivatives exact and cheap (product-of-exponentials structure):
+
+* a world point ``x`` attached at or below joints ``a <= b <= c`` (ordered root to leaf) has
+  ``dx/dq_a = S_a * x``, ``d2x/dq_a dq_b = w_a x (S_b * x)`` and
+  ``d3x/dq_a dq_b dq_c = w_a x (w_b x (S_c * x))`` where ``S * x = w x x + v``;
+* in a body frame, a Jacobian column ``J_i`` changes only with joints ``a`` strictly below ``i``:
+  ``dJ_i/dq_a = [J_i, J_a]`` (Lie bracket), so sums over the bodies below the deepest joint of an
+  index tuple fold into composite inertias (see :mod:`core.lagrangian`).
+
+``ancestors(model, j)`` (root first, ``j`` last) are the joints whose variables move joint
+``j``'s frame. Per-evaluation scratch lives in :class:`Data`, separate from the immutable model.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .model import KIND_CONST, KIND_RX, KIND_TX, Model
+
+Data = namedtuple("Data", [
+    "R", "p", "V",           # per frame: world rotation (3x3), position (3), spatial velocity (6)
+    "S", "Vp",               # per variable: world screw (6), spatial velocity of the joint's parent
+    "Ic", "Hc", "mc", "mp",  # per frame: composite inertia (6x6), momentum (6), mass, first moment
+    "D", "DD", "dJ",         # per joint / joint pair: velocity derivative tables (see lagrangian)
+    "IcS", "IcD",            # per joint pair (m, j): Ic_m S_j and Ic_m D_j
+])
+
+
+def create_data(model: Model) -> Data:
+    """Allocate per-evaluation scratch for ``model`` (one per thread)."""
+    nf, nq = model.nf, model.nq
+    return Data(
+        R=np.zeros((nf, 3, 3)), p=np.zeros((nf, 3)), V=np.zeros((nf, 6)),
+        S=np.zeros((nq, 6)), Vp=np.zeros((nq, 6)),
+        Ic=np.zeros((nf, 6, 6)), Hc=np.zeros((nf, 6)), mc=np.zeros(nf), mp=np.zeros((nf, 3)),
+        D=np.zeros((nq, 6)), DD=np.zeros((nq, nq, 6)), dJ=np.zeros((nq, nq, 6)),
+        IcS=np.zeros((nq, nq, 6)), IcD=np.zeros((nq, nq, 6)),
+    )
+
+
+# ------------------------------------------------------------------------------ small algebra
+@njit(cache=True, nogil=True)
+def bracket(x, y, out):
+    """Lie bracket of twists ``out = [x, y] = ad_x y`` for twists ``(v, w)``."""
+    vx0, vx1, vx2, wx0, wx1, wx2 = x[0], x[1], x[2], x[3], x[4], x[5]
+    vy0, vy1, vy2, wy0, wy1, wy2 = y[0], y[1], y[2], y[3], y[4], y[5]
+    out[0] = wx1 * vy2 - wx2 * vy1 - (wy1 * vx2 - wy2 * vx1)
+    out[1] = wx2 * vy0 - wx0 * vy2 - (wy2 * vx0 - wy0 * vx2)
+    out[2] = wx0 * vy1 - wx1 * vy0 - (wy0 * vx1 - wy1 * vx0)
+    out[3] = wx1 * wy2 - wx2 * wy1
+    out[4] = wx2 * wy0 - wx0 * wy2
+    out[5] = wx0 * wy1 - wx1 * wy0
+
+
+@njit(cache=True, nogil=True)
+def dot6(x, y):
+    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5]
+
+
+@njit(cache=True, nogil=True)
+def matvec6(M, x, out):
+    for i in range(6):
+        s = 0.0
+        for j in range(6):
+            s += M[i, j] * x[j]
+        out[i] = s
+
+
+@njit(cache=True, nogil=True)
+def screw_act(S, x, out):
+    """Velocity of world point ``x`` moving with twist ``S``: ``w x x + v``."""
+    out[0] = S[4] * x[2] - S[5] * x[1] + S[0]
+    out[1] = S[5] * x[0] - S[3] * x[2] + S[1]
+    out[2] = S[3] * x[1] - S[4] * x[0] + S[2]
+
+
+@njit(cache=True, nogil=True)
+def omega_cross(S, x, out):
+    """Rotational part only: ``w x x``."""
+    out[0] = S[4] * x[2] - S[5] * x[1]
+    out[1] = S[5] * x[0] - S[3] * x[2]
+    out[2] = S[3] * x[1] - S[4] * x[0]
+
+
+@njit(cache=True, nogil=True)
+def _axis_rotation(axis, angle, out):
+    c, s = np.cos(angle), np.sin(angle)
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = 0.0
+    a, b = (axis + 1) % 3, (axis + 2) % 3
+    out[axis, axis] = 1.0
+    out[a, a] = c
+    out[b, b] = c
+    out[a, b] = -s
+    out[b, a] = s
+
+
+# ------------------------------------------------------------------------------ forward pass
+@njit(cache=True, nogil=True)
+def forward_kinematics(model, q, dq, data):
+    """World poses, spatial velocities of all frames and world screws of all joints."""
+    R, p, V, S, Vp = data.R, data.p, data.V, data.S, data.Vp
+    Rpre = np.empty((3, 3))
+    ppre = np.empty(3)
+    Rloc = np.empty((3, 3))
+    S[:, :] = 0.0
+    Vp[:, :] = 0.0
+    for f in range(model.nf):
+        par = model.frame_parent[f]
+        oR, op = model.frame_offset_R[f], model.frame_offset_p[f]
+        if par < 0:
+            Rpre[:, :] = oR
+            ppre[:] = op
+            V[f, :] = 0.0
+        else:
+            for i in range(3):
+                ppre[i] = p[par, i]
+                for j in range(3):
+                    s = 0.0
+                    for k in range(3):
+                        s += R[par, i, k] * oR[k, j]
+                    Rpre[i, j] = s
+                for k in range(3):
+                    ppre[i] += R[par, i, k] * op[k]
+            V[f, :] = V[par, :]
+        kind = model.frame_kind[f]
+        qi = model.frame_qindex[f]
+        value = q[qi] if qi >= 0 else model.frame_value[f]
+        R[f, :, :] = Rpre
+        p[f, :] = ppre
+        if kind == KIND_CONST:
+            continue
+        if kind < KIND_RX:  # translation along an axis of the offset frame
+            axis = kind - KIND_TX
+            for i in range(3):
+                p[f, i] += value * Rpre[i, axis]
+            screw = (Rpre[0, axis], Rpre[1, axis], Rpre[2, axis], 0.0, 0.0, 0.0)
+        else:  # rotation about an axis of the offset frame, through its origin
+            axis = kind - KIND_RX
+            _axis_rotation(axis, value, Rloc)
+            R[f, :, :] = Rpre @ Rloc
+            w0, w1, w2 = Rpre[0, axis], Rpre[1, axis], Rpre[2, axis]
+            screw = (ppre[1] * w2 - ppre[2] * w1, ppre[2] * w0 - ppre[0] * w2,
+                     ppre[0] * w1 - ppre[1] * w0, w0, w1, w2)
+        if qi >= 0:
+            for i in range(6):
+                S[qi, i] = screw[i]
+                Vp[qi, i] = V[f, i]
+                V[f, i] += screw[i] * dq[qi]
+
+
+@njit(cache=True, nogil=True)
+def spatial_inertia(m, I_body, R, p, out):
+    """World-frame spatial inertia of a mass ``m`` at ``p`` with body inertia ``I_body``:
+    ``KE = 1/2 V^T out V`` for the world twist ``V = (v, w)``."""
+    Iw = R @ I_body @ R.T
+    px = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+    pxpx = px @ px
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = m if i == j else 0.0
+            out[i, 3 + j] = -m * px[i, j]
+            out[3 + i, j] = m * px[i, j]
+            out[3 + i, 3 + j] = Iw[i, j] - m * pxpx[i, j]
+
+
+@njit(cache=True, nogil=True)
+def composites(model, data):
+    """Composite inertia, momentum, mass and first moment of the subtree under every frame."""
+    Ic, Hc, mc, mp = data.Ic, data.Hc, data.mc, data.mp
+    Ib = np.empty((6, 6))
+    for f in range(model.nf):
+        m = model.frame_mass[f]
+        if m > 0.0 or model.frame_inertia[f].any():
+            spatial_inertia(m, model.frame_inertia[f], data.R[f], data.p[f], Ib)
+            Ic[f, :, :] = Ib
+            matvec6(Ib, data.V[f], Hc[f])
+        else:
+            Ic[f, :, :] = 0.0
+            Hc[f, :] = 0.0
+        mc[f] = m
+        mp[f, :] = m * data.p[f]
+    for f in range(model.nf - 1, -1, -1):
+        par = model.frame_parent[f]
+        if par >= 0:
+            Ic[par] += Ic[f]
+            Hc[par] += Hc[f]
+            mc[par] += mc[f]
+            mp[par] += mp[f]
+
+
+# ------------------------------------------------------------------------------ point jets
+@njit(cache=True, nogil=True)
+def frame_point(data, f, local, out):
+    """World coordinates of the point with coordinates ``local`` in frame ``f`` (-1 = world)."""
+    if f < 0:
+        out[:] = local
+    else:
+        out[:] = data.R[f] @ local + data.p[f]
+
+
+@njit(cache=True, nogil=True)
+def joint_union(model, frames, pos, idx):
+    """Union of the ancestor joints of ``frames`` (-1 entries ignored), in variable order.
+
+    Writes the joints into ``idx`` and their compact positions into ``pos`` (``pos`` must be all
+    -1 on entry; reset it with ``pos[idx[:k]] = -1`` after use). Returns the count ``k``.
+    """
+    k = 0
+    for f in frames:
+        if f < 0 or model.frame_joint[f] < 0:
+            continue
+        j = model.frame_joint[f]
+        for ia in range(model.anc_ptr[j], model.anc_ptr[j + 1]):
+            a = model.anc_idx[ia]
+            if pos[a] < 0:
+                pos[a] = 0
+                idx[k] = a
+                k += 1
+    idx[:k].sort()
+    for m in range(k):
+        pos[idx[m]] = m
+    return k
+
+
+@njit(cache=True, nogil=True)
+def point_jet(model, data, f, local, order, pos, x, X1, X2, X3):
+    """World point attached to frame ``f`` and its exact derivatives in ``q``, on compact indices.
+
+    ``X1[pa] = dx/dq_a``, ``X2[pa, pb] = d2x/dq_a dq_b``, ``X3[pa, pb, pc]`` up to ``order``
+    (1..3), where ``pa = pos[a]`` (see :func:`joint_union`); rows of joints not above ``f`` are
+    left untouched, so callers zero the arrays first.
+    """
+    frame_point(data, f, local, x)
+    if f < 0 or model.frame_joint[f] < 0:
+        return
+    j = model.frame_joint[f]
+    lo, hi = model.anc_ptr[j], model.anc_ptr[j + 1]
+    S = data.S
+    t1 = np.empty(3)
+    t2 = np.empty(3)
+    t3 = np.empty(3)
+    for ic in range(lo, hi):
+        c = model.anc_idx[ic]
+        pc = pos[c]
+        screw_act(S[c], x, t1)
+        X1[pc, :] = t1
+        if order < 2:
+            continue
+        for ib in range(lo, ic + 1):
+            b = model.anc_idx[ib]
+            pb = pos[b]
+            omega_cross(S[b], t1, t2)  # d2x/dq_b dq_c = w_b x (S_c * x) for b <= c
+            X2[pb, pc, :] = t2
+            X2[pc, pb, :] = t2
+            if order < 3:
+                continue
+            for ia in range(lo, ib + 1):
+                a = model.anc_idx[ia]
+                pa = pos[a]
+                omega_cross(S[a], t2, t3)
+                X3[pa, pb, pc, :] = t3
+                X3[pa, pc, pb, :] = t3
+                X3[pb, pa, pc, :] = t3
+                X3[pb, pc, pa, :] = t3
+                X3[pc, pa, pb, :] = t3
+                X3[pc, pb, pa, :] = t3
+
+
+@njit(cache=True, nogil=True)
+def bilinear_jet(k, order, u, U1, U2, U3, w, W1, W2, W3, H1, H2, H3):
+    """Derivatives of ``h = u . w`` from the jets of the 3-vectors ``u`` and ``w`` (compact
+    indices ``0..k-1``); returns ``h`` and fills ``H1``, ``H2``, ``H3`` up to ``order``."""
+    h = u[0] * w[0] + u[1] * w[1] + u[2] * w[2]
+    for a in range(k):
+        H1[a] = U1[a] @ w + u @ W1[a]
+        if order < 2:
+            continue
+        for b in range(a + 1):
+            s = U2[a, b] @ w + U1[a] @ W1[b] + U1[b] @ W1[a] + u @ W2[a, b]
+            H2[a, b] = s
+            H2[b, a] = s
+            if order < 3:
+                continue
+            for c in range(b + 1):
+                s = (U3[a, b, c] @ w + u @ W3[a, b, c]
+                     + U2[a, b] @ W1[c] + U2[a, c] @ W1[b] + U2[b, c] @ W1[a]
+                     + U1[a] @ W2[b, c] + U1[b] @ W2[a, c] + U1[c] @ W2[a, b])
+                H3[a, b, c] = s
+                H3[a, c, b] = s
+                H3[b, a, c] = s
+                H3[b, c, a] = s
+                H3[c, a, b] = s
+                H3[c, b, a] = s
+    return h
+
+
+@njit(cache=True, nogil=True)
+def compose_scalar(k, order, f1, f2, f3, H1, H2, H3):
+    """In place: derivatives of phi(h) from those of h, given phi', phi'' and phi''' at h."""
+    if order >= 3:
+        for a in range(k):
+            for b in range(a + 1):
+                for c in range(b + 1):
+                    s = (f3 * H1[a] * H1[b] * H1[c]
+                         + f2 * (H2[a, b] * H1[c] + H2[a, c] * H1[b] + H2[b, c] * H1[a])
+                         + f1 * H3[a, b, c])
+                    H3[a, b, c] = s
+                    H3[a, c, b] = s
+                    H3[b, a, c] = s
+                    H3[b, c, a] = s
+                    H3[c, a, b] = s
+                    H3[c, b, a] = s
+    if order >= 2:
+        for a in range(k):
+            for b in range(a + 1):
+                s = f2 * H1[a] * H1[b] + f1 * H2[a, b]
+                H2[a, b] = s
+                H2[b, a] = s
+    for a in range(k):
+        H1[a] *= f1
+
+
+# Kinds of point-pair scalars, shared by constraints and springs.
+PAIR_SQUARED_DISTANCE, PAIR_PLANE, PAIR_AXIS_DIFFERENCE = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3):
+    """Jet of a scalar of frame origins, on compact indices ``0..k-1`` (see ``joint_union``):
+
+    * ``PAIR_SQUARED_DISTANCE``: ``|p1 - p2|^2``;
+    * ``PAIR_PLANE``: ``n . (p1 - p2)`` with ``n`` the ``axis`` of frame ``f2`` (the plane frame);
+    * ``PAIR_AXIS_DIFFERENCE``: ``(p1 - p2)[axis]`` in world coordinates.
+
+    Returns the value; fills ``H1``, ``H2``, ``H3`` up to ``order``.
+    """
+    x1, x2 = np.zeros(3), np.zeros(3)
+    X1a, X1b = np.zeros((k, 3)), np.zeros((k, 3))
+    X2a, X2b = np.zeros((k, k, 3)), np.zeros((k, k, 3))
+    k3 = k if order >= 3 else 0
+    X3a, X3b = np.zeros((k3, k3, k3, 3)), np.zeros((k3, k3, k3, 3))
+    origin = np.zeros(3)
+    point_jet(model, data, f1, origin, order, pos, x1, X1a, X2a, X3a)
+    point_jet(model, data, f2, origin, order, pos, x2, X1b, X2b, X3b)
+    # w = p1 - p2 (jets subtract)
+    w, W1, W2, W3 = x1 - x2, X1a - X1b, X2a - X2b, X3a - X3b
+    if kind == PAIR_SQUARED_DISTANCE:
+        return bilinear_jet(k, order, w, W1, W2, W3, w, W1, W2, W3, H1, H2, H3)
+    if kind == PAIR_AXIS_DIFFERENCE:
+        e = np.zeros(3)
+        e[axis] = 1.0
+        Z1, Z2, Z3 = np.zeros((k, 3)), np.zeros((k, k, 3)), np.zeros((k3, k3, k3, 3))
+        return bilinear_jet(k, order, e, Z1, Z2, Z3, w, W1, W2, W3, H1, H2, H3)
+    # plane: n = tip - origin of the plane frame, tip at unit distance along its axis
+    tip = np.zeros(3)
+    T1, T2, T3 = np.zeros((k, 3)), np.zeros((k, k, 3)), np.zeros((k3, k3, k3, 3))
+    local = np.zeros(3)
+    local[axis] = 1.0
+    point_jet(model, data, f2, local, order, pos, tip, T1, T2, T3)
+    return bilinear_jet(k, order, tip - x2, T1 - X1b, T2 - X2b, T3 - X3b, w, W1, W2, W3, H1, H2, H3)

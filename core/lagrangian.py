@@ -1,0 +1,310 @@
+"""Exact derivatives of the Lagrangian L(q, v) = KE - V up to third order, by tree recursion.
+
+Index order of the returned arrays (``v`` stands for the velocity slot ``dq``):
+
+* ``Lq[a] = dL/dq_a``, ``Lv[i] = dL/dv_i``
+* ``Lqq[a, b]``, ``Lqv[a, i] = d2L/dq_a dv_i``, ``Lvv[i, j]`` (the mass matrix)
+* ``Lqqq[a, b, c]``, ``Lqqv[a, b, i]``, ``Lqvv[a, i, j]`` (``Lvvv`` is zero for L of this form)
+* directional: ``dLqq = Lqqq.wq + Lqqv.wv`` and likewise ``dLqv``, ``dLvv`` (contraction on the
+  last slot) — the derivative of the Hessian along the direction ``(wq, wv)``.
+
+How: body-frame Jacobian columns obey ``dJ_i/dq_a = [J_i, J_a]`` for ``i`` strictly above ``a``,
+so for one body every derivative is a nested bracket of columns (e.g. ``d2V/dq_a dq_b =
+[[V_<a, J_a], J_b]`` with ``V_<a`` the velocity contributed above ``a``). Mapping the columns to
+world screws, every per-body term is an inner product ``x . I_b y`` or ``x . I_b V_b`` whose
+other factors depend only on the joints of the index tuple, so the sum over all bodies below the
+deepest joint ``m`` of the tuple is that term with the composite inertia ``Ic_m`` or composite
+momentum ``Hc_m``. Each entry costs O(1); only mutually comparable tuples (all on one root-to-leaf
+path) are non-zero and visited: O(n^2) pairs and O(n^3) triples for a chain, far fewer for a tree.
+Gravity acts on composite mass and first moment the same way.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .kinematics import (PAIR_SQUARED_DISTANCE, bracket, composites, compose_scalar, dot6,
+                         forward_kinematics, joint_union, matvec6, omega_cross, pair_jet,
+                         spatial_inertia)
+
+LagrangianDerivs = namedtuple("LagrangianDerivs", [
+    "L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv", "dLqq", "dLqv", "dLvv"])
+
+
+def create_derivs(nq: int, third_order: bool = False) -> LagrangianDerivs:
+    n3 = (nq, nq, nq) if third_order else (0, 0, 0)
+    return LagrangianDerivs(
+        L=np.zeros(1), Lq=np.zeros(nq), Lv=np.zeros(nq),
+        Lqq=np.zeros((nq, nq)), Lqv=np.zeros((nq, nq)), Lvv=np.zeros((nq, nq)),
+        Lqqq=np.zeros(n3), Lqqv=np.zeros(n3), Lqvv=np.zeros(n3),
+        dLqq=np.zeros((nq, nq)), dLqv=np.zeros((nq, nq)), dLvv=np.zeros((nq, nq)))
+
+
+# ------------------------------------------------------------------------------ preparation
+@njit(cache=True, nogil=True)
+def prepare(model, data, q, dq):
+    """Forward kinematics, composites and the per-joint derivative tables.
+
+    ``D[a] = [Vp_a, S_a]`` (dV/dq_a for any body below a), ``DD[a, b] = [D_a, S_b]`` for
+    a <= b (d2V/dq_a dq_b), ``dJ[i, a] = [S_i, S_a]`` for i above a (zero otherwise),
+    ``IcS[m, j] = Ic_m S_j`` and ``IcD[m, j] = Ic_m D_j`` for j at or above m.
+    """
+    forward_kinematics(model, q, dq, data)
+    composites(model, data)
+    S, D, DD, dJ = data.S, data.D, data.DD, data.dJ
+    for b in range(model.nq):
+        if model.joint_frame[b] >= 0:
+            bracket(data.Vp[b], S[b], D[b])
+    for b in range(model.nq):
+        fb = model.joint_frame[b]
+        if fb < 0:
+            continue
+        Icb = data.Ic[fb]
+        for ia in range(model.anc_ptr[b], model.anc_ptr[b + 1]):
+            a = model.anc_idx[ia]
+            bracket(D[a], S[b], DD[a, b])
+            bracket(S[a], S[b], dJ[a, b])  # zero when a == b
+            if a != b:
+                dJ[b, a, :] = 0.0
+            matvec6(Icb, S[a], data.IcS[b, a])
+            matvec6(Icb, D[a], data.IcD[b, a])
+
+
+@njit(cache=True, nogil=True)
+def _gravity_moment(model, data, f, x, out):
+    """Composite of m (w x p + v) contracted as a world vector: S * (first moment) (3)."""
+    mp, mc = data.mp[f], data.mc[f]
+    out[0] = x[4] * mp[2] - x[5] * mp[1] + mc * x[0]
+    out[1] = x[5] * mp[0] - x[3] * mp[2] + mc * x[1]
+    out[2] = x[3] * mp[1] - x[4] * mp[0] + mc * x[2]
+
+
+# ------------------------------------------------------------------------------ value..hessian
+@njit(cache=True, nogil=True)
+def lagrangian_value(model, data, q):
+    """L = KE - V for the prepared state (gravity, springs on variables and between frames)."""
+    Ib = np.empty((6, 6))
+    tmp = np.empty(6)
+    g = model.gravity
+    L = 0.0
+    for f in range(model.nf):
+        m = model.frame_mass[f]
+        L += m * (g[0] * data.p[f, 0] + g[1] * data.p[f, 1] + g[2] * data.p[f, 2])
+        if m > 0.0 or model.frame_inertia[f].any():
+            spatial_inertia(m, model.frame_inertia[f], data.R[f], data.p[f], Ib)
+            matvec6(Ib, data.V[f], tmp)
+            L += 0.5 * dot6(data.V[f], tmp)
+    for s in range(model.spring_q.shape[0]):
+        d = q[model.spring_q[s]] - model.spring_rest[s]
+        L -= 0.5 * model.spring_k[s] * d * d
+    return L
+
+
+@njit(cache=True, nogil=True)
+def gradient_hessian(model, data, q, order, out):
+    """Fill ``out.L`` (order 0), ``Lq, Lv`` (order >= 1), ``Lqq, Lqv, Lvv`` (order >= 2)."""
+    out.L[0] = lagrangian_value(model, data, q)
+    if order >= 1:
+        _tree_gradient_hessian(model, data, order, out)
+        for s in range(model.spring_q.shape[0]):
+            i = model.spring_q[s]
+            out.Lq[i] -= model.spring_k[s] * (q[i] - model.spring_rest[s])
+            if order >= 2:
+                out.Lqq[i, i] -= model.spring_k[s]
+    _frame_springs(model, data, min(order, 2), True, out.Lq, out)
+
+
+@njit(cache=True, nogil=True)
+def _tree_gradient_hessian(model, data, order, out):
+    """Gradient and Hessian of the kinetic energy and gravity over comparable joint pairs."""
+    S, D, DD, dJ, IcS, IcD = data.S, data.D, data.DD, data.dJ, data.IcS, data.IcD
+    g = model.gravity
+    t3 = np.empty(3)
+    u3 = np.empty(3)
+    out.Lq[:] = 0.0
+    out.Lv[:] = 0.0
+    for a in range(model.nq):
+        fa = model.joint_frame[a]
+        if fa < 0:
+            continue
+        out.Lv[a] = dot6(S[a], data.Hc[fa])
+        _gravity_moment(model, data, fa, S[a], t3)
+        out.Lq[a] = dot6(D[a], data.Hc[fa]) + g[0] * t3[0] + g[1] * t3[1] + g[2] * t3[2]
+    if order < 2:
+        return
+    out.Lqq[:, :] = 0.0
+    out.Lqv[:, :] = 0.0
+    out.Lvv[:, :] = 0.0
+    for b in range(model.nq):
+        fb = model.joint_frame[b]
+        if fb < 0:
+            continue
+        Hb = data.Hc[fb]
+        _gravity_moment(model, data, fb, S[b], t3)
+        for ia in range(model.anc_ptr[b], model.anc_ptr[b + 1]):
+            a = model.anc_idx[ia]
+            mvv = dot6(IcS[b, a], S[b])
+            omega_cross(S[a], t3, u3)
+            mqq = dot6(IcD[b, b], D[a]) + dot6(DD[a, b], Hb) + g[0] * u3[0] + g[1] * u3[1] + g[2] * u3[2]
+            out.Lvv[a, b] = mvv
+            out.Lvv[b, a] = mvv
+            out.Lqq[a, b] = mqq
+            out.Lqq[b, a] = mqq
+            # Lqv[q, v]: (q=b, v=a) uses dJ(a; b); (q=a, v=b) has dJ(b; a) = 0
+            out.Lqv[b, a] = dot6(dJ[a, b], Hb) + dot6(IcS[b, a], D[b])
+            if a != b:
+                out.Lqv[a, b] = dot6(IcS[b, b], D[a])
+
+
+@njit(cache=True, nogil=True)
+def _frame_springs(model, data, order, full, wq, out):
+    """Subtract V = k/2 (|p1 - p2| - rest)^2 of every frame spring.
+
+    ``order`` 0..2 updates ``L, Lq, Lqq``; ``order`` 3 updates ``Lqqq`` (``full``) or the
+    directional ``dLqq`` along ``wq``.
+    """
+    ns = model.fspring_f1.shape[0]
+    if ns == 0:
+        return
+    pos = -np.ones(model.nq, np.int64)
+    idx = np.empty(model.nq, np.int64)
+    frames = np.empty(2, np.int64)
+    jet_order = 3 if order == 3 else max(order, 1)
+    for s in range(ns):
+        frames[0], frames[1] = model.fspring_f1[s], model.fspring_f2[s]
+        k = joint_union(model, frames, pos, idx)
+        k3 = k if jet_order == 3 else 0
+        H1, H2, H3 = np.zeros(k), np.zeros((k, k)), np.zeros((k3, k3, k3))
+        sq = pair_jet(model, data, PAIR_SQUARED_DISTANCE, frames[0], frames[1], 0, jet_order,
+                      pos, k, H1, H2, H3)
+        r = np.sqrt(sq)
+        stiff, rest = model.fspring_k[s], model.fspring_rest[s]
+        if r < 1e-12:
+            raise ValueError("frame spring with coincident endpoints: its potential is not differentiable")
+        # V(s) = k/2 (sqrt(s) - rest)^2 as a function of s = |p1 - p2|^2
+        v1 = 0.5 * stiff * (1.0 - rest / r)
+        v2 = 0.25 * stiff * rest / r ** 3
+        v3 = -0.375 * stiff * rest / r ** 5
+        compose_scalar(k, jet_order, v1, v2, v3, H1, H2, H3)
+        if order < 3:
+            out.L[0] -= 0.5 * stiff * (r - rest) ** 2
+            if order >= 1:
+                for a in range(k):
+                    out.Lq[idx[a]] -= H1[a]
+            if order >= 2:
+                for a in range(k):
+                    for b in range(k):
+                        out.Lqq[idx[a], idx[b]] -= H2[a, b]
+        else:
+            for a in range(k):
+                for b in range(k):
+                    for c in range(k):
+                        if full:
+                            out.Lqqq[idx[a], idx[b], idx[c]] -= H3[a, b, c]
+                        else:
+                            out.dLqq[idx[a], idx[b]] -= H3[a, b, c] * wq[idx[c]]
+        pos[idx[:k]] = -1
+
+
+# ------------------------------------------------------------------------------ third order
+@njit(cache=True, nogil=True)
+def _emit_qqq(val, a, b, c, full, out, wq):
+    trip = ((a, b, c), (a, c, b), (b, a, c), (b, c, a), (c, a, b), (c, b, a))
+    for k in range(6):
+        x, y, z = trip[k]
+        dup = False
+        for l in range(k):
+            if trip[l][0] == x and trip[l][1] == y and trip[l][2] == z:
+                dup = True
+        if dup:
+            continue
+        if full:
+            out.Lqqq[x, y, z] = val
+        else:
+            out.dLqq[x, y] += val * wq[z]
+
+
+@njit(cache=True, nogil=True)
+def _emit_qqv(val, lo, hi, i, full, out, wq, wv):
+    for k in range(2):
+        x, y = (lo, hi) if k == 0 else (hi, lo)
+        if k == 1 and lo == hi:
+            break
+        if full:
+            out.Lqqv[x, y, i] = val
+        else:
+            out.dLqq[x, y] += val * wv[i]
+            out.dLqv[x, i] += val * wq[y]
+
+
+@njit(cache=True, nogil=True)
+def _emit_qvv(val, a, i, j, full, out, wq, wv):
+    for k in range(2):
+        x, y = (i, j) if k == 0 else (j, i)
+        if k == 1 and i == j:
+            break
+        if full:
+            out.Lqvv[a, x, y] = val
+        else:
+            out.dLqv[a, x] += val * wv[y]
+            out.dLvv[x, y] += val * wq[a]
+
+
+@njit(cache=True, nogil=True)
+def third_order(model, data, full, wq, wv, out):
+    """Third derivatives of L over all comparable joint triples a <= b <= c.
+
+    ``full``: fill ``Lqqq, Lqqv, Lqvv``; otherwise accumulate the directional derivatives
+    ``dLqq, dLqv, dLvv`` along ``(wq, wv)`` without forming the tensors.
+    """
+    S, D, DD, dJ, IcS, IcD = data.S, data.D, data.DD, data.dJ, data.IcS, data.IcD
+    g = model.gravity
+    if full:
+        out.Lqqq[:, :, :] = 0.0
+        out.Lqqv[:, :, :] = 0.0
+        out.Lqvv[:, :, :] = 0.0
+    else:
+        out.dLqq[:, :] = 0.0
+        out.dLqv[:, :] = 0.0
+        out.dLvv[:, :] = 0.0
+    ddd = np.empty(6)
+    ddj = np.empty(6)
+    t3 = np.empty(3)
+    u3 = np.empty(3)
+    v3 = np.empty(3)
+    for c in range(model.nq):
+        fc = model.joint_frame[c]
+        if fc < 0:
+            continue
+        Hc = data.Hc[fc]
+        _gravity_moment(model, data, fc, S[c], t3)
+        lo, hi = model.anc_ptr[c], model.anc_ptr[c + 1]
+        for ib in range(lo, hi):
+            b = model.anc_idx[ib]
+            omega_cross(S[b], t3, u3)
+            for ia in range(lo, ib + 1):
+                a = model.anc_idx[ia]
+                # Lqqq: DDD.Hc + DD(a,b).Ic D_c + DD(a,c).Ic D_b + DD(b,c).Ic D_a + gravity
+                bracket(DD[a, b], S[c], ddd)
+                omega_cross(S[a], u3, v3)
+                val = (dot6(ddd, Hc) + dot6(DD[a, b], IcD[c, c]) + dot6(DD[a, c], IcD[c, b])
+                       + dot6(DD[b, c], IcD[c, a]) + g[0] * v3[0] + g[1] * v3[1] + g[2] * v3[2])
+                _emit_qqq(val, a, b, c, full, out, wq)
+                trip = (a, b, c)
+                for r in range(3):
+                    if r > 0 and trip[r] == trip[r - 1]:
+                        continue
+                    # role r is the velocity index i (Lqqv) / the position index (Lqvv)
+                    i = trip[r]
+                    x, y = (trip[1], trip[2]) if r == 0 else ((trip[0], trip[2]) if r == 1 else (trip[0], trip[1]))
+                    # Lqqv[x, y, i] = ddJ(i;x,y).Hc + dJ(i;x).Ic D_y + dJ(i;y).Ic D_x + Ic S_i . DD(x,y)
+                    bracket(dJ[i, x], S[y], ddj)
+                    val = (dot6(ddj, Hc) + dot6(dJ[i, x], IcD[c, y]) + dot6(dJ[i, y], IcD[c, x])
+                           + dot6(IcS[c, i], DD[x, y]))
+                    _emit_qqv(val, x, y, i, full, out, wq, wv)
+                    # Lqvv[i, x, y] = dJ(x;i).Ic S_y + dJ(y;i).Ic S_x
+                    val = dot6(dJ[x, i], IcS[c, y]) + dot6(dJ[y, i], IcS[c, x])
+                    _emit_qvv(val, i, x, y, full, out, wq, wv)
+    _frame_springs(model, data, 3, full, wq, out)
