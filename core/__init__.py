@@ -8,7 +8,9 @@ Importing ``core`` never imports ROS. Main entry points:
 * :class:`ModelError`, :class:`SingularMatrixError` — what goes wrong, with names.
 """
 from .dynamics import SingularMatrixError
+from .integrator import DiscreteSystem, IntegratorError, MidpointVI
 from .model import Model, ModelError, System, load_system
 
-__all__ = ["System", "Model", "ModelError", "SingularMatrixError", "load_system"]
+__all__ = ["System", "Model", "ModelError", "SingularMatrixError", "load_system", "MidpointVI",
+           "DiscreteSystem", "IntegratorError"]
 __version__ = "0.1.0"

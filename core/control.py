@@ -633,16 +633,28 @@ def _projected_rollout(pb: _Problem, x, u, d: _Direction, gamma: float):
         return xt, ut
 
 
+def _cost_change(pb: _Problem, x, u, xt, ut) -> float:
+    """``J(xt, ut) − J(x, u)`` as ``½Σ Δᵀ W (Δ + 2δ)`` (Δ = trial − current, δ = current − ref):
+    no cancellation between two large sums, so small decreases stay resolvable."""
+    N = u.shape[0]
+    dx, du, wx, wu, w_N = _weighted_errors(pb, x, u)
+    Dx, Du = xt - x, ut - u
+    WDx, WDu = _apply_weight(pb.Qs, Dx[:N]), _apply_weight(pb.Rs, Du)
+    return (float(np.sum(Dx[:N] * (0.5 * WDx + wx)) + np.sum(Du * (0.5 * WDu + wu)))
+            + float(Dx[N] @ (0.5 * pb.Q_N @ Dx[N] + w_N)))
+
+
 def _line_search(pb, x, u, J, d: _Direction, armijo, backtrack, max_backtracks):
     """Armijo backtracking on the projected trajectory: accept the first γ = backtrack^j with
-    ``J(γ) ≤ J + armijo·γ·slope + 64·eps·|J|`` (the last term absorbs cost round-off)."""
-    slack = 64 * np.finfo(float).eps * abs(J)
+    ``ΔJ(γ) ≤ armijo·γ·slope + 8·eps·(J + J(γ))`` (the last term absorbs round-off in J)."""
     gamma = 1.0
     for j in range(max_backtracks + 1):
         trial = _projected_rollout(pb, x, u, d, gamma)
         if trial is not None:
             J_trial = _cost(pb, *trial)
-            if np.isfinite(J_trial) and J_trial <= J + armijo * gamma * d.slope + slack:
+            slack = 8 * np.finfo(float).eps * (abs(J) + abs(J_trial))
+            if (np.isfinite(J_trial)
+                    and _cost_change(pb, x, u, *trial) <= armijo * gamma * d.slope + slack):
                 return trial[0], trial[1], J_trial, gamma, j
         gamma *= backtrack
     return None

@@ -26,9 +26,9 @@ from .constraints import holonomic, velocity_rows
 from .forces import generalized_force
 from .kinematics import create_data
 from .lagrangian import create_derivs, gradient_hessian, prepare, third_order
+from .linalg import cholesky_checked, cholesky_solve
 
 OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS = 0, 1, 2
-PIVOT_TOLERANCE = 1e-12
 
 
 class SingularMatrixError(np.linalg.LinAlgError):
@@ -40,54 +40,12 @@ class SingularMatrixError(np.linalg.LinAlgError):
         self.index = index
 
 
-# ------------------------------------------------------------------------------ linear algebra
-@njit(cache=True, nogil=True)
-def cholesky_checked(A, L):
-    """Cholesky factor ``A = L L^T``; returns -1, or the index of the first pivot that is not
-    positive relative to the largest diagonal entry (the matrix is singular there)."""
-    n = A.shape[0]
-    scale = 0.0
-    for i in range(n):
-        scale = max(scale, abs(A[i, i]))
-    tol = PIVOT_TOLERANCE * max(scale, 1e-300)
-    L[:, :] = 0.0
-    for j in range(n):
-        d = A[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > tol:
-            return j
-        L[j, j] = np.sqrt(d)
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
-    return -1
-
-
-@njit(cache=True, nogil=True)
-def cholesky_solve(L, B):
-    """Solve ``L L^T X = B`` in place (B is n x m)."""
-    n, m = B.shape
-    for c in range(m):
-        for i in range(n):
-            s = B[i, c]
-            for k in range(i):
-                s -= L[i, k] * B[k, c]
-            B[i, c] = s / L[i, i]
-        for i in range(n - 1, -1, -1):
-            s = B[i, c]
-            for k in range(i + 1, n):
-                s -= L[k, i] * B[k, c]
-            B[i, c] = s / L[i, i]
-
-
 # ------------------------------------------------------------------------------ kernel
 @njit(cache=True, nogil=True)
-def continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A_lin, B_lin, status):
+def continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, status):
     """Solve for ``ddq`` and ``lam``; with ``linearize``, fill ``A_lin`` and ``B_lin``.
 
+    ``dlam`` (nc x (2n + m)) receives the derivatives of ``lam`` with respect to ``[q, dq, u]``.
     ``status[0]`` is OK, SINGULAR_MASS or SINGULAR_CONSTRAINTS, ``status[1]`` the index of the
     offending variable or constraint row.
     """
@@ -162,9 +120,10 @@ def continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A_lin, 
     cholesky_solve(Lm, Minv_R1)
     dddq = -Minv_R1
     if nc > 0:
-        dlam = Ac @ Minv_R1 - R2
-        cholesky_solve(Ls, dlam)
-        dddq += Minv_At @ dlam
+        dlam_z = Ac @ Minv_R1 - R2
+        cholesky_solve(Ls, dlam_z)
+        dddq += Minv_At @ dlam_z
+        dlam[:, :] = dlam_z
     A_lin[:, :] = 0.0
     B_lin[:, :] = 0.0
     for i in range(n):
@@ -246,10 +205,11 @@ def _dynamics(system, q, dq, u, linearize):
     data, der = workspace(system)
     ddq, lam = np.empty(n), np.zeros(model.nh + model.nv)
     A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, m))
+    dlam = np.zeros((lam.shape[0], 2 * n + m))
     status = np.zeros(2, np.int64)
-    continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A, B, status)
+    continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A, B, dlam, status)
     raise_for_status(system, status, "continuous dynamics")
-    return ddq, lam, A, B
+    return ddq, lam, A, B, dlam
 
 
 def qdd(system, q, dq, u=None) -> np.ndarray:
@@ -262,9 +222,15 @@ def constraint_forces(system, q, dq, u=None) -> np.ndarray:
     return _dynamics(system, q, dq, u, False)[1]
 
 
-def linearize(system, q, dq, u=None):
-    """Exact ``(A, B)`` of ``d/dt [q, dq] = f(q, dq, u)`` about the given point."""
-    _, _, A, B = _dynamics(system, q, dq, u, True)
+def linearize(system, q, dq, u=None, multipliers: bool = False):
+    """Exact ``(A, B)`` of ``d/dt [q, dq] = f(q, dq, u)`` about the given point.
+
+    With ``multipliers=True`` also returns ``dlam/dx`` (nc x 2n) and ``dlam/du`` (nc x m).
+    """
+    _, _, A, B, dlam = _dynamics(system, q, dq, u, True)
+    if multipliers:
+        n2 = A.shape[0]
+        return A, B, dlam[:, :n2], dlam[:, n2:]
     return A, B
 
 

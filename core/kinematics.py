@@ -48,6 +48,14 @@ def create_data(model: Model) -> Data:
     )
 
 
+@njit(cache=True, nogil=True)
+def copy_data(d):
+    """Fresh scratch with the same shapes (for parallel evaluations)."""
+    return Data(d.R.copy(), d.p.copy(), d.V.copy(), d.S.copy(), d.Vp.copy(), d.Ic.copy(),
+                d.Hc.copy(), d.mc.copy(), d.mp.copy(), d.D.copy(), d.DD.copy(), d.dJ.copy(),
+                d.IcS.copy(), d.IcD.copy())
+
+
 # ------------------------------------------------------------------------------ small algebra
 @njit(cache=True, nogil=True)
 def bracket(x, y, out):

@@ -42,6 +42,14 @@ def create_derivs(nq: int, third_order: bool = False) -> LagrangianDerivs:
         dLqq=np.zeros((nq, nq)), dLqv=np.zeros((nq, nq)), dLvv=np.zeros((nq, nq)))
 
 
+@njit(cache=True, nogil=True)
+def copy_derivs(d):
+    """Fresh derivative arrays with the same shapes (for parallel evaluations)."""
+    return LagrangianDerivs(d.L.copy(), d.Lq.copy(), d.Lv.copy(), d.Lqq.copy(), d.Lqv.copy(),
+                            d.Lvv.copy(), d.Lqqq.copy(), d.Lqqv.copy(), d.Lqvv.copy(),
+                            d.dLqq.copy(), d.dLqv.copy(), d.dLvv.copy())
+
+
 # ------------------------------------------------------------------------------ preparation
 @njit(cache=True, nogil=True)
 def prepare(model, data, q, dq):

@@ -269,10 +269,11 @@ class System:
         from .dynamics import constraint_forces
         return constraint_forces(self, q, dq, u)
 
-    def linearize(self, q, dq, u=None):
-        """Exact continuous linearization ``(A, B)`` for ``x = [q, dq]``."""
+    def linearize(self, q, dq, u=None, multipliers: bool = False):
+        """Exact continuous linearization ``(A, B)`` for ``x = [q, dq]`` (and the multipliers'
+        derivatives with ``multipliers=True``)."""
         from .dynamics import linearize
-        return linearize(self, q, dq, u)
+        return linearize(self, q, dq, u, multipliers)
 
     def momentum(self, q, dq):
         """Generalized momentum ``dL/d dq``."""

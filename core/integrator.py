@@ -1,0 +1,618 @@
+"""The midpoint variational integrator and its exact first- and second-order linearizations
+(Johnson, Schultz & Murphey, "Structured linearization of discrete mechanical systems").
+
+Discrete Lagrangian and forcing (the paper's choice)::
+
+    L_d(q0, q1) = dt L((q0 + q1)/2, (q1 - q0)/dt),  F_d^- = dt F(qm, v, u),  F_d^+ = 0
+
+Forced, constrained DEL equations (28a-c), imposed on the dynamic variables only::
+
+    p_k + D1 L_d(q_k, q_k+1) + F_d^- - Dh(q_k)^T lam_k = 0
+    h(q_k+1) = 0
+    p_k+1 = D2 L_d(q_k, q_k+1)
+
+Kinematic variables (trep's term) have prescribed trajectories: their next value is an input.
+
+State and input ordering (documented everywhere)::
+
+    x_k = [q_k (all n variables, model order), p_k (dynamic variables), v_k (kinematic variables'
+           velocities (rho_k - rho_k-1)/dt)]
+    u_k = [force inputs (model input order), rho_k+1 (next values of the kinematic variables)]
+
+Second-order tensor index order: ``H[i, a, b] = d2 x_k+1,i / dz_a dz_b`` with ``z = [x_k, u_k]``
+(symmetric in ``a, b``); ``x_k+1 ~ f + A dx + B du + 1/2 dz^T H_i dz``.
+
+How the derivatives are exact: the next configuration and multipliers ``y = (q_k+1,dyn, lam)``
+solve ``R(y, z) = 0``; so ``dy/dz = -R_y^-1 R_z`` and ``R_y y_zz = -R_ww(W, W)`` with ``W`` the
+first derivatives of every argument of ``R``. ``R`` depends on ``(q_k, q_k+1)`` only through
+the midpoint ``xi = (qm, v)``, so its second derivatives are third derivatives of ``L`` at ``xi``
+contracted with ``Xi = dxi/dz`` (and the constraint terms ``lam . D3h(q_k)``, ``D2h(q_k+1)``).
+``R_y`` is ``[[M_k+1, -Dh(q_k)^T], [Dh(q_k+1), 0]]`` restricted to dynamic columns; the
+singularity checks of Sec. VII test ``M_k+1`` and ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T``.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit, prange
+
+from .constraints import holonomic
+from .dynamics import check_vector, workspace
+from .forces import generalized_force
+from .kinematics import copy_data, create_data
+from .lagrangian import copy_derivs, create_derivs, gradient_hessian, prepare, third_order
+from .linalg import condition_1norm, lu_checked, lu_solve
+
+OK, NEWTON_FAILED, SINGULAR_JACOBIAN, SINGULAR_M, SINGULAR_CONSTRAINT = 0, 1, 2, 3, 4
+
+
+class IntegratorError(RuntimeError):
+    """The DEL solve failed or the one-step map is singular; ``step``, ``matrix``, ``residual``
+    and ``iterations`` say where and how."""
+
+    def __init__(self, message, step=None, matrix=None, residual=None, iterations=None):
+        super().__init__(message)
+        self.step, self.matrix, self.residual, self.iterations = step, matrix, residual, iterations
+
+
+Layout = namedtuple("Layout", ["dyn", "kin", "nx", "nu_total"])
+
+
+# ------------------------------------------------------------------------------ midpoint terms
+@njit(cache=True, nogil=True)
+def _midpoint(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, Fqq, Fqu):
+    """Lagrangian (up to ``order``) and force derivatives at the midpoint of (q0, q1)."""
+    qm = 0.5 * (q0 + q1)
+    v = (q1 - q0) / dt
+    prepare(model, data, qm, v)
+    gradient_hessian(model, data, qm, min(order, 2), der)
+    if order >= 3:
+        third_order(model, data, True, v, v, der)
+    generalized_force(model, data, v, u, min(order - 1, 2), F, Fq, Fv, Fu, Fqq, Fqu)
+
+
+@njit(cache=True, nogil=True)
+def _slot_jacobians(der, dt, Fq, Fv, Fu):
+    """G = D1 L_d + F_d^- and P = D2 L_d as functions of (q0, q1): their Jacobians.
+
+    With G = dt/2 Lq - Lv + dt F and P = dt/2 Lq + Lv at (qm, v):
+    dG/dq0 = Gq/2 - Gv/dt, dG/dq1 = Gq/2 + Gv/dt (likewise P); dG/du = dt Fu.
+    """
+    Gq = 0.5 * dt * der.Lqq - der.Lqv.T + dt * Fq
+    Gv = 0.5 * dt * der.Lqv - der.Lvv + dt * Fv
+    Pq = 0.5 * dt * der.Lqq + der.Lqv.T
+    Pv = 0.5 * dt * der.Lqv + der.Lvv
+    return (0.5 * Gq - Gv / dt, 0.5 * Gq + Gv / dt, 0.5 * Pq - Pv / dt, 0.5 * Pq + Pv / dt, dt * Fu)
+
+
+@njit(cache=True, nogil=True)
+def _constraint_rows(model, data, q, order, lam, h, H1, H2, H3lam):
+    prepare(model, data, q, np.zeros(q.shape[0]))
+    holonomic(model, data, q, order, lam, q, h, H1, H2, H3lam, np.empty((0, q.shape[0])))
+
+
+# ------------------------------------------------------------------------------ one step
+@njit(cache=True, nogil=True)
+def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_iter,
+             q1, p1, lam, status, info):
+    """Solve the DEL equations for ``q1`` (all variables), ``p1`` (dynamic) and ``lam``.
+
+    ``status``: OK, NEWTON_FAILED or SINGULAR_JACOBIAN (``status[1]`` = row);
+    ``info``: [final residual, iterations].
+    """
+    n, nd, nk, nc = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0]
+    m = model.nu
+    F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
+    e3 = np.empty((0, 0, 0))
+    h0, Dh0, D2 = np.empty(nc), np.zeros((nc, n)), np.zeros((nc, n, n))
+    _constraint_rows(model, data, q0, 1, lam, h0, Dh0, D2, e3)
+    # initial guess: q1_dyn = q0 + dt M^-1 (p0 - M_dk v_kin) at q0
+    q1[:] = q0
+    for j in range(nk):
+        q1[kin[j]] = rho1[j]
+    prepare(model, data, q0, np.zeros(n))
+    gradient_hessian(model, data, q0, 2, der)
+    Mdd = np.empty((nd, nd))
+    rhs = np.empty((nd, 1))
+    for a in range(nd):
+        rhs[a, 0] = p0[a]
+        for j in range(nk):
+            rhs[a, 0] -= der.Lvv[dyn[a], kin[j]] * (rho1[j] - q0[kin[j]]) / dt
+        for b in range(nd):
+            Mdd[a, b] = der.Lvv[dyn[a], dyn[b]]
+    LU0 = np.empty((nd, nd))
+    piv0 = np.empty(nd, np.int64)
+    if lu_checked(Mdd, LU0, piv0) < 0:
+        lu_solve(LU0, piv0, rhs)
+        for a in range(nd):
+            q1[dyn[a]] = q0[dyn[a]] + dt * rhs[a, 0]
+    lam[:] = 0.0
+    ny = nd + nc
+    R = np.empty((ny, 1))
+    Ry = np.zeros((ny, ny))
+    LU = np.empty((ny, ny))
+    piv = np.empty(ny, np.int64)
+    h1, Dh1 = np.empty(nc), np.zeros((nc, n))
+    it = 0
+    while True:
+        _midpoint(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, e3, e3)
+        G = 0.5 * dt * der.Lq - der.Lv + dt * F
+        for a in range(nd):
+            i = dyn[a]
+            s = p0[a] + G[i]
+            for r in range(nc):
+                s -= Dh0[r, i] * lam[r]
+            R[a, 0] = s
+        P = 0.5 * dt * der.Lq + der.Lv
+        for a in range(nd):
+            p1[a] = P[dyn[a]]
+        Gq1 = _slot_jacobians(der, dt, Fq, Fv, Fu)[1]
+        if nc > 0:
+            _constraint_rows(model, data, q1, 1, lam, h1, Dh1, D2, e3)
+            for r in range(nc):
+                R[nd + r, 0] = h1[r]
+        res = np.abs(R).max() if ny > 0 else 0.0
+        info[0], info[1] = res, it
+        if res <= tol:
+            status[0], status[1] = OK, -1
+            return
+        if it >= max_iter or not np.isfinite(res):
+            status[0], status[1] = NEWTON_FAILED, -1
+            return
+        for a in range(nd):
+            for b in range(nd):
+                Ry[a, b] = Gq1[dyn[a], dyn[b]]
+            for r in range(nc):
+                Ry[a, nd + r] = -Dh0[r, dyn[a]]
+        for r in range(nc):
+            for b in range(nd):
+                Ry[nd + r, b] = Dh1[r, dyn[b]]
+            for s in range(nc):
+                Ry[nd + r, nd + s] = 0.0
+        bad = lu_checked(Ry, LU, piv)
+        if bad >= 0:
+            status[0], status[1] = SINGULAR_JACOBIAN, bad
+            return
+        lu_solve(LU, piv, R)
+        for a in range(nd):
+            q1[dyn[a]] -= R[a, 0]
+        for r in range(nc):
+            lam[r] -= R[nd + r, 0]
+        it += 1
+
+
+# ------------------------------------------------------------------------------ linearization
+@njit(cache=True, nogil=True)
+def _contract2(T, X, Y):
+    """``out[i, a, b] = sum_jk T[i, j, k] X[j, a] Y[k, b]`` via two matrix products."""
+    ni, nj, nk = T.shape
+    na, nb = X.shape[1], Y.shape[1]
+    TY = (np.ascontiguousarray(T).reshape(ni * nj, nk) @ Y).reshape(ni, nj, nb)
+    out = np.empty((ni, na, nb))
+    Xt = np.ascontiguousarray(X.T)
+    for i in range(ni):
+        out[i] = Xt @ np.ascontiguousarray(TY[i])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam, second,
+                  cond_limit, A, B, H, status, conds):
+    """Exact derivatives of ``x_k+1 = f(x_k, u_k)`` at a solved step (``q1``, ``lam`` from
+    :func:`del_step`). Fills ``A``, ``B`` and, with ``second``, ``H`` (see module docstring).
+    ``status``: OK, SINGULAR_M or SINGULAR_CONSTRAINT; ``conds`` = the two condition numbers."""
+    n, nd, nk, nc, m = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0], model.nu
+    nx = n + nd + nk
+    nz = nx + m + nk
+    # columns of z: q0 [0, n), p0 [n, n+nd), v0 [.., nx), u [nx, nx+m), rho1 [nx+m, nz)
+    cp, cu, cr = n, nx, nx + m
+    order = 3 if second else 2
+    F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
+    n3 = n if second else 0
+    Fqq, Fqu = np.empty((n3, n3, n3)), np.empty((n3, n3, m if second else 0))
+    h0, Dh0, D2h0 = np.empty(nc), np.zeros((nc, n)), np.zeros((nc, n, n))
+    H3lam = np.zeros((n3, n3, n3))
+    _constraint_rows(model, data, q0, 3 if second else 2, lam, h0, Dh0, D2h0, H3lam)
+    h1, Dh1, D2h1 = np.empty(nc), np.zeros((nc, n)), np.zeros((nc, n, n))
+    _constraint_rows(model, data, q1, 2 if second else 1, lam, h1, Dh1, D2h1, np.empty((0, 0, 0)))
+    _midpoint(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, Fqq, Fqu)
+    Gq0, Gq1, Pq0, Pq1, Gu = _slot_jacobians(der, dt, Fq, Fv, Fu)
+    # known first derivatives of the arguments: Q0 = dq0/dz, Qk1 = d q1_kin/dz, U = du/dz
+    Q0 = np.zeros((n, nz))
+    for i in range(n):
+        Q0[i, i] = 1.0
+    Q1 = np.zeros((n, nz))
+    for j in range(nk):
+        Q1[kin[j], cr + j] = 1.0
+    lamD2h0 = np.zeros((n, n))
+    for r in range(nc):
+        lamD2h0 += lam[r] * D2h0[r]
+    # R_y and R_z (first order); unknowns y = (q1_dyn, lam)
+    ny = nd + nc
+    Ry = np.zeros((ny, ny))
+    Rz = np.zeros((ny, nz))
+    for a in range(nd):
+        i = dyn[a]
+        for b in range(nd):
+            Ry[a, b] = Gq1[i, dyn[b]]
+        for r in range(nc):
+            Ry[a, nd + r] = -Dh0[r, i]
+        Rz[a, cp + a] = 1.0
+        for j in range(n):
+            Rz[a, j] += Gq0[i, j] - lamD2h0[i, j]
+        for j in range(nk):
+            Rz[a, cr + j] += Gq1[i, kin[j]]
+        for r in range(m):
+            Rz[a, cu + r] += Gu[i, r]
+    for r in range(nc):
+        for b in range(nd):
+            Ry[nd + r, b] = Dh1[r, dyn[b]]
+        for j in range(nk):
+            Rz[nd + r, cr + j] = Dh1[r, kin[j]]
+    # Sec. VII checks: M_k+1 and Dh(q_k+1) M_k+1^-1 Dh(q_k)^T
+    Mk = Ry[:nd, :nd].copy()
+    conds[0] = condition_1norm(Mk)
+    if not conds[0] < cond_limit:
+        status[0], status[1] = SINGULAR_M, -1
+        return
+    if nc > 0:
+        MinvDh0t = np.ascontiguousarray(-Ry[:nd, nd:])
+        LUm = np.empty((nd, nd))
+        pivm = np.empty(nd, np.int64)
+        lu_checked(Mk, LUm, pivm)
+        lu_solve(LUm, pivm, MinvDh0t)
+        conds[1] = condition_1norm(np.ascontiguousarray(Ry[nd:, :nd]) @ MinvDh0t)
+        if not conds[1] < cond_limit:
+            status[0], status[1] = SINGULAR_CONSTRAINT, -1
+            return
+    LU = np.empty((ny, ny))
+    piv = np.empty(ny, np.int64)
+    if lu_checked(Ry, LU, piv) >= 0:
+        status[0], status[1] = SINGULAR_CONSTRAINT if nc > 0 else SINGULAR_M, -1
+        return
+    Y = -Rz
+    lu_solve(LU, piv, Y)
+    for a in range(nd):
+        Q1[dyn[a]] = Y[a]
+    Lam = Y[nd:]
+    # first-order outputs
+    P1 = Pq0 @ Q0 + Pq1 @ Q1
+    A[:, :] = 0.0
+    B[:, :] = 0.0
+    for i in range(n):
+        A[i] = Q1[i, :nx]
+        B[i] = Q1[i, nx:]
+    for a in range(nd):
+        A[n + a] = P1[dyn[a], :nx]
+        B[n + a] = P1[dyn[a], nx:]
+    for j in range(nk):  # v1 = (rho1 - q0_kin)/dt
+        A[n + nd + j, kin[j]] = -1.0 / dt
+        B[n + nd + j, m + j] = 1.0 / dt
+    status[0], status[1] = OK, -1
+    if not second:
+        return
+    # second order: Xi = d(qm, v)/dz, T = second derivatives of G and P in (qm, v)
+    Xi = np.empty((2 * n, nz))
+    Xi[:n] = 0.5 * (Q0 + Q1)
+    Xi[n:] = (Q1 - Q0) / dt
+    TG = np.empty((n, 2 * n, 2 * n))
+    TP = np.empty((n, 2 * n, 2 * n))
+    half = 0.5 * dt
+    for i in range(n):
+        for j in range(n):
+            for k in range(n):
+                TG[i, j, k] = half * der.Lqqq[i, j, k] - der.Lqqv[j, k, i] + dt * Fqq[i, j, k]
+                TP[i, j, k] = half * der.Lqqq[i, j, k] + der.Lqqv[j, k, i]
+                gqv = half * der.Lqqv[i, j, k] - der.Lqvv[j, i, k]
+                pqv = half * der.Lqqv[i, j, k] + der.Lqvv[j, i, k]
+                TG[i, j, n + k] = gqv
+                TG[i, n + k, j] = gqv
+                TP[i, j, n + k] = pqv
+                TP[i, n + k, j] = pqv
+                TG[i, n + j, n + k] = half * der.Lqvv[i, j, k]
+                TP[i, n + j, n + k] = half * der.Lqvv[i, j, k]
+    U = np.zeros((m, nz))
+    for r in range(m):
+        U[r, cu + r] = 1.0
+    RHS_G = _contract2(TG, Xi, Xi)  # n x nz x nz
+    if m > 0:
+        FquU = _contract2(dt * Fqu, Xi[:n], U)
+        for i in range(n):
+            RHS_G[i] += FquU[i] + FquU[i].T
+    if nc > 0:
+        RHS_G -= _contract2(H3lam, Q0, Q0)
+        for r in range(nc):
+            D2Q0 = D2h0[r] @ Q0  # n x nz
+            for i in range(n):
+                outer = np.outer(D2Q0[i], Lam[r])
+                RHS_G[i] -= outer + outer.T
+    RHS = np.empty((ny, nz * nz))
+    for a in range(nd):
+        RHS[a] = RHS_G[dyn[a]].ravel()
+    for r in range(nc):
+        RHS[nd + r] = (Q1.T @ D2h1[r] @ Q1).ravel()
+    lu_solve(LU, piv, RHS)
+    Yzz = -RHS  # ny x nz^2
+    H[:, :, :] = 0.0
+    Q1zz = np.zeros((n, nz * nz))
+    for a in range(nd):
+        Q1zz[dyn[a]] = Yzz[a]
+        H[dyn[a]] = Yzz[a].reshape(nz, nz)
+    Pzz = (Pq1 @ Q1zz).reshape(n, nz, nz) + _contract2(TP, Xi, Xi)
+    for a in range(nd):
+        H[n + a] = Pzz[dyn[a]]
+
+
+@njit(cache=True, nogil=True)
+def simulate_kernel(model, data, der, dt, dyn, kin, q0, p0, u_force, rho, tol, max_iter,
+                    Q, P, LAM, status, info):
+    """Steps k = 0..N-1 from (q0, p0); stops at the first failure (status[2] = step)."""
+    N = u_force.shape[0]
+    Q[0] = q0
+    P[0] = p0
+    for k in range(N):
+        del_step(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], tol, max_iter,
+                 Q[k + 1], P[k + 1], LAM[k], status, info)
+        if status[0] != OK:
+            status[2] = k
+            return
+    status[2] = -1
+
+
+# ------------------------------------------------------------------------------ Python API
+class MidpointVI:
+    """Midpoint variational integrator for a :class:`core.System` with time step ``dt``.
+
+    Ordering: ``x = [q (all), p (dynamic variables), v (kinematic variables)]``,
+    ``u = [force inputs, next values of the kinematic variables]`` (see module docstring).
+    ``step`` raises :class:`IntegratorError` when Newton's method does not converge (with the
+    residual and iteration count) and ``linearize`` when ``M_k+1`` or
+    ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` is singular (condition number above ``condition_limit``).
+    """
+
+    def __init__(self, system, dt: float, tolerance: float = 1e-11, max_iterations: int = 50,
+                 condition_limit: float = 1e12):
+        if not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be a positive number, got {dt!r}")
+        self.system, self.dt = system, float(dt)
+        self.tolerance, self.max_iterations = float(tolerance), int(max_iterations)
+        self.condition_limit = float(condition_limit)
+        kin_names = set(system.kinematic_names)
+        names = system.config_names
+        self.kinematic_index = np.array([i for i, nm in enumerate(names) if nm in kin_names], np.int64)
+        self.dynamic_index = np.array([i for i, nm in enumerate(names) if nm not in kin_names], np.int64)
+
+    # ---------------------------------------------------------------- dimensions and names
+    @property
+    def nq(self):
+        return self.system.nq
+
+    @property
+    def nd(self):
+        return len(self.dynamic_index)
+
+    @property
+    def nk(self):
+        return len(self.kinematic_index)
+
+    @property
+    def nx(self):
+        return self.nq + self.nd + self.nk
+
+    @property
+    def nu(self):
+        return self.system.nu + self.nk
+
+    @property
+    def state_names(self):
+        names = self.system.config_names
+        return (names + ["p_" + names[i] for i in self.dynamic_index]
+                + ["v_" + names[i] for i in self.kinematic_index])
+
+    @property
+    def input_names(self):
+        names = self.system.config_names
+        return self.system.input_names + [names[i] + "_next" for i in self.kinematic_index]
+
+    # ---------------------------------------------------------------- conversions
+    def split_state(self, x):
+        x = check_vector("x", x, self.nx, self.state_names)
+        n, nd = self.nq, self.nd
+        return x[:n], x[n:n + nd], x[n + nd:]
+
+    def split_input(self, u):
+        u = check_vector("u", u, self.nu, self.input_names)
+        m = self.system.nu
+        return u[:m].copy(), u[m:].copy()
+
+    def state(self, q, p, v=None):
+        """Pack ``x = [q, p_dyn, v_kin]``."""
+        v = np.zeros(self.nk) if v is None else v
+        return np.concatenate([check_vector("q", q, self.nq), check_vector("p", p, self.nd),
+                               check_vector("v", v, self.nk)])
+
+    def momentum(self, q, dq):
+        """Discrete-state momentum from a continuous state: ``p = dL/d dq`` on dynamic rows."""
+        return self.system.momentum(q, dq)[self.dynamic_index]
+
+    def discrete_momentum(self, q_prev, q, u_prev=None):
+        """Discrete Legendre transform ``p_k = D2 L_d(q_k-1, q_k)`` (dynamic rows)."""
+        from .dynamics import lagrangian_derivatives
+        q_prev = check_vector("q_prev", q_prev, self.nq)
+        q = check_vector("q", q, self.nq)
+        d = lagrangian_derivatives(self.system, 0.5 * (q_prev + q), (q - q_prev) / self.dt, 1)
+        return (0.5 * self.dt * d.Lq + d.Lv)[self.dynamic_index]
+
+    # ---------------------------------------------------------------- stepping
+    def _solve(self, q, p, u_force, rho):
+        model = self.system.model
+        data, der = workspace(self.system)
+        n = model.nq
+        q1, p1, lam = np.empty(n), np.empty(self.nd), np.zeros(model.nh)
+        status, info = np.zeros(2, np.int64), np.zeros(2)
+        del_step(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
+                 u_force, rho, self.tolerance, self.max_iterations, q1, p1, lam, status, info)
+        self._raise(status, info, None)
+        return q1, p1, lam
+
+    def _raise(self, status, info, step):
+        code = int(status[0])
+        at = f" at step {step}" if step is not None else ""
+        if code == NEWTON_FAILED:
+            raise IntegratorError(
+                f"DEL solve did not converge{at}: residual {info[0]:.3e} after {int(info[1])} "
+                f"Newton iterations (tolerance {self.tolerance:.1e}); reduce dt or check the inputs",
+                step=step, matrix=None, residual=float(info[0]), iterations=int(info[1]))
+        if code == SINGULAR_JACOBIAN:
+            raise IntegratorError(
+                f"DEL Newton Jacobian is singular{at} (row {int(status[1])}): M_k+1 or the "
+                "constraint Jacobian lost rank", step=step, matrix="DEL Jacobian",
+                residual=float(info[0]), iterations=int(info[1]))
+
+    def step(self, q, p, u=None, return_multipliers: bool = False):
+        """One step: ``(q_k+1, p_k+1)`` (and ``lam_k``) from ``(q_k, p_k)`` and ``u_k``.
+
+        ``p`` holds the dynamic variables' momenta; ``u`` = [force inputs, rho_k+1]."""
+        q = check_vector("q", q, self.nq, self.system.config_names)
+        p = check_vector("p", p, self.nd)
+        u_force, rho = self.split_input(np.zeros(self.nu) if u is None else u)
+        q1, p1, lam = self._solve(q, p, u_force, rho)
+        return (q1, p1, lam) if return_multipliers else (q1, p1)
+
+    def f(self, x, u=None):
+        """The one-step map in state form, ``x_k+1 = f(x_k, u_k)``."""
+        q, p, _ = self.split_state(x)
+        u_force, rho = self.split_input(np.zeros(self.nu) if u is None else u)
+        q1, p1, _ = self._solve(q, p, u_force, rho)
+        v1 = (rho - q[self.kinematic_index]) / self.dt
+        return np.concatenate([q1, p1, v1])
+
+    def simulate(self, q0, p0, u_sequence):
+        """Simulate ``N = len(u_sequence)`` steps; returns ``(Q, P, LAM)`` of shapes (N+1, n),
+        (N+1, nd) and (N, nh). Raises :class:`IntegratorError` naming the failing step."""
+        model = self.system.model
+        U = np.asarray(u_sequence, dtype=float)
+        if U.ndim != 2 or U.shape[1] != self.nu:
+            raise ValueError(f"u_sequence must have shape (N, {self.nu}), got {U.shape}")
+        if not np.all(np.isfinite(U)):
+            raise ValueError("u_sequence contains non-finite values")
+        q0 = check_vector("q0", q0, self.nq, self.system.config_names)
+        p0 = check_vector("p0", p0, self.nd)
+        N, m = U.shape[0], self.system.nu
+        Q, P, LAM = np.empty((N + 1, self.nq)), np.empty((N + 1, self.nd)), np.zeros((N, model.nh))
+        data, der = workspace(self.system)
+        status, info = np.zeros(3, np.int64), np.zeros(2)
+        simulate_kernel(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q0, p0,
+                        np.ascontiguousarray(U[:, :m]), np.ascontiguousarray(U[:, m:]),
+                        self.tolerance, self.max_iterations, Q, P, LAM, status, info)
+        if status[0] != OK:
+            self._raise(status, info, int(status[2]))
+        return Q, P, LAM
+
+    # ---------------------------------------------------------------- linearization
+    def _linearize(self, x, u, second):
+        q, p, _ = self.split_state(x)
+        u_force, rho = self.split_input(np.zeros(self.nu) if u is None else u)
+        q1, _, lam = self._solve(q, p, u_force, rho)
+        model = self.system.model
+        data, der = workspace(self.system, third_order=second)
+        A, B = np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))
+        nz = self.nx + self.nu
+        H = np.empty((self.nx, nz, nz)) if second else np.empty((0, 0, 0))
+        status, conds = np.zeros(2, np.int64), np.zeros(2)
+        del_linearize(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
+                      u_force, rho, q1, lam, second, self.condition_limit, A, B, H, status, conds)
+        self._raise_singular(int(status[0]), conds, None)
+        return A, B, H
+
+    def _raise_singular(self, code, conds, step):
+        at = f" at step {step}" if step is not None else ""
+        if code == SINGULAR_M:
+            raise IntegratorError(
+                f"M_k+1 = D2 D1 L_d + D2 F_d^- is singular{at} (condition number {conds[0]:.3e} > "
+                f"{self.condition_limit:.1e}): singular coordinates or too large a time step "
+                "(Sec. VII-A)", step=step, matrix="M_k+1")
+        if code == SINGULAR_CONSTRAINT:
+            raise IntegratorError(
+                f"Dh(q_k+1) M_k+1^-1 Dh(q_k)^T is singular{at} (condition number {conds[1]:.3e} > "
+                f"{self.condition_limit:.1e}): the constraint moved too far in one step or is "
+                "degenerate (Sec. VII-B)", step=step, matrix="Dh M^-1 Dh^T")
+
+    def linearize(self, x, u=None):
+        """Exact first-order linearization ``(A, B)`` of the one-step map at ``(x, u)``."""
+        A, B, _ = self._linearize(x, u, False)
+        return A, B
+
+    def linearize2(self, x, u=None):
+        """``(A, B, H)`` with ``H[i, a, b] = d2 x_k+1,i / dz_a dz_b``, ``z = [x, u]``."""
+        return self._linearize(x, u, True)
+
+    def linearize_trajectory(self, X, U, second: bool = False, threads: int | None = None):
+        """Linearizations along a trajectory ``X`` (N+1, nx), ``U`` (N, nu) — the steps are
+        re-solved from each ``X[k]`` — computed in parallel over k. Returns ``(A, B)`` stacks
+        (N, nx, nx), (N, nx, nu), plus ``H`` (N, nx, nz, nz) with ``second``."""
+        X = np.asarray(X, dtype=float)
+        U = np.asarray(U, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.nx or U.ndim != 2 or U.shape != (X.shape[0] - 1, self.nu):
+            raise ValueError(f"X must be (N+1, {self.nx}) and U (N, {self.nu}); got {X.shape}, {U.shape}")
+        N, n, nd, m = U.shape[0], self.nq, self.nd, self.system.nu
+        model = self.system.model
+        Q = np.ascontiguousarray(X[:, :n])
+        P = np.ascontiguousarray(X[:, n:n + nd])
+        Q1 = np.empty_like(Q)
+        LAM = np.zeros((N, model.nh))
+        for k in range(N):  # next configurations and multipliers, step by step from X[k]
+            Q1[k + 1], _, LAM[k] = self._solve(Q[k], P[k], U[k, :m].copy(), U[k, m:].copy())
+        Q1[0] = Q[0]
+        nz = self.nx + self.nu
+        As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
+        Hs = np.empty((N, self.nx, nz, nz) if second else (N, 0, 0, 0))
+        stat, conds = np.zeros(N, np.int64), np.zeros((N, 2))
+        data, der = workspace(self.system, third_order=second)
+        import numba
+        nchunks = max(1, min(N, threads or numba.get_num_threads()))
+        # del_linearize takes q_k+1 from the row after k: use a shifted array
+        Qnext = np.concatenate([Q[:1], Q1[1:]], axis=0)
+        _linearize_pairs(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, Q, Qnext,
+                         P, LAM, np.ascontiguousarray(U[:, :m]), np.ascontiguousarray(U[:, m:]),
+                         second, self.condition_limit, As, Bs, Hs, stat, conds, nchunks)
+        bad = np.flatnonzero(stat != OK)
+        if bad.size:
+            k = int(bad[0])
+            self._raise_singular(int(stat[k]), conds[k], k)
+        return (As, Bs, Hs) if second else (As, Bs)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _linearize_pairs(model, data_proto, der_proto, dt, dyn, kin, Q, Qnext, P, LAM, u_force, rho,
+                     second, cond_limit, As, Bs, Hs, stat, conds, nchunks):
+    """Parallel over chunks of k: linearize the step from (Q[k], P[k]) to Qnext[k+1]."""
+    N = u_force.shape[0]
+    for c in prange(nchunks):
+        data = copy_data(data_proto)
+        der = copy_derivs(der_proto)
+        st = np.zeros(2, np.int64)
+        for k in range(c, N, nchunks):
+            del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k],
+                          Qnext[k + 1], LAM[k], second, cond_limit, As[k], Bs[k], Hs[k], st, conds[k])
+            stat[k] = st[0]
+
+
+class DiscreteSystem:
+    """Adapter exposing a :class:`MidpointVI` through the state-form protocol used by the
+    optimizers in :mod:`core.control`: ``nx``, ``nu``, ``step(x, u)``, ``linearize(x, u)``,
+    ``linearize2(x, u)``."""
+
+    def __init__(self, vi: MidpointVI):
+        self.vi = vi
+        self.nx, self.nu = vi.nx, vi.nu
+
+    def step(self, x, u):
+        return self.vi.f(x, u)
+
+    def linearize(self, x, u):
+        return self.vi.linearize(x, u)
+
+    def linearize2(self, x, u):
+        return self.vi.linearize2(x, u)
