@@ -1,0 +1,270 @@
+"""The midpoint variational integrator: the paper's numbers, exactness of the first- and
+second-order linearizations against finite differences, long-run behaviour, singularities."""
+import numpy as np
+import pytest
+
+import core
+
+PENDULUM = {
+    "gravity": [0, -9.8, 0],
+    "frames": [{"name": "pendulum", "parent": "world", "rz": "theta"},
+               {"name": "bob", "parent": "pendulum", "ty": -1.0, "mass": 1.0}],
+    "inputs": [{"type": "torque", "config": "theta"}],
+}
+
+
+# ------------------------------------------------------------------------------ the paper
+def test_pendulum_single_step_matches_paper():
+    vi = core.MidpointVI(core.load_system(PENDULUM), 0.1)
+    q1, p1 = vi.step([0.2], [0.5], [0.8])
+    assert q1[0] == pytest.approx(0.2471, abs=5e-5)
+    assert p1[0] == pytest.approx(0.3627, abs=5e-5)
+
+
+def test_pendulum_first_order_matches_paper():
+    vi = core.MidpointVI(core.load_system(PENDULUM), 0.1)
+    A, B = vi.linearize([0.2, 0.5], [0.8])
+    # the paper truncates rather than rounds some entries (0.09767 is printed 0.0976)
+    np.testing.assert_allclose(A, [[0.9533, 0.0976], [-0.9333, 0.9533]], atol=1e-4)
+    np.testing.assert_allclose(B, [[0.00976], [0.09533]], atol=1e-5)
+    controllability = np.hstack([B, A @ B])
+    np.testing.assert_allclose(controllability, [[0.00976, 0.0186], [0.09533, 0.0818]], atol=5e-5)
+
+
+def test_pendulum_second_order_matches_paper():
+    # The paper prints delta^2 x_i = dz^T [matrix] dz with the matrices below; they are exactly
+    # our H[i] = d2 x_i / dz dz (no symmetric factor 1/2 between the two): e.g. H[0, 0, 0] =
+    # d2 q_k+1/dq_k^2 = 1.0121e-2 against the printed 1.01e-2.
+    vi = core.MidpointVI(core.load_system(PENDULUM), 0.1)
+    _, _, H = vi.linearize2([0.2, 0.5], [0.8])
+    printed_q = [[1.01e-2, 5.06e-4, 5.06e-5], [5.06e-4, 2.53e-5, 2.53e-6], [5.06e-5, 2.53e-6, 2.53e-7]]
+    printed_p = [[2.02e-1, 1.01e-2, 1.01e-3], [1.01e-2, 5.06e-4, 5.06e-5], [1.01e-3, 5.06e-5, 5.06e-6]]
+    np.testing.assert_allclose(H[0], printed_q, rtol=5e-3)
+    np.testing.assert_allclose(H[1], printed_p, rtol=5e-3)
+
+
+# ------------------------------------------------------------------------------ random systems
+KINDS = ["tx", "ty", "tz", "rx", "ry", "rz"]
+
+
+def random_vi_system(seed):
+    """A random system (see :func:`_random_vi_system`) whose constraints are independent."""
+    rng = np.random.default_rng(seed)
+    while True:
+        s, q = _random_vi_system(rng)
+        Dh = s.constraint(q, order=1)[1]
+        dyn = [i for i, nm in enumerate(s.config_names) if nm not in ("hand_y", "string")]
+        if np.linalg.svd(Dh[:, dyn], compute_uv=False).min() > 0.05:
+            return s, q, rng
+
+
+def _random_vi_system(rng):
+    """A random tree with every transform kind, full inertias, damping, springs, torque and
+    wrench inputs, a closed loop (distance constraint), a kinematic 'hand' variable and a
+    'string' (distance constraint whose length is a kinematic variable); consistent state."""
+    s = core.System(gravity=list(rng.normal(size=3) * 3.0), name="random_vi")
+    frames, nvar = ["world"], 0
+    for i in range(int(rng.integers(4, 8))):
+        parent = frames[-1] if rng.uniform() < 0.7 else frames[int(rng.integers(0, len(frames)))]
+        kind = KINDS[i % 6] if i < 6 else KINDS[int(rng.integers(0, 6))]
+        name = f"f{i}"
+        offset = {"translation": list(rng.normal(size=3) * 0.3), "rotation": list(rng.normal(size=3) * 0.5)}
+        L = rng.normal(size=(3, 3))
+        s.add_frame(name, parent=parent, offset=offset, mass=float(rng.uniform(0.5, 2.0)),
+                    inertia=(L @ L.T * 0.05 + 0.02 * np.eye(3)).tolist(), **{kind: f"q{nvar}"})
+        frames.append(name)
+        nvar += 1
+    # a kinematic hand: a driven translation frame (massless) holding a string
+    s.add_frame("hand", parent="world", offset={"translation": [0.3, 2.0, 0.1]}, ty="hand_y")
+    s.add_damping("q0", 0.3)
+    s.add_spring("config", config="q1", stiffness=2.0, rest=0.1)
+    s.add_input("torque", config="q0")
+    s.add_input("wrench", frame=frames[2])
+    # choose the configuration first, then close the loop and cut the string to fit it
+    q = rng.normal(size=s.nq) * 0.4
+    q[s.config_index("hand_y")] = 0.2
+    from core.kinematics import create_data, forward_kinematics
+    data = create_data(s.model)
+    forward_kinematics(s.model, q, np.zeros_like(q), data)
+    position = lambda name: data.p[s.frame_index(name)].copy()
+    string = float(np.linalg.norm(position(frames[-1]) - position("hand")))
+    s.add_constraint("distance", frame1="hand", frame2=frames[-1], distance="string")
+    s.add_constraint("distance", frame1=frames[1], frame2="world", distance=float(np.linalg.norm(position(frames[1]))))
+    s.set_kinematic(["hand_y", "string"])
+    assert s.config_names[-1] == "string"  # variables that drive no frame come last
+    return s, np.append(q, string)
+
+
+def consistent_state(vi, q, rng):
+    s = vi.system
+    h, Dh, _ = s.constraint(q, order=2)
+    assert np.abs(h).max() < 1e-12
+    # velocity tangent to the constraints with the kinematic velocities prescribed
+    dq = rng.normal(size=s.nq) * 0.5
+    kin = vi.kinematic_index
+    dq[kin] = rng.normal(size=len(kin)) * 0.2
+    dyn = vi.dynamic_index
+    rhs = -Dh[:, kin] @ dq[kin]
+    dq[dyn] += np.linalg.lstsq(Dh[:, dyn], rhs - Dh[:, dyn] @ dq[dyn], rcond=None)[0]
+    assert np.abs(Dh @ dq).max() < 1e-10
+    x = vi.state(q, vi.momentum(q, dq), dq[kin])
+    u = np.concatenate([rng.normal(size=s.nu), q[kin] + vi.dt * dq[kin]])
+    return x, u
+
+
+def fd_jacobian(fun, z, eps):
+    """Five-point central differences of a vector function (columns = derivatives)."""
+    cols = []
+    for a in range(z.size):
+        e = np.zeros_like(z)
+        e[a] = eps
+        cols.append((-fun(z + 2 * e) + 8 * fun(z + e) - 8 * fun(z - e) + fun(z - 2 * e)) / (12 * eps))
+    return np.stack(cols, axis=-1)
+
+
+def rel_err(exact, approx):
+    return np.linalg.norm(exact - approx) / max(1.0, np.linalg.norm(exact))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_first_and_second_order_match_finite_differences(seed):
+    s, q, rng = random_vi_system(seed)
+    vi = core.MidpointVI(s, 0.01, tolerance=1e-13)
+    x, u = consistent_state(vi, q, rng)
+    nx = vi.nx
+    A, B, H = vi.linearize2(x, u)
+    np.testing.assert_allclose(vi.linearize(x, u)[0], A, rtol=1e-12, atol=1e-12)
+    z = np.concatenate([x, u])
+    f = lambda zz: vi.f(zz[:nx], zz[nx:])
+    J = fd_jacobian(f, z, 1e-4)
+    assert rel_err(np.hstack([A, B]), J) < 1e-6
+    AB = lambda zz: np.hstack(vi.linearize(zz[:nx], zz[nx:]))
+    H_fd = fd_jacobian(AB, z, 1e-4)  # [i, a, b] = d(dx_i/dz_a)/dz_b
+    assert rel_err(H, H_fd) < 1e-4
+    assert np.allclose(H, H.transpose(0, 2, 1), atol=1e-10 * max(1.0, np.abs(H).max()))
+
+
+def test_linearize_trajectory_matches_pointwise():
+    s, q, rng = random_vi_system(11)
+    vi = core.MidpointVI(s, 0.01, tolerance=1e-13)
+    x, u = consistent_state(vi, q, rng)
+    N = 5
+    U = np.tile(u, (N, 1))
+    U[:, -2:] = q[vi.kinematic_index] + vi.dt * np.arange(1, N + 1)[:, None] * (u[-2:] - q[vi.kinematic_index]) / vi.dt
+    X = [x]
+    for k in range(N):
+        X.append(vi.f(X[-1], U[k]))
+    X = np.array(X)
+    As, Bs, Hs = vi.linearize_trajectory(X, U, second=True)
+    for k in (0, N - 1):
+        A, B, H = vi.linearize2(X[k], U[k])
+        np.testing.assert_allclose(As[k], A, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(Bs[k], B, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(Hs[k], H, rtol=1e-10, atol=1e-9)
+
+
+# ------------------------------------------------------------------------------ long runs
+LOOP = {  # unforced four-bar-like closed loop (the paper's double pendulum, no input)
+    "gravity": [0, -9.8, 0],
+    "frames": [{"name": "link1", "parent": "world", "rz": "theta1"},
+               {"name": "A", "parent": "link1", "ty": -1.0, "mass": 1.0},
+               {"name": "link2", "parent": "A", "rz": "theta2"},
+               {"name": "B", "parent": "link2", "ty": -1.0, "mass": 1.0},
+               {"name": "C", "parent": "world", "tx": 2.0}],
+    "constraints": [{"type": "distance", "frame1": "B", "frame2": "C", "distance": 1.0}],
+}
+
+
+def test_long_run_energy_bounded_and_constraint_held():
+    s = core.load_system(LOOP)
+    dt, N = 0.01, 100_000
+    vi = core.MidpointVI(s, dt)
+    # a configuration on the constraint: solve theta2 for theta1 = 0.5 with Newton
+    q = np.array([0.5, 1.0])
+    for _ in range(30):
+        h, Dh = s.constraint(q, order=1)
+        q[1] -= h[0] / Dh[0, 1]
+    Dh = s.constraint(q, order=1)[1]
+    dq = np.array([1.0, -Dh[0, 0] / Dh[0, 1]])
+    Q, P, _ = vi.simulate(q, vi.momentum(q, dq), np.zeros((N, 0)))
+    h_max = max(abs(s.constraint(Q[k])[0]) for k in range(0, N + 1, 97))
+    assert h_max < 1e-10
+    E = np.array([s.energy(0.5 * (Q[k] + Q[k + 1]), (Q[k + 1] - Q[k]) / dt) for k in range(0, N, 50)])
+    spread = E.max() - E.min()
+    assert spread < 1e-2 * abs(E).max()  # bounded oscillation
+    tenth = len(E) // 10
+    assert abs(E[-tenth:].mean() - E[:tenth].mean()) < 0.2 * spread + 1e-12  # no drift
+
+
+def test_momentum_of_cyclic_variable_is_conserved():
+    s = core.load_system({
+        "gravity": [0, 0, -9.8],
+        "frames": [{"name": "turn", "parent": "world", "rz": "phi"},
+                   {"name": "swing", "parent": "turn", "rx": "theta"},
+                   {"name": "bob", "parent": "swing", "tz": -1.0, "mass": 1.0, "inertia": [0.1, 0.2, 0.3]}],
+    })
+    vi = core.MidpointVI(s, 0.01)
+    q, dq = np.array([0.0, 0.7]), np.array([2.0, 0.0])
+    Q, P, _ = vi.simulate(q, vi.momentum(q, dq), np.zeros((2000, 0)))
+    assert np.abs(P[:, 0] - P[0, 0]).max() < 1e-10
+    assert np.ptp(Q[:, 1]) > 0.05  # it really swings
+
+
+# ------------------------------------------------------------------------------ errors
+def spherical_pendulum():
+    # q = (theta, phi): theta the polar angle from the downward vertical, phi the azimuth
+    return core.load_system({
+        "gravity": [0, 0, -9.8],
+        "frames": [{"name": "azimuth", "parent": "world", "rz": "phi"},
+                   {"name": "polar", "parent": "azimuth", "rx": "theta"},
+                   {"name": "bob", "parent": "polar", "tz": -1.0, "mass": 1.0}],
+    })
+
+
+def test_spherical_pendulum_singularity_is_reported():
+    # Sec. VII-A: M_k+1 is singular when theta_k + theta_k+1 = 0 (symmetric about the pole).
+    s = spherical_pendulum()
+    dt = 0.05
+    vi = core.MidpointVI(s, dt)
+    names = s.config_names  # [phi, theta]
+    q0 = np.zeros(2)
+    q1 = np.zeros(2)
+    q0[names.index("theta")], q1[names.index("theta")] = 0.2, -0.2
+    q1[names.index("phi")] = 0.1
+    d = s.lagrangian_derivatives(0.5 * (q0 + q1), (q1 - q0) / dt, 1)
+    p0 = -(0.5 * dt * d.Lq - d.Lv)  # p_k = -D1 L_d(q_k, q_k+1)
+    with pytest.raises(core.IntegratorError) as err:
+        vi.linearize(vi.state(q0, p0), [])
+    assert "M_k+1" in str(err.value) or "singular" in str(err.value)
+    # away from the pole the same construction is regular
+    q1[names.index("theta")] = 0.25
+    d = s.lagrangian_derivatives(0.5 * (q0 + q1), (q1 - q0) / dt, 1)
+    A, _ = vi.linearize(vi.state(q0, -(0.5 * dt * d.Lq - d.Lv)), [])
+    assert np.all(np.isfinite(A))
+
+
+def test_newton_failure_reports_residual_and_iterations():
+    vi = core.MidpointVI(core.load_system(PENDULUM), 0.1, max_iterations=1, tolerance=1e-15)
+    with pytest.raises(core.IntegratorError) as err:
+        vi.step([0.2], [50.0], [0.8])
+    assert err.value.iterations == 1 and err.value.residual > 0
+    assert "did not converge" in str(err.value)
+
+
+def test_simulate_names_failing_step():
+    vi = core.MidpointVI(core.load_system(PENDULUM), 0.1, max_iterations=3, tolerance=1e-14)
+    U = np.zeros((10, 1))
+    U[4] = 1e6
+    with pytest.raises(core.IntegratorError) as err:
+        vi.simulate([0.0], [0.0], U)
+    assert err.value.step == 4
+
+
+def test_bad_inputs_are_refused():
+    vi = core.MidpointVI(core.load_system(PENDULUM), 0.1)
+    with pytest.raises(ValueError, match="q must be a vector of 1"):
+        vi.step([0.2, 0.1], [0.5], [0.8])
+    with pytest.raises(ValueError, match="not finite"):
+        vi.step([np.nan], [0.5], [0.8])
+    with pytest.raises(ValueError, match="dt must be"):
+        core.MidpointVI(core.load_system(PENDULUM), -1.0)
