@@ -18,6 +18,7 @@ State ``x = [q, dq]`` (2n), input ``u`` (m): ``A_lin`` is 2n x 2n, ``B_lin`` is 
 from __future__ import annotations
 
 import threading
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -29,6 +30,10 @@ from .lagrangian import create_derivs, gradient_hessian, prepare, third_order
 from .linalg import cholesky_checked, cholesky_solve
 
 OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS = 0, 1, 2
+
+#: Plain-Python copy of the Lagrangian derivatives returned to users (see core.lagrangian).
+Derivatives = namedtuple("Derivatives", ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv",
+                                         "dLqq", "dLqv", "dLvv"])
 
 
 class SingularMatrixError(np.linalg.LinAlgError):
@@ -150,20 +155,18 @@ def constraint_kernel(model, data, q, order, h, H1, H2):
 
 
 # ------------------------------------------------------------------------------ Python API
-_local = threading.local()
-
-
 def workspace(system, third_order: bool = False):
-    """Per-thread scratch (Data and derivative arrays) for ``system``'s current model."""
+    """Per-thread scratch (Data and derivative arrays) for ``system``'s current model.
+
+    Kept on the system itself (one set per thread and per model compilation), so it is freed
+    with the system and never shared between threads.
+    """
     model = system.model
-    cache = getattr(_local, "cache", None)
-    if cache is None:
-        cache = _local.cache = {}
+    local = system.__dict__.setdefault("_workspaces", threading.local())
     key = (id(model), third_order)
-    entry = cache.get(key)
-    if entry is None or entry[0] is not model:
-        entry = (model, create_data(model), create_derivs(model.nq, third_order))
-        cache[key] = entry
+    entry = getattr(local, "entry", None)
+    if entry is None or entry[0] != key:
+        entry = local.entry = (key, create_data(model), create_derivs(model.nq, third_order))
     return entry[1], entry[2]
 
 
@@ -235,7 +238,8 @@ def linearize(system, q, dq, u=None, multipliers: bool = False):
 
 
 def lagrangian_derivatives(system, q, dq, order: int = 2):
-    """All derivatives of L up to ``order`` (0..3) as a :class:`LagrangianDerivs` of copies."""
+    """Derivatives of L up to ``order`` (0..3) as a :class:`Derivatives` namedtuple of copies;
+    fields above ``order`` (and the directional ones) are ``None``."""
     if order not in (0, 1, 2, 3):
         raise ValueError(f"order must be 0, 1, 2 or 3, got {order}")
     n = system.nq
@@ -243,7 +247,10 @@ def lagrangian_derivatives(system, q, dq, order: int = 2):
     dq = check_vector("dq", dq, n, system.config_names)
     data, der = workspace(system, third_order=order >= 3)
     lagrangian_kernel(system.model, data, der, q, dq, order)
-    return type(der)(*[a.copy() for a in der])
+    # fields above the requested order are not part of the answer (the scratch is shared)
+    wanted = {0: 1, 1: 3, 2: 6, 3: 9}[order]
+    return Derivatives(*[a.copy() if i < wanted else None for i, a in enumerate(der.fields()[:9])],
+                       None, None, None)
 
 
 def momentum(system, q, dq) -> np.ndarray:
@@ -259,6 +266,8 @@ def energy(system, q, dq) -> float:
 
 def constraint(system, q, order: int = 0):
     """Holonomic constraint values ``h(q)``; with ``order`` 1 also ``Dh``, 2 also ``D2h``."""
+    if order not in (0, 1, 2):
+        raise ValueError(f"order must be 0, 1 or 2, got {order!r}")
     model = system.model
     q = check_vector("q", q, model.nq, system.config_names)
     data, _ = workspace(system)

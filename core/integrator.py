@@ -32,8 +32,6 @@ singularity checks of Sec. VII test ``M_k+1`` and ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 from numba import njit, prange
 
@@ -54,9 +52,6 @@ class IntegratorError(RuntimeError):
     def __init__(self, message, step=None, matrix=None, residual=None, iterations=None):
         super().__init__(message)
         self.step, self.matrix, self.residual, self.iterations = step, matrix, residual, iterations
-
-
-Layout = namedtuple("Layout", ["dyn", "kin", "nx", "nu_total"])
 
 
 # ------------------------------------------------------------------------------ midpoint terms
@@ -98,8 +93,10 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
              q1, p1, lam, status, info):
     """Solve the DEL equations for ``q1`` (all variables), ``p1`` (dynamic) and ``lam``.
 
+    Converged when every momentum row is below ``tol`` relative to the largest term of the
+    equation and every constraint row below ``tol`` absolutely.
     ``status``: OK, NEWTON_FAILED or SINGULAR_JACOBIAN (``status[1]`` = row);
-    ``info``: [final residual, iterations].
+    ``info``: [final (scaled) residual, iterations].
     """
     n, nd, nk, nc = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0]
     m = model.nu
@@ -152,7 +149,17 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
             _constraint_rows(model, data, q1, 1, lam, h1, Dh1, D2, e3)
             for r in range(nc):
                 R[nd + r, 0] = h1[r]
-        res = np.abs(R).max() if ny > 0 else 0.0
+        # momentum rows relative to the size of their terms (round-off grows with them),
+        # constraint rows absolute (metres squared or metres)
+        scale = 1.0
+        for a in range(nd):
+            i = dyn[a]
+            scale = max(scale, abs(p0[a]), abs(der.Lv[i]), abs(0.5 * dt * der.Lq[i]), abs(dt * F[i]))
+        res = 0.0
+        for a in range(nd):
+            res = max(res, abs(R[a, 0]) / scale)
+        for r in range(nc):
+            res = max(res, abs(R[nd + r, 0]))
         info[0], info[1] = res, it
         if res <= tol:
             status[0], status[1] = OK, -1

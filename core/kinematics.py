@@ -20,32 +20,30 @@ The two facts that make the derivatives exact and cheap (product-of-exponentials
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 from numba import njit
 
 from .model import KIND_CONST, KIND_RX, KIND_TX, Model
+from .structs import record_type
 
-Data = namedtuple("Data", [
+DATA_FIELDS = [
     "R", "p", "V",           # per frame: world rotation (3x3), position (3), spatial velocity (6)
     "S", "Vp",               # per variable: world screw (6), spatial velocity of the joint's parent
     "Ic", "Hc", "mc", "mp",  # per frame: composite inertia (6x6), momentum (6), mass, first moment
     "D", "DD", "dJ",         # per joint / joint pair: velocity derivative tables (see lagrangian)
     "IcS", "IcD",            # per joint pair (m, j): Ic_m S_j and Ic_m D_j
-])
+]
+DataType, Data = record_type("Data", DATA_FIELDS, __name__)
 
 
 def create_data(model: Model) -> Data:
     """Allocate per-evaluation scratch for ``model`` (one per thread)."""
     nf, nq = model.nf, model.nq
-    return Data(
-        R=np.zeros((nf, 3, 3)), p=np.zeros((nf, 3)), V=np.zeros((nf, 6)),
-        S=np.zeros((nq, 6)), Vp=np.zeros((nq, 6)),
-        Ic=np.zeros((nf, 6, 6)), Hc=np.zeros((nf, 6)), mc=np.zeros(nf), mp=np.zeros((nf, 3)),
-        D=np.zeros((nq, 6)), DD=np.zeros((nq, nq, 6)), dJ=np.zeros((nq, nq, 6)),
-        IcS=np.zeros((nq, nq, 6)), IcD=np.zeros((nq, nq, 6)),
-    )
+    return Data(np.zeros((nf, 3, 3)), np.zeros((nf, 3)), np.zeros((nf, 6)),
+                np.zeros((nq, 6)), np.zeros((nq, 6)),
+                np.zeros((nf, 6, 6)), np.zeros((nf, 6)), np.zeros(nf), np.zeros((nf, 3)),
+                np.zeros((nq, 6)), np.zeros((nq, nq, 6)), np.zeros((nq, nq, 6)),
+                np.zeros((nq, nq, 6)), np.zeros((nq, nq, 6)))
 
 
 @njit(cache=True, nogil=True)

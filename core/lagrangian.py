@@ -20,26 +20,24 @@ Gravity acts on composite mass and first moment the same way.
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 from numba import njit
 
 from .kinematics import (PAIR_SQUARED_DISTANCE, bracket, composites, compose_scalar, dot6,
                          forward_kinematics, joint_union, matvec6, omega_cross, pair_jet,
                          spatial_inertia)
+from .structs import record_type
 
-LagrangianDerivs = namedtuple("LagrangianDerivs", [
-    "L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv", "dLqq", "dLqv", "dLvv"])
+DERIV_FIELDS = ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv", "dLqq", "dLqv", "dLvv"]
+LagrangianDerivsType, LagrangianDerivs = record_type("LagrangianDerivs", DERIV_FIELDS, __name__)
 
 
 def create_derivs(nq: int, third_order: bool = False) -> LagrangianDerivs:
     n3 = (nq, nq, nq) if third_order else (0, 0, 0)
-    return LagrangianDerivs(
-        L=np.zeros(1), Lq=np.zeros(nq), Lv=np.zeros(nq),
-        Lqq=np.zeros((nq, nq)), Lqv=np.zeros((nq, nq)), Lvv=np.zeros((nq, nq)),
-        Lqqq=np.zeros(n3), Lqqv=np.zeros(n3), Lqvv=np.zeros(n3),
-        dLqq=np.zeros((nq, nq)), dLqv=np.zeros((nq, nq)), dLvv=np.zeros((nq, nq)))
+    return LagrangianDerivs(np.zeros(1), np.zeros(nq), np.zeros(nq),
+                            np.zeros((nq, nq)), np.zeros((nq, nq)), np.zeros((nq, nq)),
+                            np.zeros(n3), np.zeros(n3), np.zeros(n3),
+                            np.zeros((nq, nq)), np.zeros((nq, nq)), np.zeros((nq, nq)))
 
 
 @njit(cache=True, nogil=True)

@@ -23,17 +23,18 @@ Conventions (the same everywhere in mechnode):
   axis), velocity constraint rows follow the holonomic ones.
 
 Pinocchio-style separation: :class:`System` is what the robot is (names, elements); its compiled
-:class:`Model` is an immutable namedtuple of arrays that the numba kernels read; per-evaluation
+:class:`Model` is an immutable record of arrays (a numba StructRef) that the kernels read; per-evaluation
 scratch lives in a separate ``Data`` tuple (see :mod:`core.kinematics`).
 """
 from __future__ import annotations
 
 import math
 import os
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
+
+from .structs import record_type
 
 WORLD = "world"
 
@@ -54,7 +55,7 @@ class ModelError(ValueError):
     """A malformed model; the message names the offending element."""
 
 
-Model = namedtuple("Model", [
+MODEL_FIELDS = [
     "nq", "nf", "nu", "nh", "nv",
     # frames, in topological order (parents first); parent -1 is the world
     "frame_parent", "frame_kind", "frame_qindex", "frame_value",
@@ -71,7 +72,8 @@ Model = namedtuple("Model", [
     "hc_kind", "hc_f1", "hc_f2", "hc_axis", "hc_value", "hc_lenvar",
     # velocity constraints: origin of frame has zero velocity along that frame's axis
     "vc_frame", "vc_axis",
-])
+]
+ModelType, Model = record_type("Model", MODEL_FIELDS, __name__)
 
 
 def _rotation_from_spec(spec: Any, where: str) -> np.ndarray:
@@ -538,7 +540,7 @@ def _compile(system: System) -> Model:
     def col(rows, i, dtype):
         return np.array([r[i] for r in rows], dtype=dtype)
 
-    model = Model(
+    model = dict(
         nq=nq, nf=nf, nu=len(inputs), nh=len(hc), nv=len(vc),
         frame_parent=frame_parent, frame_kind=frame_kind, frame_qindex=frame_qindex, frame_value=frame_value,
         frame_offset_R=np.array([f["offset_R"] for f in frames]).reshape(nf, 3, 3),
@@ -558,9 +560,10 @@ def _compile(system: System) -> Model:
         hc_axis=col(hc, 3, np.int64), hc_value=col(hc, 4, float), hc_lenvar=col(hc, 5, np.int64),
         vc_frame=col(vc, 0, np.int64), vc_axis=col(vc, 1, np.int64),
     )
-    for arr in model:
-        if isinstance(arr, np.ndarray):
-            arr.setflags(write=False)
+    for value in model.values():
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)  # the model is immutable: shared by every evaluation
+    model = Model(*[model[f] for f in MODEL_FIELDS])
     system._config_names = config_names
     system._input_names = input_names
     system._frame_names = names
