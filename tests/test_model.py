@@ -1,0 +1,406 @@
+"""Model building: YAML / dict / path loading, ordering rules, and named errors."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import core
+from core import ModelError, SingularMatrixError
+from randsys import Reference, build_system, random_system
+
+MINIMAL_YAML = """
+gravity: [0, -9.8, 0]
+frames:
+  - {name: link1, parent: world, rz: theta1}
+  - {name: A, parent: link1, ty: -1.0, mass: 1.0}
+  - {name: link2, parent: A, rz: theta2}
+  - {name: B, parent: link2, ty: -1.0, mass: 1.0}
+  - {name: C, parent: world, tx: 2.0}
+constraints:
+  - {type: distance, frame1: B, frame2: C, distance: 1.0}
+inputs:
+  - {type: torque, config: theta1}
+"""
+
+MINIMAL_DICT = {
+    "gravity": [0, -9.8, 0],
+    "frames": [
+        {"name": "link1", "parent": "world", "rz": "theta1"},
+        {"name": "A", "parent": "link1", "ty": -1.0, "mass": 1.0},
+        {"name": "link2", "parent": "A", "rz": "theta2"},
+        {"name": "B", "parent": "link2", "ty": -1.0, "mass": 1.0},
+        {"name": "C", "parent": "world", "tx": 2.0},
+    ],
+    "constraints": [{"type": "distance", "frame1": "B", "frame2": "C", "distance": 1.0}],
+    "inputs": [{"type": "torque", "config": "theta1"}],
+}
+
+Q = np.array([0.5, 1.0])
+DQ = np.array([1.0, -2.0])
+U = np.array([2.0])
+
+
+def body(name, parent="world", **kw):
+    """A frame with a full body, so that its variable moves mass."""
+    return dict(name=name, parent=parent, mass=1.0, inertia=[0.1, 0.2, 0.3], **kw)
+
+
+# ---------------------------------------------------------------------------------- loading
+def _same(s1, s2):
+    A1, B1 = s1.linearize(Q, DQ, U)
+    A2, B2 = s2.linearize(Q, DQ, U)
+    np.testing.assert_array_equal(A1, A2)
+    np.testing.assert_array_equal(B1, B2)
+
+
+def test_minimal_example_builds_with_documented_order():
+    s = core.load_system(MINIMAL_YAML)
+    assert isinstance(s, core.System)
+    assert s.config_names == ["theta1", "theta2"]
+    assert s.input_names == ["theta1"]
+    assert s.state_names == ["theta1", "theta2", "dtheta1", "dtheta2"]
+    assert s.nq == 2 and s.nu == 1 and s.model.nh == 1
+    assert s.frame_names == ["link1", "A", "link2", "B", "C"]
+    np.testing.assert_array_equal(s.model.gravity, [0, -9.8, 0])
+
+
+def test_yaml_string_dict_and_path_agree(tmp_path):
+    path = tmp_path / "double_pendulum.yaml"
+    path.write_text(MINIMAL_YAML, encoding="utf-8")
+    from_yaml = core.load_system(MINIMAL_YAML)
+    for other in (core.load_system(MINIMAL_DICT), core.load_system(str(path)), core.load_system(path)):
+        assert other.config_names == ["theta1", "theta2"]
+        assert other.input_names == ["theta1"]
+        _same(from_yaml, other)
+
+
+def test_load_system_does_not_modify_the_dict():
+    import copy
+    spec = copy.deepcopy(MINIMAL_DICT)
+    core.load_system(spec)
+    assert spec == MINIMAL_DICT
+
+
+def test_python_api_and_dict_agree_on_random_systems():
+    for seed in range(4):
+        s, q, dq, u = random_system(seed)
+        other = build_system(s.spec, use_api=not (seed % 2 == 1))
+        assert other.config_names == s.config_names and other.input_names == s.input_names
+        np.testing.assert_array_equal(s.qdd(q, dq, u), other.qdd(q, dq, u))
+
+
+def test_yaml_damping_as_mapping_and_springs():
+    s = core.load_system("""
+gravity: [0, 0, -9.81]
+frames:
+  - {name: cart, tx: x, mass: 2.0}
+  - {name: pole, parent: cart, ry: th, mass: 0.5, inertia: [0.01, 0.01, 0.01]}
+damping: {x: 0.3, th: 0.1}
+springs:
+  - {type: config, config: x, stiffness: 4.0, rest: 0.5}
+inputs:
+  - {type: torque, config: x}
+""")
+    np.testing.assert_array_equal(s.model.damping, [0.3, 0.1])
+    np.testing.assert_array_equal(s.model.spring_k, [4.0])
+    # damping enters the accelerations: d qdd / d dq changes with it
+    A, _ = s.linearize([0.1, 0.2], [0.0, 0.0], [0.0])
+    M = s.lagrangian_derivatives([0.1, 0.2], [0.0, 0.0]).Lvv
+    np.testing.assert_allclose(A[2:, 2:], -np.linalg.solve(M, np.diag([0.3, 0.1])), atol=1e-12)
+
+
+def test_changes_after_compilation_recompile():
+    s = core.load_system(MINIMAL_DICT)
+    assert s.nq == 2
+    s.add_frame("D", parent="B", rx="theta3", mass=1.0, inertia=[1, 1, 1])
+    assert s.config_names == ["theta1", "theta2", "theta3"]
+    assert s.linearize(np.zeros(3), np.zeros(3), U)[0].shape == (6, 6)
+    assert not s.model.frame_mass.flags.writeable
+
+
+# ---------------------------------------------------------------------------------- ordering
+def test_config_order_is_first_appearance_in_frames_not_tree_order():
+    s = core.load_system({"frames": [
+        body("b", parent="a", rx="beta"),
+        body("c", parent="world", tz="gamma"),
+        body("a", parent="world", rz="alpha"),
+    ]})
+    assert s.config_names == ["beta", "gamma", "alpha"]
+    # the tree is still evaluated parents first
+    names = s.frame_names
+    assert names.index("a") < names.index("b")
+
+
+def test_declaration_order_only_permutes_variables():
+    """Shuffling the frame list of a random system permutes q and nothing else."""
+    for seed in (3, 5, 8):
+        s, q, dq, u = random_system(seed, constraints=0, velocity_constraints=0)
+        spec = dict(s.spec)
+        frames = list(spec["frames"])
+        random.Random(seed).shuffle(frames)
+        spec["frames"] = frames
+        t = build_system(spec)
+        ref = Reference(spec)
+        assert t.config_names == ref.config_names
+        assert sorted(t.config_names) == sorted(s.config_names)
+        perm = [s.config_names.index(n) for n in t.config_names]
+        assert perm != list(range(len(perm))) or len(perm) == 1
+        np.testing.assert_allclose(t.qdd(q[perm], dq[perm], u), s.qdd(q, dq, u)[perm], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(t.energy(q[perm], dq[perm]), s.energy(q, dq), rtol=1e-12)
+
+
+def test_input_order_and_wrench_expansion():
+    s = core.load_system({"frames": [body("a", rz="th"), body("b", parent="a", tx="x")],
+                          "inputs": [{"type": "force", "frame": "b", "axis": "y"},
+                                     {"type": "wrench", "frame": "a"},
+                                     {"type": "torque", "config": "x"},
+                                     {"type": "moment", "frame": "b", "axis": "z", "name": "spin"},
+                                     {"type": "wrench", "frame": "b", "name": "tool"}]})
+    assert s.input_names == ["b.fy", "a.fx", "a.fy", "a.fz", "a.mx", "a.my", "a.mz", "x", "spin",
+                             "tool.fx", "tool.fy", "tool.fz", "tool.mx", "tool.my", "tool.mz"]
+    assert s.nu == 15
+    # each input acts where it says: compare B with the virtual-work reference
+    q, dq = np.array([0.3, 0.7]), np.zeros(2)
+    _, B = s.linearize(q, dq, np.zeros(15))
+    M = s.lagrangian_derivatives(q, dq).Lvv
+    ref = Reference({"frames": [body("a", rz="th"), body("b", parent="a", tx="x")],
+                     "inputs": [{"type": "force", "frame": "b", "axis": "y"},
+                                {"type": "wrench", "frame": "a"}, {"type": "torque", "config": "x"},
+                                {"type": "moment", "frame": "b", "axis": "z"}, {"type": "wrench", "frame": "b"}]})
+    Fu = np.column_stack([ref.generalized_force(q, dq, e) for e in np.eye(15)])
+    np.testing.assert_allclose(B[2:], np.linalg.solve(M, Fu), atol=1e-12)
+
+
+def test_constraint_row_order():
+    """Rows as listed; coincide expands per axis in the given order; velocity rows come after all
+    holonomic rows even when listed between them."""
+    s = core.load_system({"gravity": [1.0, 2.0, -9.81], "frames": [
+        body("a", tx="x"), body("b", parent="a", ty="y"), body("c", parent="b", tz="z"),
+        body("d", parent="c", rz="w"), {"name": "e", "parent": "d", "tx": 0.5},
+        {"name": "anchor", "offset": {"translation": [1, 2, 3]}}],
+        "constraints": [{"type": "coincide", "frame1": "c", "frame2": "anchor", "axes": ["z", "x"]},
+                        {"type": "velocity", "frame": "e", "axis": "y"},
+                        {"type": "plane", "frame": "c", "normal": "y", "offset": 0.5}]})
+    q = np.array([0.1, 0.2, 0.3, 0.0])
+    h, Dh = s.constraint(q, order=1)
+    np.testing.assert_allclose(h, [0.3 - 3, 0.1 - 1, 0.2 - 0.5], atol=1e-14)
+    np.testing.assert_allclose(Dh, [[0, 0, 1, 0], [1, 0, 0, 0], [0, 1, 0, 0]], atol=1e-14)
+    assert s.model.nh == 3 and s.model.nv == 1
+    # at rest the four rows A = [ez; ex; ey; (0, 1, 0, 0.5)] hold the gravity load
+    # Lq = (4 gx, 3 gy, 2 gz, 0) (masses a..d): A^T lam = -Lq
+    lam = s.constraint_forces(q, np.zeros(4))
+    np.testing.assert_allclose(lam, [2 * 9.81, -4.0, -6.0, 0.0], atol=1e-10)
+    np.testing.assert_allclose(s.qdd(q, np.zeros(4)), np.zeros(4), atol=1e-10)
+
+
+def test_constraint_defaults():
+    """coincide without axes: x, y, z; plane: world plane frame, normal z, offset 0."""
+    s = core.load_system({"frames": [body("a", tx="x"), body("b", parent="a", ty="y"),
+                                     body("c", parent="b", tz="z", offset={"translation": [0.5, 0, 0]}),
+                                     {"name": "post", "tx": 1.0}],
+                          "constraints": [{"type": "coincide", "frame1": "c", "frame2": "post"},
+                                          {"type": "plane", "frame": "b"}]})
+    q = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_allclose(s.constraint(q), [0.6 - 1.0, 0.2, 0.3, 0.0], atol=1e-14)
+    assert s.model.nh == 4
+
+
+# ---------------------------------------------------------------------------------- model errors
+def _frames(*extra):
+    return [body("a", rz="th"), body("b", parent="a", ty=-1.0)] + list(extra)
+
+
+MODEL_ERRORS = {
+    "unknown parent": ({"frames": _frames(body("c", parent="nowhere", rx="phi"))}, ["'c'", "nowhere"]),
+    "cycle": ({"frames": [body("pA", parent="rB", rz="x"), body("rB", parent="pA")]}, ["cycle", "pA", "rB"]),
+    "long cycle": ({"frames": [body("root", rz="x"), body("pA", parent="sC"), body("rB", parent="pA"),
+                               body("sC", parent="rB")]}, ["cycle", "pA", "rB", "sC"]),
+    "duplicate name": ({"frames": _frames(body("b", parent="a", tx=1.0))}, ["'b'", "duplicate"]),
+    "world name": ({"frames": _frames(body("world", parent="a"))}, ["world"]),
+    "two transforms": ({"frames": _frames(body("c", parent="b", rz="phi", tx=0.5))}, ["'c'", "rz", "tx"]),
+    "unknown transform key": ({"frames": _frames(body("c", parent="b", rw="phi"))}, ["'c'", "rw"]),
+    "constraint on unknown frame": ({"frames": _frames(), "constraints": [
+        {"type": "distance", "frame1": "b", "frame2": "ghost", "distance": 1.0}]}, ["ghost", "constraint 0"]),
+    "plane on unknown frame": ({"frames": _frames(), "constraints": [
+        {"type": "distance", "frame1": "b", "frame2": "world", "distance": 1.0},
+        {"type": "plane", "frame": "b", "plane_frame": "floor"}]}, ["floor", "constraint 1"]),
+    "velocity constraint on unknown frame": ({"frames": _frames(), "constraints": [
+        {"type": "velocity", "frame": "skate", "axis": "x"}]}, ["skate"]),
+    "unknown constraint type": ({"frames": _frames(), "constraints": [{"type": "weld", "frame1": "b"}]},
+                                ["weld"]),
+    "unknown constraint key": ({"frames": _frames(), "constraints": [
+        {"type": "distance", "frame1": "b", "frame2": "world", "distance": 1.0, "lenght": 2}]}, ["lenght"]),
+    "bad axis": ({"frames": _frames(), "constraints": [
+        {"type": "coincide", "frame1": "b", "frame2": "world", "axes": ["x", "w"]}]}, ["'w'"]),
+    "torque on unknown variable": ({"frames": _frames(), "inputs": [{"type": "torque", "config": "psi"}]},
+                                   ["psi", "input 0"]),
+    "force on unknown frame": ({"frames": _frames(), "inputs": [
+        {"type": "torque", "config": "th"}, {"type": "force", "frame": "hand", "axis": "x"}]}, ["hand", "input 1"]),
+    "config spring on unknown variable": ({"frames": _frames(), "springs": [
+        {"type": "config", "config": "psi", "stiffness": 1.0}]}, ["psi", "spring 0"]),
+    "frame spring on unknown frame": ({"frames": _frames(), "springs": [
+        {"type": "frames", "frame1": "b", "frame2": "hook", "stiffness": 1.0}]}, ["hook", "spring 0"]),
+    "damping on unknown variable": ({"frames": _frames(), "damping": [{"config": "psi", "coefficient": 0.1}]},
+                                    ["psi", "damping"]),
+    "variable drives two frames": ({"frames": _frames(body("c", parent="b", rx="th"))}, ["'th'", "'c'", "'a'"]),
+    "negative mass": ({"frames": _frames(dict(name="c", parent="b", rx="phi", mass=-0.5))}, ["'c'", "mass"]),
+    "non-symmetric inertia": ({"frames": _frames(dict(name="c", parent="b", rx="phi", mass=1.0,
+                                                      inertia=[[1, 0.2, 0], [0, 1, 0], [0, 0, 1]]))},
+                              ["'c'", "symmetric"]),
+    "indefinite inertia": ({"frames": _frames(dict(name="c", parent="b", rx="phi", mass=1.0,
+                                                   inertia=[1.0, -1.0, 1.0]))}, ["'c'", "inertia"]),
+    "rotation of wrong shape": ({"frames": _frames(dict(name="c", parent="b", rx="phi", mass=1.0,
+                                                        offset={"rotation": [0.1, 0.2]}))}, ["'c'", "rotation"]),
+    "non-orthogonal rotation": ({"frames": _frames(dict(name="c", parent="b", rx="phi", mass=1.0, offset={
+        "rotation": [[1, 0.1, 0], [0, 1, 0], [0, 0, 1]]}))}, ["'c'", "rotation"]),
+    "reflection": ({"frames": _frames(dict(name="c", parent="b", rx="phi", mass=1.0, offset={
+        "rotation": [[1, 0, 0], [0, 1, 0], [0, 0, -1]]}))}, ["'c'", "rotation"]),
+    "offset with unknown key": ({"frames": _frames(dict(name="c", parent="b", rx="phi", mass=1.0,
+                                                        offset={"translaton": [0, 0, 1]}))}, ["'c'", "offset"]),
+    "bad offset translation": ({"frames": _frames(dict(name="c", parent="b", rx="phi", mass=1.0,
+                                                       offset={"translation": [0, 1]}))}, ["'c'", "translation"]),
+    "non-numeric transform": ({"frames": _frames(body("c", parent="b", tx=[1, 2]))}, ["'c'"]),
+    "duplicate input names": ({"frames": _frames(), "inputs": [{"type": "torque", "config": "th"},
+                                                               {"type": "torque", "config": "th"}]}, ["th"]),
+    "unknown top-level key": ({"frames": _frames(), "joints": []}, ["joints"]),
+    "bad gravity": ({"frames": _frames(), "gravity": [0, -9.8]}, ["gravity"]),
+    "missing distance": ({"frames": _frames(), "constraints": [
+        {"type": "distance", "frame1": "b", "frame2": "world"}]}, ["distance"]),
+}
+
+
+@pytest.mark.parametrize("label", list(MODEL_ERRORS))
+def test_model_errors_name_the_offending_element(label):
+    spec, words = MODEL_ERRORS[label]
+    with pytest.raises(ModelError) as info:
+        core.load_system(spec)
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, f"{label}: {w!r} not in message {msg!r}"
+
+
+def test_errors_through_the_python_api():
+    s = core.System()
+    s.add_frame("a", rz="th", mass=1.0, inertia=[1, 1, 1])
+    with pytest.raises(ModelError, match="'a'.*duplicate|duplicate.*'a'"):
+        s.add_frame("a", parent="world")
+    with pytest.raises(ModelError, match="'th'"):
+        s.add_frame("b", parent="a", ry="th")
+    with pytest.raises(ModelError, match="'c'.*mass"):
+        s.add_frame("c", parent="a", mass=-1.0)
+    with pytest.raises(ModelError, match="'c'"):
+        s.add_frame("c", parent="a", rx="phi", ty=1.0)
+    with pytest.raises(ModelError, match="bogus"):
+        s.add_frame("c", parent="a", bogus="phi")
+    # unknown parent and unknown references are found when the model is compiled
+    s.add_frame("d", parent="nowhere", tx="x", mass=1.0)
+    with pytest.raises(ModelError, match="nowhere"):
+        s.qdd([0, 0], [0, 0])
+    s2 = core.System()
+    s2.add_frame("a", rz="th", mass=1.0, inertia=[1, 1, 1])
+    s2.add_input("torque", config="psi")
+    with pytest.raises(ModelError, match="psi"):
+        s2.linearize([0.0], [0.0], [0.0])
+    s3 = core.System()
+    s3.add_frame("a", rz="th", mass=1.0, inertia=[1, 1, 1])
+    s3.add_damping("psi", 0.1)
+    with pytest.raises(ModelError, match="psi"):
+        s3.model
+    with pytest.raises(ModelError):
+        s3.add_damping("th", -1.0)
+    with pytest.raises(ModelError, match="hinge"):
+        s3.add_constraint("hinge", frame1="a")
+    with pytest.raises(ModelError, match="pulley"):
+        s3.add_input("pulley", config="th")
+    with pytest.raises(ModelError):
+        core.System(gravity=[0.0, float("nan"), -9.8])
+
+
+def test_unreadable_sources():
+    with pytest.raises(ModelError, match="no_such_file"):
+        core.load_system("no_such_file.yaml")
+    with pytest.raises(ModelError):
+        core.load_system("- just\n- a list\n")
+    with pytest.raises(ModelError, match="frames"):
+        core.load_system({"frames": {"name": "a"}})
+
+
+# ---------------------------------------------------------------------------------- numeric inputs
+@pytest.fixture(scope="module")
+def pendulum():
+    return core.load_system(MINIMAL_YAML)
+
+
+@pytest.mark.parametrize("method", ["qdd", "linearize", "constraint_forces"])
+def test_wrong_sizes_and_non_finite_entries(pendulum, method):
+    f = getattr(pendulum, method)
+    with pytest.raises(ValueError, match=r"\bq\b.*2"):
+        f(np.zeros(3), DQ, U)
+    with pytest.raises(ValueError, match=r"\bdq\b.*2"):
+        f(Q, np.zeros(1), U)
+    with pytest.raises(ValueError, match=r"\bu\b.*1"):
+        f(Q, DQ, np.zeros(2))
+    with pytest.raises(ValueError, match=r"\bq\b"):
+        f(np.zeros((2, 1)), DQ, U)
+    with pytest.raises(ValueError, match=r"q\[1\].*theta2"):
+        f([0.5, np.nan], DQ, U)
+    with pytest.raises(ValueError, match=r"dq\[0\].*theta1"):
+        f(Q, [np.inf, 0.0], U)
+    with pytest.raises(ValueError, match=r"u\[0\].*theta1"):
+        f(Q, DQ, [np.nan])
+    # None means zero input
+    np.testing.assert_array_equal(pendulum.qdd(Q, DQ), pendulum.qdd(Q, DQ, [0.0]))
+
+
+def test_other_numeric_entry_points_check_their_vectors(pendulum):
+    with pytest.raises(ValueError, match=r"\bq\b"):
+        pendulum.constraint([0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match=r"dq\[1\]"):
+        pendulum.energy(Q, [0.0, np.nan])
+    with pytest.raises(ValueError):
+        pendulum.momentum(Q, [0.0])
+    with pytest.raises(ValueError):
+        pendulum.lagrangian_derivatives(Q, DQ, order=4)
+
+
+@pytest.mark.parametrize("order", [-1, 3, 4])
+def test_constraint_rejects_an_invalid_order(pendulum, order):
+    """Like ``lagrangian_derivatives`` (which raises ValueError for order 4), ``constraint``
+    documents orders 0, 1, 2 only; it silently returns ``()`` for -1 and a 3-tuple for 3 or 4."""
+    with pytest.raises(ValueError, match="order"):
+        pendulum.constraint(Q, order=order)
+
+
+# ---------------------------------------------------------------------------------- singular matrices
+def test_variable_that_moves_no_mass_is_named():
+    s = core.load_system({"frames": [body("a", rz="th"), {"name": "arm", "parent": "a", "ty": 1.0},
+                                     {"name": "wrist", "parent": "arm", "rx": "idle"},
+                                     {"name": "tip", "parent": "wrist", "tz": 0.0}]})
+    assert s.config_names == ["th", "idle"]
+    for call in (lambda: s.qdd([0.1, 0.2], [0.0, 0.0]), lambda: s.linearize([0.1, 0.2], [0.0, 0.0])):
+        with pytest.raises(SingularMatrixError, match="idle") as info:
+            call()
+        assert info.value.matrix == "mass matrix" and info.value.index == 1
+        assert isinstance(info.value, np.linalg.LinAlgError)
+
+
+def test_point_mass_on_its_own_rotation_axis_is_singular():
+    """The first variable rotates a point mass about an axis through it: no kinetic energy."""
+    s = core.load_system({"frames": [{"name": "spin", "rz": "psi", "mass": 1.0},
+                                     body("slider", parent="world", tx="x")]})
+    with pytest.raises(SingularMatrixError, match="psi") as info:
+        s.qdd([0.3, 0.0], [0.0, 0.0])
+    assert info.value.index == 0
+
+
+def test_redundant_constraints_are_reported():
+    spec = dict(MINIMAL_DICT)
+    spec["constraints"] = MINIMAL_DICT["constraints"] * 2
+    s = core.load_system(spec)
+    for call in (lambda: s.qdd(Q, DQ, U), lambda: s.linearize(Q, DQ, U), lambda: s.constraint_forces(Q, DQ, U)):
+        with pytest.raises(SingularMatrixError, match="constraint") as info:
+            call()
+        assert info.value.matrix == "constraint Jacobian"
+        assert info.value.index == 1
