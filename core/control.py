@@ -85,8 +85,9 @@ def _is_positive_definite(S):
 def _lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, mu, K, kff, P):
     """Backward Riccati pass of the linear-quadratic problem
 
-        min  Σ_k [ wx_kᵀ z_k + wu_kᵀ v_k + ½ z_kᵀ Wxx_k z_k + ½ v_kᵀ (Wuu_k + μI) v_k + v_kᵀ Wux_k z_k ]
-             + p_Nᵀ z_N + ½ z_Nᵀ P_N z_N       s.t.  z_{k+1} = A_k z_k + B_k v_k.
+        min  Σ_k [ wx_kᵀ z_k + wu_kᵀ v_k + ½ z_kᵀ Wxx_k z_k + ½ v_kᵀ (Wuu_k + μI) v_k
+                   + v_kᵀ Wux_k z_k ] + p_Nᵀ z_N + ½ z_Nᵀ P_N z_N
+        s.t. z_{k+1} = A_k z_k + B_k v_k.
 
     Stacks ``Wxx, Wuu, Wux, wx, wu`` have length 1 (same at every step) or N. Fills the optimal
     policy ``v_k = kff_k − K_k z_k`` and the value Hessians ``P`` (symmetrized every step).
@@ -165,7 +166,8 @@ def _float_array(name: str, value) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real numeric array, got {type(value).__name__}") from None
+        raise ValueError(f"{name} must be a real numeric array, "
+                         f"got {type(value).__name__}") from None
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains non-finite values (NaN or inf)")
     return np.ascontiguousarray(arr)
@@ -384,7 +386,8 @@ def simulate_closed_loop(step: Callable, x0, x_ref, u_ref, K) -> tuple[np.ndarra
     N, nu = K.shape[0], K.shape[1]
     u_ref = _float_array("u_ref", u_ref)
     if u_ref.shape != (N, nu):
-        raise ValueError(f"u_ref must have shape ({N}, {nu}) to match K {K.shape}, got {u_ref.shape}")
+        raise ValueError(f"u_ref must have shape ({N}, {nu}) to match K {K.shape}, "
+                         f"got {u_ref.shape}")
     x_ref = _float_array("x_ref", x_ref)
     if x_ref.ndim != 2 or x_ref.shape[1] != nx or x_ref.shape[0] not in (N, N + 1):
         raise ValueError(f"x_ref must have shape ({N + 1}, {nx}) or ({N}, {nx}), got {x_ref.shape}")
@@ -422,7 +425,8 @@ class DiscreteSystem(Protocol):
 
     def linearize(self, x: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
-    def linearize2(self, x: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    def linearize2(self, x: np.ndarray,
+                   u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
 
 @dataclass
@@ -469,7 +473,8 @@ def _problem(system, x0, x_ref, u_ref, Q, R, Q_N) -> _Problem:
     N = u_ref.shape[0]
     x_ref = _float_array("x_ref", x_ref)
     if x_ref.shape != (N + 1, nx):
-        raise ValueError(f"x_ref must have shape ({N + 1}, {nx}) (N = {N} from u_ref), got {x_ref.shape}")
+        raise ValueError(f"x_ref must have shape ({N + 1}, {nx}) (N = {N} from u_ref), "
+                         f"got {x_ref.shape}")
     Qs, Q_N = _state_weights(Q, Q_N, N, nx)
     Rs = _weight_stack("R", R, nu, N, (N,))
     return _Problem(system, x0, x_ref, u_ref, Qs, Rs, Q_N)
@@ -494,43 +499,51 @@ def _cost(pb: _Problem, x, u) -> float:
     return 0.5 * float(np.sum(dx[:N] * wx) + np.sum(du * wu) + dx[N] @ w_N)
 
 
+def _check_linearization(parts, k: int, shapes: tuple, second_order: bool) -> None:
+    name = "system.linearize2" if second_order else "system.linearize"
+    if len(parts) != len(shapes):
+        raise ValueError(f"{name} must return {'(A, B, H)' if second_order else '(A, B)'}, "
+                         f"got {len(parts)} items")
+    for label, part, shape in zip("ABH", parts, shapes):
+        if np.shape(part) != shape:
+            raise ValueError(f"{name} returned {label} of shape {np.shape(part)} at k={k}, "
+                             f"expected {shape}")
+        if not np.all(np.isfinite(part)):
+            raise ValueError(f"{name} returned a non-finite {label} at k={k}")
+
+
 def linearize_trajectory(system, x, u, second_order: bool = False):
-    """Stack ``system.linearize`` (or ``linearize2``) along ``(x, u)``: returns ``(A, B)`` of shapes
-    ``(N, nx, nx)``, ``(N, nx, nu)`` (and ``H`` of shape ``(N, nx, nz, nz)`` if second_order)."""
-    N, nu = u.shape
-    nx = x.shape[1]
-    nz = nx + nu
-    A, B = np.empty((N, nx, nx)), np.empty((N, nx, nu))
-    H = np.empty((N, nx, nz, nz)) if second_order else None
-    expected = ((nx, nx), (nx, nu), (nx, nz, nz))
+    """Stack ``system.linearize(x[k], u[k])`` (or ``linearize2``) for ``k < N``.
+
+    ``x`` has shape ``(N+1, nx)`` or ``(N, nx)`` and ``u`` shape ``(N, nu)``. Returns ``(A, B)`` of
+    shapes ``(N, nx, nx)``, ``(N, nx, nu)``, plus ``H`` of shape ``(N, nx, nz, nz)`` if
+    ``second_order``; feed ``(A, B)`` to :func:`tvlqr` for a tracking controller.
+    """
+    x, u = _float_array("x", x), _float_array("u", u)
+    if u.ndim != 2 or x.ndim != 2 or x.shape[0] not in (u.shape[0], u.shape[0] + 1):
+        raise ValueError(f"x must have shape (N+1, nx) and u shape (N, nu), "
+                         f"got {x.shape}, {u.shape}")
+    (N, nu), nx = u.shape, x.shape[1]
+    shapes = ((nx, nx), (nx, nu), (nx, nx + nu, nx + nu))[:3 if second_order else 2]
+    stacks = [np.empty((N,) + shape) for shape in shapes]
     for k in range(N):
         parts = system.linearize2(x[k], u[k]) if second_order else system.linearize(x[k], u[k])
-        if len(parts) != (3 if second_order else 2):
-            raise ValueError(f"system.linearize{'2' if second_order else ''} must return "
-                             f"{'(A, B, H)' if second_order else '(A, B)'}, got {len(parts)} items")
-        for name, part, shape in zip("ABH", parts, expected):
-            if np.shape(part) != shape:
-                raise ValueError(f"system.linearize{'2' if second_order else ''} returned {name} "
-                                 f"of shape {np.shape(part)} at k={k}, expected {shape}")
-        A[k], B[k] = parts[0], parts[1]
-        if second_order:
-            H[k] = parts[2]
-    for name, arr in (("A", A), ("B", B), ("H", H)):
-        if arr is not None and not np.all(np.isfinite(arr)):
-            raise ValueError(f"system linearization {name} is not finite along the trajectory")
-    return (A, B, H) if second_order else (A, B)
+        _check_linearization(parts, k, shapes, second_order)
+        for stack, part in zip(stacks, parts):
+            stack[k] = part
+    return tuple(stacks)
 
 
 def _rollout(pb: _Problem, u: np.ndarray) -> np.ndarray:
     return simulate_open_loop(pb.system.step, pb.x0, u)
 
 
-def _checked_controls(pb: _Problem, u_init) -> np.ndarray:
-    if u_init is None:
+def _checked_controls(pb: _Problem, u, name: str = "u_init") -> np.ndarray:
+    if u is None:
         return pb.u_ref.copy()
-    u = _float_array("u_init", u_init)
+    u = _float_array(name, u)
     if u.shape != pb.u_ref.shape:
-        raise ValueError(f"u_init must have shape {pb.u_ref.shape}, got {u.shape}")
+        raise ValueError(f"{name} must have shape {pb.u_ref.shape} (that of u_ref), got {u.shape}")
     return u.copy()
 
 
@@ -556,7 +569,7 @@ def cost_and_gradient(system, x0, u, x_ref, u_ref, Q, R, Q_N=None) -> tuple[floa
     """Cost ``J(u)`` of :func:`optimize_trajectory` (states from rolling out ``u`` from ``x0``) and
     its exact gradient ``∂J/∂u`` of shape ``(N, nu)`` by the adjoint (costate) pass."""
     pb = _problem(system, x0, x_ref, u_ref, Q, R, Q_N)
-    u = _checked_controls(pb, u)
+    u = _checked_controls(pb, u, "u")
     x = _rollout(pb, u)
     A, B = linearize_trajectory(system, x, u)
     _, _, wx, wu, w_N = _weighted_errors(pb, x, u)
@@ -581,9 +594,10 @@ def _newton_weights(pb: _Problem, lam: np.ndarray, H: np.ndarray, nx: int):
     return Wxx, Wuu, Wux
 
 
-def _regularized_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
+def _regularized_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, mu_hint: float = 0.0):
     """Solve the LQ subproblem, adding μI to the input Hessian until every stage is positive
-    definite (μ = 0 first, then 1e-8·scale growing tenfold)."""
+    definite: μ = 0 first (the unmodified Newton/Gauss-Newton model), then from
+    max(1e-8·scale, mu_hint/10) growing tenfold (mu_hint: the μ the previous iteration needed)."""
     N, nx, nu = B.shape
     K, kff, P = np.empty((N, nu, nx)), np.empty((N, nu)), np.empty((N + 1, nx, nx))
     scale = 1.0 + float(np.max(np.abs(Wuu)))
@@ -594,17 +608,17 @@ def _regularized_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
             return K, kff, mu
         if mu > 1e10 * scale:
             raise RiccatiError(status, "the regularized input Hessian of the LQ subproblem")
-        mu = 1e-8 * scale if mu == 0.0 else 10.0 * mu
+        mu = max(1e-8 * scale, mu_hint / 10.0) if mu == 0.0 else 10.0 * mu
 
 
-def _descent_direction(pb, method, A, B, H, lam, g, wx, wu, w_N) -> _Direction:
+def _descent_direction(pb, method, A, B, H, lam, g, wx, wu, w_N, mu_hint) -> _Direction:
     nx = A.shape[1]
     no_cross = np.zeros((1, B.shape[2], nx))
     if method == "second_order":
         Wxx, Wuu, Wux = _newton_weights(pb, lam, H, nx)
     else:
         Wxx, Wuu, Wux = pb.Qs, pb.Rs, no_cross
-    K, kff, mu = _regularized_riccati(A, B, Wxx, Wuu, Wux, wx, wu, pb.Q_N, w_N)
+    K, kff, mu = _regularized_riccati(A, B, Wxx, Wuu, Wux, wx, wu, pb.Q_N, w_N, mu_hint)
     if method == "steepest_descent":
         # v = −g; the LQ gains only stabilize the projection: ũ = u + γ(v + K z) − K(x̃ − x).
         z, _ = _linear_response(A, B, np.zeros_like(K), np.ascontiguousarray(-g))
@@ -667,7 +681,8 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
                         verbose: bool = False) -> TrajectoryOptimizationResult:
     """Optimize the inputs of a discrete system to track a (possibly infeasible) reference.
 
-    Minimizes over ``u_0..u_{N-1}`` (with ``x_0 = x0`` fixed and ``x_{k+1} = system.step(x_k, u_k)``)
+    Minimizes over ``u_0..u_{N-1}``, with ``x_0 = x0`` fixed and
+    ``x_{k+1} = system.step(x_k, u_k)``,
 
         J = ½ Σ_{k<N} [(x_k − x_ref,k)ᵀ Q_k (x_k − x_ref,k) + (u_k − u_ref,k)ᵀ R_k (u_k − u_ref,k)]
             + ½ (x_N − x_ref,N)ᵀ Q_N (x_N − x_ref,N).
@@ -682,12 +697,13 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         ``"second_order"``: projection-operator Newton (Pantoja-style stagewise Newton): the LQ
             subproblem uses the Lagrangian Hessian ``diag(Q_k, R_k) + Σ_i λ_{k+1,i} H_k[i]``
             (needs ``system.linearize2``). Its direction is the exact Newton step on J(u), so
-            the convergence is quadratic near a minimum with positive definite Hessian; μI is
-            added to the input Hessian while the subproblem is not convex.
-        ``"first_order"``: the same with the Gauss-Newton model ``diag(Q_k, R_k)`` (the paper's
-            first-order projection-operator descent): only first derivatives ``A_k, B_k``;
-            linear convergence, much faster than steepest descent since the model is the
-            LQR-preconditioned metric of the cost.
+            the convergence is quadratic near a minimum with positive definite Hessian. While
+            the subproblem is not convex, μI is added to its input Hessian (μ = 0 is always
+            tried first; otherwise μ grows tenfold from a tenth of the previous iteration's).
+        ``"first_order"``: the same with the Gauss-Newton model ``diag(Q_k, R_k)`` (drops the
+            ``λ·H`` term): only first derivatives ``A_k, B_k``; a descent method with linear
+            convergence, much faster than steepest descent because the LQ model is the
+            cost's own (LQR-preconditioned) metric, and exact in one step for linear systems.
         ``"steepest_descent"``: direction ``v = −g`` (projected with the Gauss-Newton gains); very
             slow, mostly for comparison.
 
@@ -727,8 +743,8 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
     entry = {"iteration": 0, "cost": J, "step": 0.0, "regularization": 0.0, "backtracks": 0}
     converged, message = False, f"reached max_iterations={max_iterations}"
     for it in range(max_iterations + 1):
-        parts = linearize_trajectory(system, x, u, second_order=(method == "second_order"))
-        A, B, H = parts if len(parts) == 3 else (*parts, None)
+        A, B, *H = linearize_trajectory(system, x, u, second_order=(method == "second_order"))
+        H = H[0] if H else None
         _, _, wx, wu, w_N = _weighted_errors(pb, x, u)
         lam, g = _costate_and_gradient(A, B, wx, wu, w_N)
         entry["gradient_norm"] = float(np.linalg.norm(g))
@@ -738,10 +754,13 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
             break
         if it == max_iterations:
             break
-        d = _descent_direction(pb, method, A, B, H, lam, g, wx, wu, w_N)
-        found = _line_search(pb, x, u, J, d, armijo, backtrack, max_backtracks) if d.slope < 0 else None
+        d = _descent_direction(pb, method, A, B, H, lam, g, wx, wu, w_N, entry["regularization"])
+        if not d.slope < 0:
+            message = "no descent direction (gradient at round-off level?)"
+            break
+        found = _line_search(pb, x, u, J, d, armijo, backtrack, max_backtracks)
         if found is None:
-            message = "line search found no decrease (gradient norm above tol at round-off level?)"
+            message = "line search found no decrease (tol below the cost's round-off level?)"
             break
         x, u, J, gamma, backtracks = found
         entry = {"iteration": it + 1, "cost": J, "step": gamma, "regularization": d.mu,

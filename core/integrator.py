@@ -555,6 +555,11 @@ class MidpointVI:
         """``(A, B, H)`` with ``H[i, a, b] = d2 x_k+1,i / dz_a dz_b``, ``z = [x, u]``."""
         return self._linearize(x, u, True)
 
+    def discrete_system(self) -> "VIDiscreteSystem":
+        """This integrator in state form, for :func:`core.control.optimize_trajectory` and the
+        closed-loop simulators."""
+        return VIDiscreteSystem(self)
+
     def linearize_trajectory(self, X, U, second: bool = False, threads: int | None = None):
         """Linearizations along a trajectory ``X`` (N+1, nx), ``U`` (N, nu) — the steps are
         re-solved from each ``X[k]`` — computed in parallel over k. Returns ``(A, B)`` stacks
@@ -606,10 +611,10 @@ def _linearize_pairs(model, data_proto, der_proto, dt, dyn, kin, Q, Qnext, P, LA
             stat[k] = st[0]
 
 
-class DiscreteSystem:
-    """Adapter exposing a :class:`MidpointVI` through the state-form protocol used by the
-    optimizers in :mod:`core.control`: ``nx``, ``nu``, ``step(x, u)``, ``linearize(x, u)``,
-    ``linearize2(x, u)``."""
+class VIDiscreteSystem:
+    """A :class:`MidpointVI` seen through the state-form protocol of :mod:`core.control`
+    (``nx``, ``nu``, ``step(x, u)``, ``linearize(x, u)``, ``linearize2(x, u)``); get one with
+    :meth:`MidpointVI.discrete_system`."""
 
     def __init__(self, vi: MidpointVI):
         self.vi = vi

@@ -1,0 +1,515 @@
+"""Tests for core.control: TV-LQR, DARE, controllability, simulation and trajectory optimization.
+
+The optimizer tests use :class:`RK4Pendulum`, a damped torque-driven pendulum discretized by the
+classical Runge-Kutta 4 scheme with a zero-order-hold input. Its exact first and second
+derivatives come from propagating Jacobians and Hessians through the four stages by the chain
+rule; they are checked against central finite differences before anything relies on them.
+"""
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from core.control import (
+    RiccatiError, controllability, cost_and_gradient, dlqr, linearize_trajectory,
+    optimize_trajectory, simulate_closed_loop, simulate_open_loop, trajectory_cost, tvlqr,
+)
+
+
+# ================================================================================ test system
+class RK4Pendulum:
+    """θ'' = −a sin θ − b θ' + c u as x = [θ, ω]; one RK4 step of length dt per input sample."""
+    nx, nu = 2, 1
+
+    def __init__(self, dt=0.1, a=9.81, b=0.2, c=1.0):
+        self.dt, self.a, self.b, self.c = dt, a, b, c
+
+    def _f(self, y, u):
+        return np.array([y[1], -self.a * math.sin(y[0]) - self.b * y[1] + self.c * u[0]])
+
+    def _f_jacobian(self, y):
+        """∂f/∂w for w = [θ, ω, u]."""
+        return np.array([[0.0, 1.0, 0.0], [-self.a * math.cos(y[0]), -self.b, self.c]])
+
+    def _f_hessian(self, y):
+        """∂²f_i/∂w_a∂w_b for w = [θ, ω, u]."""
+        H = np.zeros((2, 3, 3))
+        H[1, 0, 0] = self.a * math.sin(y[0])
+        return H
+
+    def step(self, x, u):
+        h = self.dt
+        k1 = self._f(x, u)
+        k2 = self._f(x + 0.5 * h * k1, u)
+        k3 = self._f(x + 0.5 * h * k2, u)
+        k4 = self._f(x + h * k3, u)
+        return x + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+    def _stage(self, y, Dy, D2y, u):
+        """k = f(y, u) and its first (and, if D2y is given, second) derivatives w.r.t.
+        z = [x, u], given y(z) and its derivatives."""
+        Dw = np.vstack([Dy, [[0.0, 0.0, 1.0]]])            # ∂[y, u]/∂z
+        J = self._f_jacobian(y)
+        if D2y is None:
+            return self._f(y, u), J @ Dw, None
+        D2w = np.concatenate([D2y, np.zeros((1, 3, 3))])  # ∂²[y, u]/∂z²
+        D2k = (np.einsum("ij,jab->iab", J, D2w)
+               + np.einsum("ca,icd,db->iab", Dw, self._f_hessian(y), Dw))
+        return self._f(y, u), J @ Dw, D2k
+
+    def _derivatives(self, x, u, second_order):
+        """Chain rule through the RK4 stages Y1 = x, Y2 = x + h/2 k1, Y3 = x + h/2 k2,
+        Y4 = x + h k3, x_next = x + h/6 (k1 + 2 k2 + 2 k3 + k4), with k_i = f(Y_i, u)."""
+        h = self.dt
+        I = np.hstack([np.eye(2), np.zeros((2, 1))])      # ∂x/∂z
+        y, Dy, D2y = x, I, (np.zeros((2, 3, 3)) if second_order else None)
+        D, H = I.copy(), np.zeros((2, 3, 3))
+        for coef, weight in ((0.5, 1.0), (0.5, 2.0), (1.0, 2.0), (None, 1.0)):
+            k, Dk, D2k = self._stage(y, Dy, D2y, u)
+            D += h / 6 * weight * Dk
+            if second_order:
+                H += h / 6 * weight * D2k
+            if coef is not None:
+                y, Dy = x + coef * h * k, I + coef * h * Dk
+                D2y = coef * h * D2k if second_order else None
+        return D[:, :2], D[:, 2:], H
+
+    def linearize(self, x, u):
+        A, B, _ = self._derivatives(x, u, second_order=False)
+        return A, B
+
+    def linearize2(self, x, u):
+        return self._derivatives(x, u, second_order=True)
+
+
+class LinearSystem:
+    """x_{k+1} = A x_k + B u_k; second derivatives are zero."""
+
+    def __init__(self, A, B):
+        self.A, self.B = np.asarray(A, float), np.asarray(B, float)
+        self.nx, self.nu = self.B.shape
+
+    def step(self, x, u):
+        return self.A @ x + self.B @ u
+
+    def linearize(self, x, u):
+        return self.A, self.B
+
+    def linearize2(self, x, u):
+        nz = self.nx + self.nu
+        return self.A, self.B, np.zeros((self.nx, nz, nz))
+
+
+def swing_up_problem(N=60, dt=0.1):
+    """The paper's Sec. VIII-A problem on the RK4 pendulum (shorter horizon): infeasible step
+    reference from θ = 0 to θ = π at N/2, zero velocity and input references, x0 = 0."""
+    x_ref = np.zeros((N + 1, 2))
+    x_ref[N // 2:, 0] = np.pi
+    return dict(system=RK4Pendulum(dt=dt), x0=np.zeros(2), x_ref=x_ref, u_ref=np.zeros((N, 1)),
+                Q=np.diag([1000.0, 1.0]), R=np.array([[50.0]]), Q_N=np.diag([1000.0, 1.0]))
+
+
+def random_spd(rng, n, shift=0.5):
+    M = rng.normal(size=(n, n))
+    return M @ M.T / n + shift * np.eye(n)
+
+
+def random_stack(rng, N, nx, nu, scale=0.6):
+    A = np.eye(nx) + scale * rng.normal(size=(N, nx, nx)) / np.sqrt(nx)
+    B = rng.normal(size=(N, nx, nu))
+    return A, B
+
+
+# ===================================================================================== LQR
+def test_riccati_converges_to_dare_gain_on_long_horizon():
+    rng = np.random.default_rng(1)
+    nx, nu, N = 4, 2, 400
+    A = rng.normal(size=(nx, nx))
+    A *= 1.3 / max(abs(np.linalg.eigvals(A)))          # open-loop unstable
+    B = rng.normal(size=(nx, nu))
+    Q, R = random_spd(rng, nx), random_spd(rng, nu)
+    K, P = tvlqr(np.repeat(A[None], N, 0), np.repeat(B[None], N, 0), Q, R, Q)
+    K_inf, P_inf = dlqr(A, B, Q, R)
+    P_scipy = scipy.linalg.solve_discrete_are(A, B, Q, R)
+    np.testing.assert_allclose(K[0], K_inf, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(P[0], P_scipy, rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(P_inf, P_scipy, rtol=1e-12, atol=1e-10)
+    assert max(abs(np.linalg.eigvals(A - B @ K_inf))) < 1.0
+    assert np.abs(K[-1] - K_inf).max() > 1e-3   # the finite horizon matters near the end
+
+
+def dense_lq_solution(A, B, Q, R, Q_N, x0s):
+    """Optimal states/inputs of Σ x_kᵀQ_k x_k + u_kᵀR_k u_k + x_NᵀQ_N x_N subject to the dynamics,
+    by solving the KKT system of the stacked problem in w = [x_0..x_N, u_0..u_{N-1}]."""
+    N, nx, nu = B.shape
+    nX, nU = (N + 1) * nx, N * nu
+    G = scipy.linalg.block_diag(*Q, Q_N, *R)
+    E = np.zeros((nX, nX + nU))
+    E[:nx, :nx] = np.eye(nx)
+    for k in range(N):
+        rows = slice((k + 1) * nx, (k + 2) * nx)
+        E[rows, (k + 1) * nx:(k + 2) * nx] = np.eye(nx)
+        E[rows, k * nx:(k + 1) * nx] = -A[k]
+        E[rows, nX + k * nu:nX + (k + 1) * nu] = -B[k]
+    kkt = np.block([[2 * G, E.T], [E, np.zeros((nX, nX))]])
+    rhs = np.zeros((nX + nX + nU, x0s.shape[0]))
+    rhs[nX + nU:nX + nU + nx] = x0s.T
+    w = np.linalg.solve(kkt, rhs)[:nX + nU]
+    xs = w[:nX].T.reshape(-1, N + 1, nx)
+    us = w[nX:].T.reshape(-1, N, nu)
+    costs = np.einsum("si,ij,sj->s", w.T, G, w.T)
+    return xs, us, costs
+
+
+def test_tvlqr_matches_dense_kkt_solution():
+    rng = np.random.default_rng(2)
+    N, nx, nu = 7, 3, 2
+    A, B = random_stack(rng, N, nx, nu)
+    Q = np.stack([random_spd(rng, nx, 0.1) for _ in range(N)])
+    R = np.stack([random_spd(rng, nu, 0.3) for _ in range(N)])
+    Q_N = random_spd(rng, nx, 1.0)
+    x0s = rng.normal(size=(5, nx))
+    K, P = tvlqr(A, B, Q, R, Q_N)
+    assert K.shape == (N, nu, nx) and P.shape == (N + 1, nx, nx)
+    xs, us, costs = dense_lq_solution(A, B, Q, R, Q_N, x0s)
+    for x0, x_opt, u_opt, cost in zip(x0s, xs, us, costs):
+        u_law = -np.einsum("kij,kj->ki", K, x_opt[:-1])
+        np.testing.assert_allclose(u_law, u_opt, rtol=0, atol=1e-10)
+        x_cl, u_cl = simulate_closed_loop(ltv_step(A, B), x0, np.zeros((N + 1, nx)),
+                                          np.zeros((N, nu)), K)
+        np.testing.assert_allclose(u_cl, u_opt, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(x0 @ P[0] @ x0, cost, rtol=1e-10)
+
+
+def ltv_step(A, B):
+    """A step(x, u) callable for x_{k+1} = A_k x_k + B_k u_k that counts its calls as k."""
+    calls = iter(range(len(A)))
+
+    def step(x, u):
+        k = next(calls)
+        return A[k] @ x + B[k] @ u
+    return step
+
+
+def test_tvlqr_weight_shapes_are_equivalent():
+    rng = np.random.default_rng(3)
+    N, nx, nu = 6, 3, 2
+    A, B = random_stack(rng, N, nx, nu)
+    Q, R, Q_N = random_spd(rng, nx), random_spd(rng, nu), random_spd(rng, nx, 2.0)
+    K1, P1 = tvlqr(A, B, Q, R, Q_N)
+    K2, P2 = tvlqr(A, B, np.repeat(Q[None], N, 0), np.repeat(R[None], N, 0), Q_N)
+    K3, P3 = tvlqr(A, B, np.concatenate([np.repeat(Q[None], N, 0), Q_N[None]]), R)
+    K4, _ = tvlqr(A, B, Q, R)                        # Q_N defaults to Q
+    K5, _ = tvlqr(A, B, Q, R, Q)
+    for K, P in ((K2, P2), (K3, P3)):
+        np.testing.assert_allclose(K, K1, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(P, P1, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(K4, K5, rtol=0, atol=1e-13)
+    assert np.abs(K4 - K1).max() > 1e-3
+    np.testing.assert_allclose(P1, np.swapaxes(P1, 1, 2), rtol=0, atol=0)
+
+
+def _shapes(N=5, nx=3, nu=2):
+    rng = np.random.default_rng(4)
+    A, B = random_stack(rng, N, nx, nu)
+    return dict(A=A, B=B, Q=np.eye(nx), R=np.eye(nu), Q_N=np.eye(nx))
+
+
+def _with(**changes):
+    args = _shapes()
+    for key, value in changes.items():
+        args[key] = value(args[key]) if callable(value) else value
+    return args
+
+
+def _nan_at(M, index):
+    M = M.copy()
+    M[index] = np.nan
+    return M
+
+
+@pytest.mark.parametrize("args, message", [
+    (_with(A=lambda A: A[0]), r"A must have shape \(N, nx, nx\)"),
+    (_with(A=lambda A: A[:, :, :2]), r"A must have shape \(N, nx, nx\)"),
+    (_with(B=lambda B: B[:, :2]), r"B must have shape \(5, 3, nu\)"),
+    (_with(B=lambda B: B[:4]), r"B must have shape \(5, 3, nu\)"),
+    (_with(Q=np.eye(2)), r"Q must have shape \(3, 3\) or \(5, 3, 3\) or \(6, 3, 3\)"),
+    (_with(Q=np.zeros((4, 3, 3))), r"Q must have shape \(3, 3\) or \(5, 3, 3\) or \(6, 3, 3\)"),
+    (_with(R=np.eye(3)), r"R must have shape \(2, 2\) or \(5, 2, 2\)"),
+    (_with(Q_N=np.eye(2)), r"Q_N must have shape \(3, 3\)"),
+    (_with(A=lambda A: _nan_at(A, (2, 1, 1))), "A contains non-finite values"),
+    (_with(B=lambda B: _nan_at(B, (0, 0, 0)) * np.inf), "B contains non-finite values"),
+    (_with(Q_N=np.diag([1.0, np.inf, 1.0])), "Q_N contains non-finite values"),
+    (_with(R=np.array([[1.0, 0.5], [0.0, 1.0]])), "R must be symmetric"),
+    (_with(Q=np.stack([np.eye(3)] * 6)), r"pass Q_N=None"),
+    (_with(Q=np.stack([np.eye(3)] * 5), Q_N=None), "Q_N .* is required"),
+    (_with(A="abc"), "A must be a real numeric array"),
+])
+def test_tvlqr_rejects_bad_arguments(args, message):
+    with pytest.raises(ValueError, match=message):
+        tvlqr(**args)
+
+
+def test_tvlqr_names_the_step_of_a_singular_input_hessian():
+    N, nx, nu = 8, 2, 2
+    A = np.repeat(np.eye(nx)[None], N, 0)
+    B = np.repeat(np.array([[1.0, 0.0], [0.5, 1.0]])[None], N, 0)
+    B[3] = [[1.0, 1.0], [2.0, 2.0]]   # equal columns: R + Bᵀ P B = Bᵀ P B has rank 1 at k = 3
+    with pytest.raises(RiccatiError, match="at step k=3") as err:
+        tvlqr(A, B, np.eye(nx), np.zeros((nu, nu)), np.eye(nx))
+    assert err.value.step == 3
+    assert isinstance(err.value, np.linalg.LinAlgError)
+    with pytest.raises(RiccatiError, match="at step k=7"):
+        tvlqr(A, B, np.eye(nx), np.zeros((nu, nu)), np.zeros((nx, nx)))      # S = 0 at k = N-1
+    B[3] = B[2]
+    K, _ = tvlqr(A, B, np.eye(nx), np.zeros((nu, nu)), np.eye(nx))   # singular R alone is fine
+    assert np.all(np.isfinite(K))
+
+
+def test_dlqr_validates_and_reports_unstabilizable_pairs():
+    with pytest.raises(ValueError, match=r"B must have shape \(2, nu\)"):
+        dlqr(np.eye(2), np.ones((3, 1)), np.eye(2), np.eye(1))
+    with pytest.raises(np.linalg.LinAlgError, match="stabiliz"):
+        dlqr(np.diag([2.0, 0.5]), np.array([[0.0], [1.0]]), np.eye(2), np.eye(1))
+
+
+# ========================================================================= controllability
+def test_controllability_of_single_pairs():
+    dt = 0.1
+    A = np.array([[1.0, dt], [0.0, 1.0]])
+    B = np.array([[0.5 * dt ** 2], [dt]])
+    c = controllability(A, B)
+    assert c.controllable and c.rank == 2
+    np.testing.assert_allclose(c.matrix, np.hstack([B, A @ B]))
+    np.testing.assert_allclose(c.smallest_singular_value,
+                               np.linalg.svd(np.hstack([B, A @ B]), compute_uv=False)[-1])
+    assert c.smallest_singular_value > 1e-3
+    c = controllability(np.diag([0.5, 2.0, 1.0]), np.array([[1.0], [0.0], [1.0]]))
+    assert not c.controllable and c.rank == 2        # the modes 0.5 and 1.0 are driven, 2.0 is not
+    assert c.smallest_singular_value < 1e-12
+
+
+def test_reachability_gramian_over_a_horizon():
+    rng = np.random.default_rng(5)
+    N, nx, nu = 6, 3, 2
+    A, B = random_stack(rng, N, nx, nu)
+    W = np.zeros((nx, nx))
+    for k in range(N):
+        Phi = np.eye(nx)
+        for j in range(k + 1, N):
+            Phi = A[j] @ Phi
+        W += Phi @ B[k] @ B[k].T @ Phi.T
+    c = controllability(A, B)
+    np.testing.assert_allclose(c.matrix, W, rtol=1e-12, atol=1e-12)
+    assert c.controllable and c.rank == nx
+    np.testing.assert_allclose(c.smallest_singular_value, np.linalg.eigvalsh(W)[0], rtol=1e-9)
+
+    # each B_k alone reaches one axis; alternating over two steps reaches the plane
+    A2 = np.repeat(np.eye(2)[None], 2, 0)
+    B2 = np.array([[[1.0], [0.0]], [[0.0], [1.0]]])
+    assert controllability(A2, B2).controllable
+    assert controllability(A2[:1], B2[:1]).rank == 1
+    assert not controllability(A2[0], B2[0]).controllable
+    # a mode the inputs never touch stays unreachable over any horizon
+    A3 = np.repeat(np.diag([0.9, 1.1])[None], 10, 0)
+    B3 = np.repeat(np.array([[1.0], [0.0]])[None], 10, 0)
+    c3 = controllability(A3, B3)
+    assert c3.rank == 1 and not c3.controllable and c3.smallest_singular_value == 0.0
+
+
+def test_controllability_rejects_bad_shapes():
+    with pytest.raises(ValueError, match=r"B must have shape \(2, nu\)"):
+        controllability(np.eye(2), np.ones((3, 1)))
+    with pytest.raises(ValueError, match=r"A must have shape \(nx, nx\) or \(N, nx, nx\)"):
+        controllability(np.ones(3), np.ones((3, 1)))
+
+
+# ============================================================================== test system
+def test_pendulum_derivatives_match_central_differences():
+    system = RK4Pendulum()
+    rng = np.random.default_rng(6)
+    for _ in range(5):
+        x, u = rng.normal(size=2) * 2, rng.normal(size=1) * 3
+        A, B, H = system.linearize2(x, u)
+        z = np.concatenate([x, u])
+        step = lambda z: system.step(z[:2], z[2:])
+        jac = lambda z: np.hstack(system.linearize(z[:2], z[2:]))
+        eps = 1e-6
+        fd_J = np.column_stack([(step(z + eps * e) - step(z - eps * e)) / (2 * eps)
+                                for e in np.eye(3)])
+        np.testing.assert_allclose(np.hstack([A, B]), fd_J, rtol=0, atol=1e-8)
+        eps = 1e-5
+        fd_H = np.stack([(jac(z + eps * e) - jac(z - eps * e)) / (2 * eps)
+                         for e in np.eye(3)], axis=2)
+        np.testing.assert_allclose(H, fd_H, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(H, np.swapaxes(H, 1, 2), rtol=0, atol=1e-15)
+        assert np.abs(H[:, :2, 2]).max() > 1e-6    # state-input cross terms are exercised
+
+
+# ============================================================================== simulation
+def test_simulation_open_and_closed_loop_agree_for_zero_gain():
+    system = RK4Pendulum()
+    N = 20
+    u = np.sin(np.arange(N))[:, None]
+    x_open = simulate_open_loop(system.step, [0.1, 0.0], u)
+    x_ref = np.zeros((N + 1, 2)) + 7.0                     # ignored when K = 0
+    x_cl, u_cl = simulate_closed_loop(system.step, [0.1, 0.0], x_ref, u, np.zeros((N, 1, 2)))
+    assert x_open.shape == (N + 1, 2)
+    np.testing.assert_array_equal(x_cl, x_open)
+    np.testing.assert_array_equal(u_cl, u)
+    with pytest.raises(ValueError, match=r"u_ref must have shape \(20, 1\)"):
+        simulate_closed_loop(system.step, [0.1, 0.0], x_ref, u[:-1], np.zeros((N, 1, 2)))
+    with pytest.raises(ValueError, match=r"K must have shape \(N, nu, 2\)"):
+        simulate_closed_loop(system.step, [0.1, 0.0], x_ref, u, np.zeros((N, 1, 3)))
+    with pytest.raises(ValueError, match=r"step\(x, u\) must return shape \(2,\)"):
+        simulate_open_loop(lambda x, u: x[:1], [0.1, 0.0], u)
+
+
+# ================================================================ trajectory optimization
+def test_cost_gradient_matches_finite_differences():
+    problem = swing_up_problem(N=25)
+    problem["Q"] = np.diag([10.0, 1.0])
+    rng = np.random.default_rng(7)
+    u = rng.normal(size=(25, 1)) * 2
+    args = {k: problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R", "Q_N")}
+    J, g = cost_and_gradient(u=u, **args)
+
+    def cost(u):
+        x = simulate_open_loop(problem["system"].step, problem["x0"], u)
+        return trajectory_cost(x, u, problem["x_ref"], problem["u_ref"], problem["Q"], problem["R"],
+                               problem["Q_N"])
+
+    assert J == pytest.approx(cost(u), rel=1e-14)
+    eps = 1e-5
+    fd = np.zeros_like(u)
+    for k in range(u.shape[0]):
+        du = np.zeros_like(u)
+        du[k, 0] = eps
+        fd[k, 0] = (cost(u + du) - cost(u - du)) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6 * np.abs(fd).max())
+    result = optimize_trajectory(**args, u_init=u, max_iterations=0)
+    assert result.history[0]["gradient_norm"] == pytest.approx(np.linalg.norm(fd), rel=1e-6)
+    assert not result.converged and result.iterations == 0
+
+
+@pytest.fixture(scope="module")
+def swing_up_results():
+    problem = swing_up_problem(N=60)
+    entries = []
+    second = optimize_trajectory(**problem, method="second_order", tol=1e-6, max_iterations=200,
+                                 callback=entries.append)
+    first = optimize_trajectory(**problem, method="first_order", tol=1e-6, max_iterations=2000)
+    return problem, second, first, entries
+
+
+def test_both_methods_converge_to_the_same_trajectory(swing_up_results):
+    problem, second, first, entries = swing_up_results
+    for result in (second, first):
+        assert result.converged, result.message
+        assert result.gradient_norm < 1e-6
+        assert result.x.shape == (61, 2) and result.u.shape == (60, 1)
+        np.testing.assert_allclose(result.x, simulate_open_loop(problem["system"].step,
+                                                                problem["x0"], result.u))
+        costs = [h["cost"] for h in result.history]
+        assert all(b <= a + 1e-9 * abs(a) for a, b in zip(costs, costs[1:]))
+        assert [h["iteration"] for h in result.history] == list(range(result.iterations + 1))
+        assert set(result.history[0]) >= {"iteration", "cost", "step", "gradient_norm"}
+    np.testing.assert_allclose(second.u, first.u, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(second.x, first.x, rtol=0, atol=1e-5)
+    assert second.cost == pytest.approx(first.cost, rel=1e-12)
+    assert second.x[-1, 0] == pytest.approx(np.pi, abs=0.1)      # it actually swings up
+    assert second.history[0]["cost"] > 5 * second.cost
+    assert second.iterations < first.iterations
+    assert entries == second.history
+
+
+def _final_phase_pairs(history, start=10.0):
+    """Consecutive gradient norms (g_i, g_i+1) once g_i < start."""
+    g = [h["gradient_norm"] for h in history]
+    return [(a, b) for a, b in zip(g, g[1:]) if a < start]
+
+
+def test_second_order_method_converges_quadratically(swing_up_results):
+    _, second, first, _ = swing_up_results
+    pairs = _final_phase_pairs(second.history)
+    assert len(pairs) >= 2
+    assert all(b <= a * a for a, b in pairs), pairs
+    assert pairs[-1][1] < 1e-7
+    # the Gauss-Newton method converges only linearly: it fails the same test
+    assert not all(b <= a * a for a, b in _final_phase_pairs(first.history))
+
+
+def test_tvlqr_about_the_optimum_stabilizes_a_perturbed_start(swing_up_results):
+    problem, second, _, _ = swing_up_results
+    system, x_d, u_d = problem["system"], second.x, second.u
+    A, B = linearize_trajectory(system, x_d, u_d)
+    K, _ = tvlqr(A, B, np.diag([100.0, 1.0]), np.eye(1), np.diag([100.0, 1.0]))
+    x0 = np.array([1.0, 1.0])
+    x_cl, u_cl = simulate_closed_loop(system.step, x0, x_d, u_d, K)
+    x_ol = simulate_open_loop(system.step, x0, u_d)
+    err_cl = np.linalg.norm(x_cl - x_d, axis=1)
+    err_ol = np.linalg.norm(x_ol - x_d, axis=1)
+    assert err_cl[-1] < 1e-3 * err_cl[0]
+    assert np.all(err_cl[40:] < 1e-2)
+    assert err_ol[-1] > 0.5
+    np.testing.assert_allclose(u_cl[0], u_d[0] - K[0] @ (x0 - x_d[0]))
+
+
+def test_linear_quadratic_problem_is_solved_in_one_step_and_matches_tvlqr():
+    rng = np.random.default_rng(8)
+    nx, nu, N = 3, 2, 15
+    A = rng.normal(size=(nx, nx))
+    A *= 1.1 / max(abs(np.linalg.eigvals(A)))
+    system = LinearSystem(A, rng.normal(size=(nx, nu)))
+    Q, R, Q_N = random_spd(rng, nx), random_spd(rng, nu), random_spd(rng, nx)
+    x0 = rng.normal(size=nx)
+    K, _ = tvlqr(np.repeat(A[None], N, 0), np.repeat(system.B[None], N, 0), Q, R, Q_N)
+    zeros_x, zeros_u = np.zeros((N + 1, nx)), np.zeros((N, nu))
+    x_lqr, u_lqr = simulate_closed_loop(system.step, x0, zeros_x, zeros_u, K)
+    for method in ("second_order", "first_order"):
+        result = optimize_trajectory(system, x0, zeros_x, zeros_u, Q, R, Q_N, method=method,
+                                     tol=1e-9)
+        assert result.converged and result.iterations == 1, result.history
+        assert result.history[1]["step"] == 1.0
+        np.testing.assert_allclose(result.u, u_lqr, rtol=0, atol=1e-10)
+
+
+def test_steepest_descent_reaches_the_lqr_solution():
+    rng = np.random.default_rng(9)
+    nx, nu, N = 3, 2, 8
+    A = rng.normal(size=(nx, nx))
+    A *= 0.8 / max(abs(np.linalg.eigvals(A)))
+    system = LinearSystem(A, rng.normal(size=(nx, nu)))
+    x0, zeros_x, zeros_u = rng.normal(size=nx), np.zeros((N + 1, nx)), np.zeros((N, nu))
+    K, _ = tvlqr(np.repeat(A[None], N, 0), np.repeat(system.B[None], N, 0), np.eye(nx), np.eye(nu))
+    _, u_lqr = simulate_closed_loop(system.step, x0, zeros_x, zeros_u, K)
+    result = optimize_trajectory(system, x0, zeros_x, zeros_u, np.eye(nx), np.eye(nu),
+                                 method="steepest_descent", tol=1e-6, max_iterations=1000)
+    assert result.converged and result.iterations > 20, result.message
+    np.testing.assert_allclose(result.u, u_lqr, rtol=0, atol=1e-6)
+
+
+def test_optimizer_rejects_bad_arguments():
+    problem = swing_up_problem(N=10)
+    with pytest.raises(ValueError, match="method must be one of"):
+        optimize_trajectory(**problem, method="newton")
+    bad = dict(problem, x_ref=problem["x_ref"][:-1])
+    with pytest.raises(ValueError, match=r"x_ref must have shape \(11, 2\)"):
+        optimize_trajectory(**bad)
+    with pytest.raises(ValueError, match=r"u_init must have shape \(10, 1\)"):
+        optimize_trajectory(**problem, u_init=np.zeros((9, 1)))
+    with pytest.raises(TypeError, match="linearize2"):
+        optimize_trajectory(**dict(problem, system=_FirstOrderOnly()))
+    result = optimize_trajectory(**dict(problem, system=_FirstOrderOnly()), method="first_order")
+    assert result.converged and result.iterations == 0       # u_ref is optimal for x' = x
+
+
+class _FirstOrderOnly:
+    nx, nu = 2, 1
+
+    def step(self, x, u):
+        return x
+
+    def linearize(self, x, u):
+        return np.eye(2), np.zeros((2, 1))
