@@ -10,7 +10,8 @@
 #   3. build   cmake configure/build/install mechnode_interfaces into the venv prefix
 #   4. verify  python -c "import rclpy, mechnode_interfaces.srv" (+ type support load)
 #
-# Environment: MECHNODE_ROS_FORCE=1 reinstalls the wheels and rebuilds the interfaces.
+# Environment: MECHNODE_ROS_FORCE=1 re-runs pip install and rebuilds the interfaces regardless of
+# the stamps (.venv/.mechnode-ros-wheels, .venv/.mechnode-interfaces-stamp). Logs: build/ros-setup-logs/.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -133,13 +134,20 @@ say "cmake exports patched: $patched file(s) changed ($(since "$t"))"
 # --- 3. build ----------------------------------------------------------------------------------
 t=$(now)
 iface_stamp="$venv/.mechnode-interfaces-stamp"
+# Part of the rebuild key: changing a flag here rebuilds.
+cmake_args=(
+  -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_INSTALL_PREFIX="$venv"
+  -DPython3_EXECUTABLE="$py"
+  -DBUILD_TESTING=OFF
+)
 iface_key=$( (
   cd "$pkg_src"
   find . -type f \( -name '*.msg' -o -name '*.srv' -o -name 'package.xml' -o -name 'CMakeLists.txt' \) \
     -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
   cat "$wheel_stamp"
   echo "numpy $numpy_version"
-  sha256sum "$root/scripts/setup_ros.sh"
+  echo "cmake args: ${cmake_args[*]}"
 ) | sha256sum | cut -d' ' -f1)
 if [ "$force" != 1 ] && [ -f "$iface_stamp" ] && [ "$(cat "$iface_stamp")" = "$iface_key" ] \
    && [ -f "$site/mechnode_interfaces/srv/__init__.py" ]; then
@@ -155,6 +163,7 @@ else
   if command -v ninja >/dev/null; then generator=(-G Ninja); fi
   log="$log_dir/build.log"
   : >"$log"
+  rm -f "$iface_stamp"
   # A fresh build dir each time: the stamp already says something changed, and a stale CMake
   # cache (other venv, other generator) is a common source of confusing failures.
   rm -rf "$build_dir"
@@ -164,11 +173,7 @@ else
          "$venv"/share/ament_index/resource_index/*/mechnode_interfaces
   rm -f "$venv"/lib/libmechnode_interfaces__*.so
   export AMENT_PREFIX_PATH="$venv" CMAKE_PREFIX_PATH="$venv" PATH="$venv/bin:$PATH"
-  if ! cmake -S "$pkg_src" -B "$build_dir" "${generator[@]}" \
-        -DCMAKE_BUILD_TYPE=Release \
-        -DCMAKE_INSTALL_PREFIX="$venv" \
-        -DPython3_EXECUTABLE="$py" \
-        -DBUILD_TESTING=OFF >>"$log" 2>&1; then
+  if ! cmake -S "$pkg_src" -B "$build_dir" "${generator[@]}" "${cmake_args[@]}" >>"$log" 2>&1; then
     fail_log "cmake configure of mechnode_interfaces" "$log"
   fi
   if ! cmake --build "$build_dir" --parallel "$(nproc)" >>"$log" 2>&1; then

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The test command of README.md: set up .venv (idempotent) and run the whole test suite.
+# The test command of README.md: set up .venv and ROS 2 (both idempotent), then run every test.
+# ROS tests are required here (MECHNODE_REQUIRE_ROS=1: a missing rclpy fails instead of skipping)
+# and DDS discovery is kept on this host.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/scripts/bootstrap.sh"
+bash "$root/scripts/setup_ros.sh"
 cd "$root"
+export MECHNODE_REQUIRE_ROS=1 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 exec .venv/bin/python -m pytest -q "$@"
