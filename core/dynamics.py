@@ -163,11 +163,13 @@ def workspace(system, third_order: bool = False):
     """
     model = system.model
     local = system.__dict__.setdefault("_workspaces", threading.local())
-    key = (id(model), third_order)
-    entry = getattr(local, "entry", None)
-    if entry is None or entry[0] != key:
-        entry = local.entry = (key, create_data(model), create_derivs(model.nq, third_order))
-    return entry[1], entry[2]
+    entries = getattr(local, "entries", None)
+    if entries is None or entries[0] is not model:  # recompiled: drop the old scratch
+        entries = local.entries = [model, None, None]
+    slot = 2 if third_order else 1
+    if entries[slot] is None:
+        entries[slot] = (create_data(model), create_derivs(model.nq, third_order))
+    return entries[slot]
 
 
 def check_vector(name: str, x, n: int, names=None) -> np.ndarray:

@@ -32,13 +32,14 @@ singularity checks of Sec. VII test ``M_k+1`` and ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T
 """
 from __future__ import annotations
 
+import threading
 import numpy as np
 from numba import njit, prange
 
 from .constraints import holonomic
 from .dynamics import check_vector, workspace
 from .forces import generalized_force
-from .kinematics import copy_data, create_data
+from .kinematics import copy_data, create_data, forward_kinematics
 from .lagrangian import copy_derivs, create_derivs, gradient_hessian, prepare, third_order
 from .linalg import condition_1norm, lu_checked, lu_solve
 
@@ -83,7 +84,8 @@ def _slot_jacobians(der, dt, Fq, Fv, Fu):
 
 @njit(cache=True, nogil=True)
 def _constraint_rows(model, data, q, order, lam, h, H1, H2, H3lam):
-    prepare(model, data, q, np.zeros(q.shape[0]))
+    """Holonomic constraints at ``q`` (positions and joint screws are all they need)."""
+    forward_kinematics(model, q, np.zeros(q.shape[0]), data)
     holonomic(model, data, q, order, lam, q, h, H1, H2, H3lam, np.empty((0, q.shape[0])))
 
 
@@ -191,16 +193,29 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
 
 # ------------------------------------------------------------------------------ linearization
 @njit(cache=True, nogil=True)
-def _contract2(T, X, Y):
-    """``out[i, a, b] = sum_jk T[i, j, k] X[j, a] Y[k, b]`` via two matrix products."""
-    ni, nj, nk = T.shape
-    na, nb = X.shape[1], Y.shape[1]
-    TY = (np.ascontiguousarray(T).reshape(ni * nj, nk) @ Y).reshape(ni, nj, nb)
-    out = np.empty((ni, na, nb))
-    Xt = np.ascontiguousarray(X.T)
-    for i in range(ni):
-        out[i] = Xt @ np.ascontiguousarray(TY[i])
-    return out
+def _contract_sym(T, X, rows, out):
+    """``out[r] += X^T T[rows[r]] X`` (i.e. ``sum_jk T[i, j, k] X[j, a] X[k, b]``) using only
+    the non-zero rows and columns of each slice ``T[i]``: the tree makes them sparse."""
+    nj = T.shape[1]
+    used = np.empty(nj, np.int64)
+    for r in range(rows.shape[0]):
+        Ti = T[rows[r]]
+        k = 0
+        for j in range(nj):
+            for l in range(nj):
+                if Ti[j, l] != 0.0:
+                    used[k] = j
+                    k += 1
+                    break
+        if k == 0:
+            continue
+        sub = np.empty((k, k))
+        Xs = np.empty((k, X.shape[1]))
+        for a in range(k):
+            Xs[a] = X[used[a]]
+            for b in range(k):
+                sub[a, b] = Ti[used[a], used[b]]
+        out[r] += Xs.T @ (sub @ Xs)
 
 
 @njit(cache=True, nogil=True)
@@ -303,52 +318,64 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     Xi = np.empty((2 * n, nz))
     Xi[:n] = 0.5 * (Q0 + Q1)
     Xi[n:] = (Q1 - Q0) / dt
-    TG = np.empty((n, 2 * n, 2 * n))
-    TP = np.empty((n, 2 * n, 2 * n))
+    TG = np.zeros((nd, 2 * n, 2 * n))  # rows of the dynamic variables only
+    TP = np.zeros((nd, 2 * n, 2 * n))
     half = 0.5 * dt
-    for i in range(n):
+    for a in range(nd):
+        i = dyn[a]
         for j in range(n):
             for k in range(n):
-                TG[i, j, k] = half * der.Lqqq[i, j, k] - der.Lqqv[j, k, i] + dt * Fqq[i, j, k]
-                TP[i, j, k] = half * der.Lqqq[i, j, k] + der.Lqqv[j, k, i]
+                TG[a, j, k] = half * der.Lqqq[i, j, k] - der.Lqqv[j, k, i] + dt * Fqq[i, j, k]
+                TP[a, j, k] = half * der.Lqqq[i, j, k] + der.Lqqv[j, k, i]
                 gqv = half * der.Lqqv[i, j, k] - der.Lqvv[j, i, k]
                 pqv = half * der.Lqqv[i, j, k] + der.Lqvv[j, i, k]
-                TG[i, j, n + k] = gqv
-                TG[i, n + k, j] = gqv
-                TP[i, j, n + k] = pqv
-                TP[i, n + k, j] = pqv
-                TG[i, n + j, n + k] = half * der.Lqvv[i, j, k]
-                TP[i, n + j, n + k] = half * der.Lqvv[i, j, k]
-    U = np.zeros((m, nz))
-    for r in range(m):
-        U[r, cu + r] = 1.0
-    RHS_G = _contract2(TG, Xi, Xi)  # n x nz x nz
-    if m > 0:
-        FquU = _contract2(dt * Fqu, Xi[:n], U)
-        for i in range(n):
-            RHS_G[i] += FquU[i] + FquU[i].T
+                TG[a, j, n + k] = gqv
+                TG[a, n + k, j] = gqv
+                TP[a, j, n + k] = pqv
+                TP[a, n + k, j] = pqv
+                TG[a, n + j, n + k] = half * der.Lqvv[i, j, k]
+                TP[a, n + j, n + k] = half * der.Lqvv[i, j, k]
+    dyn_rows = np.arange(nd)
+    RHS_G = np.zeros((nd, nz, nz))
+    _contract_sym(TG, Xi, dyn_rows, RHS_G)
+    if m > 0:  # forcing's q-u cross terms: Fqu(Xi_q, U) + transpose; U selects the u columns
+        Xq = Xi[:n]
+        for a in range(nd):
+            C = (dt * Fqu[dyn[a]]).T @ Xq  # m x nz
+            for r in range(m):
+                RHS_G[a, cu + r] += C[r]
+                RHS_G[a, :, cu + r] += C[r]
     if nc > 0:
-        RHS_G -= _contract2(H3lam, Q0, Q0)
-        for r in range(nc):
-            D2Q0 = D2h0[r] @ Q0  # n x nz
-            for i in range(n):
-                outer = np.outer(D2Q0[i], Lam[r])
-                RHS_G[i] -= outer + outer.T
+        # -lam . D3h(q0)(Q0, Q0): Q0 selects the q0 columns
+        for a in range(nd):
+            RHS_G[a, :n, :n] -= H3lam[dyn[a]]
+        # -(D2h_r(q0) Q0) x Lam_r - transpose
+        E = np.empty((nc, nz))
+        for a in range(nd):
+            for r in range(nc):
+                E[r, :] = 0.0
+                E[r, :n] = D2h0[r, dyn[a]]
+            EL = E.T @ Lam
+            RHS_G[a] -= EL + EL.T
     RHS = np.empty((ny, nz * nz))
-    for a in range(nd):
-        RHS[a] = RHS_G[dyn[a]].ravel()
+    RHS[:nd] = RHS_G.reshape(nd, nz * nz)
     for r in range(nc):
-        RHS[nd + r] = (Q1.T @ D2h1[r] @ Q1).ravel()
-    lu_solve(LU, piv, RHS)
-    Yzz = -RHS  # ny x nz^2
+        RHS[nd + r] = (Q1.T @ (D2h1[r] @ Q1)).ravel()
+    Ry_inv = np.eye(ny)
+    lu_solve(LU, piv, Ry_inv)
+    Yzz = -(Ry_inv @ RHS)  # ny x nz^2
     H[:, :, :] = 0.0
-    Q1zz = np.zeros((n, nz * nz))
     for a in range(nd):
-        Q1zz[dyn[a]] = Yzz[a]
         H[dyn[a]] = Yzz[a].reshape(nz, nz)
-    Pzz = (Pq1 @ Q1zz).reshape(n, nz, nz) + _contract2(TP, Xi, Xi)
+    # p_k+1 = P(qm, v): P_q1 q1_zz + P_xixi(Xi, Xi); q1_zz is non-zero on dynamic rows only
+    Pq1d = np.empty((nd, nd))
     for a in range(nd):
-        H[n + a] = Pzz[dyn[a]]
+        for b in range(nd):
+            Pq1d[a, b] = Pq1[dyn[a], dyn[b]]
+    Pzz = (Pq1d @ np.ascontiguousarray(Yzz[:nd])).reshape(nd, nz, nz)
+    _contract_sym(TP, Xi, dyn_rows, Pzz)
+    for a in range(nd):
+        H[n + a] = Pzz[a]
 
 
 @njit(cache=True, nogil=True)
@@ -387,6 +414,7 @@ class MidpointVI:
         self.condition_limit = float(condition_limit)
         kin_names = set(system.kinematic_names)
         names = system.config_names
+        self._last = threading.local()
         self.kinematic_index = np.array([i for i, nm in enumerate(names) if nm in kin_names], np.int64)
         self.dynamic_index = np.array([i for i, nm in enumerate(names) if nm not in kin_names], np.int64)
 
@@ -453,6 +481,17 @@ class MidpointVI:
 
     # ---------------------------------------------------------------- stepping
     def _solve(self, q, p, u_force, rho):
+        """DEL solve; the last result is remembered per thread, so ``f(x, u)`` followed by
+        ``linearize(x, u)`` (the usual pattern along a trajectory) solves once."""
+        key = (q.tobytes(), p.tobytes(), u_force.tobytes(), rho.tobytes())
+        cache = self._last.__dict__
+        if cache.get("key") == key and cache.get("model") is self.system.model:
+            return cache["value"]
+        value = self._solve_uncached(q, p, u_force, rho)
+        cache.update(key=key, model=self.system.model, value=value)
+        return value
+
+    def _solve_uncached(self, q, p, u_force, rho):
         model = self.system.model
         data, der = workspace(self.system)
         n = model.nq
@@ -461,6 +500,8 @@ class MidpointVI:
         del_step(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
                  u_force, rho, self.tolerance, self.max_iterations, q1, p1, lam, status, info)
         self._raise(status, info, None)
+        for a in (q1, p1, lam):  # shared through the cache: callers get read-only arrays
+            a.setflags(write=False)
         return q1, p1, lam
 
     def _raise(self, status, info, step):
@@ -484,7 +525,7 @@ class MidpointVI:
         q = check_vector("q", q, self.nq, self.system.config_names)
         p = check_vector("p", p, self.nd)
         u_force, rho = self.split_input(np.zeros(self.nu) if u is None else u)
-        q1, p1, lam = self._solve(q, p, u_force, rho)
+        q1, p1, lam = (a.copy() for a in self._solve(q, p, u_force, rho))
         return (q1, p1, lam) if return_multipliers else (q1, p1)
 
     def f(self, x, u=None):

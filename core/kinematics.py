@@ -155,7 +155,9 @@ def forward_kinematics(model, q, dq, data):
         else:  # rotation about an axis of the offset frame, through its origin
             axis = kind - KIND_RX
             _axis_rotation(axis, value, Rloc)
-            R[f, :, :] = Rpre @ Rloc
+            for i in range(3):
+                for j in range(3):
+                    R[f, i, j] = Rpre[i, 0] * Rloc[0, j] + Rpre[i, 1] * Rloc[1, j] + Rpre[i, 2] * Rloc[2, j]
             w0, w1, w2 = Rpre[0, axis], Rpre[1, axis], Rpre[2, axis]
             screw = (ppre[1] * w2 - ppre[2] * w1, ppre[2] * w0 - ppre[0] * w2,
                      ppre[0] * w1 - ppre[1] * w0, w0, w1, w2)
@@ -169,16 +171,23 @@ def forward_kinematics(model, q, dq, data):
 @njit(cache=True, nogil=True)
 def spatial_inertia(m, I_body, R, p, out):
     """World-frame spatial inertia of a mass ``m`` at ``p`` with body inertia ``I_body``:
-    ``KE = 1/2 V^T out V`` for the world twist ``V = (v, w)``."""
-    Iw = R @ I_body @ R.T
-    px = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
-    pxpx = px @ px
+    ``KE = 1/2 V^T out V`` for the world twist ``V = (v, w)``, i.e.
+    ``[[m 1, -m p^], [m p^, R I R^T - m p^ p^]]`` (written out: no temporaries)."""
     for i in range(3):
         for j in range(3):
+            s = 0.0
+            for k in range(3):
+                for l in range(3):
+                    s += R[i, k] * I_body[k, l] * R[j, l]
+            out[3 + i, 3 + j] = s
+    px = ((0.0, -p[2], p[1]), (p[2], 0.0, -p[0]), (-p[1], p[0], 0.0))
+    for i in range(3):
+        for j in range(3):
+            pp = px[i][0] * px[0][j] + px[i][1] * px[1][j] + px[i][2] * px[2][j]
             out[i, j] = m if i == j else 0.0
-            out[i, 3 + j] = -m * px[i, j]
-            out[3 + i, j] = m * px[i, j]
-            out[3 + i, 3 + j] = Iw[i, j] - m * pxpx[i, j]
+            out[i, 3 + j] = -m * px[i][j]
+            out[3 + i, j] = m * px[i][j]
+            out[3 + i, 3 + j] -= m * pp
 
 
 @njit(cache=True, nogil=True)

@@ -1,0 +1,70 @@
+"""Variational integrator benchmark (issue: midpoint VI): median time per step, per first-order
+and per second-order linearization for N-link chains and the marionette-like system (40
+variables, 18 kinematic, 6 constraints), and the trajectory linearization in parallel.
+
+    .venv/bin/python bench/bench_integrator.py
+"""
+import numpy as np
+
+from common import median_us
+
+import core
+from core.examples import chain, marionette, marionette_rest_state
+
+TREP = {  # trep (C) on this kind of machine, from the issue: step, first, second order [ms]
+    "marionette": (1.98, 0.82, 23.3), "chain N=40": (23.1, 5.6, 287.0)}
+
+
+def setups():
+    for n in (5, 10, 20, 40):
+        s = chain(n)
+        vi = core.MidpointVI(s, 0.01)
+        q = np.full(n, 0.1)
+        yield f"chain N={n}", vi, vi.state(q, vi.momentum(q, np.full(n, 0.2))), np.zeros(vi.nu)
+    s = marionette()
+    vi = core.MidpointVI(s, 0.01)
+    q = marionette_rest_state(s)
+    yield "marionette", vi, vi.state(q, np.zeros(vi.nd)), q[vi.kinematic_index].copy()
+
+
+def main():
+    print("step: a real DEL solve every call; 1st/2nd order: the linearization of a solved step")
+    print("(the pattern along a trajectory: f(x, u) then linearize(x, u)); 'incl.' adds the solve")
+    print(f"{'system':<14}{'nx':>4}{'nu':>4}{'step [us]':>11}{'1st [us]':>10}{'incl. [us]':>11}"
+          f"{'2nd [us]':>11}   speed-up vs trep (step / 1st / 2nd)")
+    for name, vi, x, u in setups():
+        vi.linearize2(x, u)
+        xs = [x, x + 1e-9]  # alternate so that no solve is answered from the last-step cache
+        flip = [0]
+
+        def fresh_step():
+            flip[0] ^= 1
+            return vi.f(xs[flip[0]], u)
+
+        def fresh_linearize():
+            flip[0] ^= 1
+            return vi.linearize(xs[flip[0]], u)
+
+        t_step = median_us(fresh_step)
+        t_incl = median_us(fresh_linearize)
+        t_1 = median_us(lambda: vi.linearize(x, u))
+        t_2 = median_us(lambda: vi.linearize2(x, u), repeat=50)
+        ref = TREP.get(name)
+        speed = "" if ref is None else "   x{:.0f} / x{:.0f} / x{:.0f}".format(
+            1e3 * ref[0] / t_step, 1e3 * ref[1] / t_1, 1e3 * ref[2] / t_2)
+        print(f"{name:<14}{vi.nx:>4}{vi.nu:>4}{t_step:>11.1f}{t_1:>10.1f}{t_incl:>11.1f}{t_2:>11.1f}{speed}")
+    # whole-trajectory linearization (parallel over steps)
+    name, vi, x, u = list(setups())[-1]
+    N = 100
+    X = [x]
+    for _ in range(N):
+        X.append(vi.f(X[-1], u))
+    X, U = np.array(X), np.tile(u, (N, 1))
+    vi.linearize_trajectory(X, U)
+    t = median_us(lambda: vi.linearize_trajectory(X, U), repeat=10) / 1e3
+    t2 = median_us(lambda: vi.linearize_trajectory(X, U, second=True), repeat=3) / 1e3
+    print(f"marionette trajectory N={N}: first order {t:.1f} ms, second order {t2:.1f} ms (all steps)")
+
+
+if __name__ == "__main__":
+    main()
