@@ -94,7 +94,7 @@ def continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A_lin, 
         if bad >= 0:
             status[0], status[1] = SINGULAR_CONSTRAINTS, bad
             return
-        rhs = (-(b + Ac @ Minv_tau[:, 0])).reshape(nc, 1)
+        rhs = (-(b + Ac @ np.ascontiguousarray(Minv_tau[:, 0]))).reshape(nc, 1)
         cholesky_solve(Ls, rhs)
         lam[:] = rhs[:, 0]
         ddq[:] = Minv_tau[:, 0] + Minv_At @ lam

@@ -46,9 +46,10 @@ from .linalg import condition_1norm, lu_checked, lu_solve
 OK, NEWTON_FAILED, SINGULAR_JACOBIAN, SINGULAR_M, SINGULAR_CONSTRAINT = 0, 1, 2, 3, 4
 
 
-class IntegratorError(RuntimeError):
+class IntegratorError(ArithmeticError):
     """The DEL solve failed or the one-step map is singular; ``step``, ``matrix``, ``residual``
-    and ``iterations`` say where and how."""
+    and ``iterations`` say where and how. An ``ArithmeticError``, so callers that try steps
+    (line searches) treat it as a failed trial."""
 
     def __init__(self, message, step=None, matrix=None, residual=None, iterations=None):
         super().__init__(message)

@@ -277,6 +277,15 @@ class System:
         from .dynamics import linearize
         return linearize(self, q, dq, u, multipliers)
 
+    def linearize_minimal(self, q, dq, u=None, independent=None, condition_limit: float = 1e8, *,
+                          residual_limit: float = 1e-6):
+        """Linearization in independent coordinates and speeds (Peterson, Gede & Hubbard):
+        ``(A, B, info)`` for the state ``[independent q, independent dq]`` (see
+        :mod:`core.minimal`)."""
+        from .minimal import linearize_minimal
+        return linearize_minimal(self, q, dq, u, independent, condition_limit,
+                                 residual_limit=residual_limit)
+
     def momentum(self, q, dq):
         """Generalized momentum ``dL/d dq``."""
         from .dynamics import momentum
