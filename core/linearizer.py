@@ -12,14 +12,14 @@ The system is written in the general form of Peterson, Gede & Hubbard (Multibody
 
 with coordinates ``q`` (n), their rates ``qd`` (n), speeds ``u`` (o), their rates ``ud`` (o),
 inputs ``r`` (s) and multipliers ``lam`` (k). For Kane's method ``k = 0``; for Lagrange's method
-``u = qd`` and ``k = m``. As in the references, ``f_0`` must be linear in ``qd``, ``f_a`` and ``f_2``
-linear in ``ud`` and ``f_4`` linear in ``lam`` (used only to complete an operating point).
+``u = qd`` and ``k = m``. As in the references, ``f_0`` must be linear in ``qd``, ``f_a`` and
+``f_2`` linear in ``ud`` and ``f_4`` linear in ``lam`` (used only to complete an operating point).
 
 Ordering (the same as SymPy's ``Linearizer``)
 ---------------------------------------------
 ``q`` and ``u`` keep the order in which the callables see them. ``q_ind``/``q_dep`` and
-``u_ind``/``u_dep`` are integer indices into ``q`` and ``u`` that choose the independent and dependent
-entries (``len(q_dep) = l``, ``len(u_dep) = m``); the independent state is
+``u_ind``/``u_dep`` are integer indices into ``q`` and ``u`` that choose the independent and
+dependent entries (``len(q_dep) = l``, ``len(u_dep) = m``); the independent state is
 ``x = [q[q_ind], u[u_ind]]`` in the order of those index lists. By default the dependent entries
 are the last ``l`` (``m``) ones, i.e. ``q = [q_i, q_d]`` and ``u = [u_i, u_d]``.
 
@@ -31,8 +31,8 @@ Result (``linearize``)
 
 where ``dqd``, ``dud`` hold all ``n`` and ``o`` rates in the original ``q``/``u`` order and the rows
 are [kinematic (n); acceleration constraints (m); dynamics (o-m+k)]. With ``A_and_B=True`` the
-explicit state-space matrices of ``x' = A x + B dr`` are returned instead: ``M`` is inverted and only
-the rows of the independent rates ``[q_i', u_i']`` are kept (``perm_mat.T @ solve(M, .)``).
+explicit state-space matrices of ``x' = A x + B dr`` are returned instead: ``M`` is inverted and
+only the rows of the independent rates ``[q_i', u_i']`` are kept (``perm_mat.T @ solve(M, .)``).
 
 Callables
 ---------
@@ -49,18 +49,32 @@ Each part ``f_*`` is one callable returning its value and its Jacobians, all num
 
 i.e. the Jacobians come in the order of the vector arguments. Vector arguments are contiguous 1-D
 float64 arrays, ``t`` is a float and ``p`` a 1-D float64 array of parameters passed through
-untouched. The value has shape ``(rows,)`` and a Jacobian ``(rows, len(variable))``. Numba
+untouched. The value has shape ``(rows,)`` and a Jacobian ``(rows, len(variable))``; returning
+C-contiguous float64 arrays avoids extra compilations of the (numba) assembly kernel. Numba
 ``@njit`` functions returning a tuple of arrays work as they are. Instead of one callable a part
 may be given as a sequence ``(value_fn, jac_fn_1, ...)`` of callables with that same signature.
-A part that is not given is identically zero.
+A part that is not given is identically zero. When ``qd`` and ``u`` are the same quantities
+(Lagrange's method, ``u = qd``), write ``f_a`` and ``f_3`` in terms of ``u`` and return zero
+``d/dqd`` blocks for them, as SymPy's ``Linearizer`` does (the kinematic rows ``qd - u = 0`` tie
+the two together).
+
+Operating point
+---------------
+``M`` is the Jacobian of [kinematic; acceleration constraints; dynamics] with respect to
+``[qd, ud, lam]``, so rates and multipliers missing from an operating point are found by Newton
+steps with ``M`` (one step is exact under the linearity above). This replaces the manual
+multiplier step of Crist's post and SymPy's ``LagrangesMethod.solve_multipliers``.
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numba import njit
+
+from .dynamics import SingularMatrixError as _CoreSingularMatrixError
 
 __all__ = ["Linearizer", "LinearizerError", "SingularMatrixError", "Dimensions", "PART_VARIABLES"]
 
@@ -93,8 +107,12 @@ class LinearizerError(ValueError):
     """Wrong sizes, missing values or an operating point that cannot be completed."""
 
 
-class SingularMatrixError(LinearizerError, np.linalg.LinAlgError):
-    """A matrix that must be inverted is singular; the message names it."""
+class SingularMatrixError(LinearizerError, _CoreSingularMatrixError):
+    """A matrix that must be inverted is singular; ``matrix`` (and the message) names it.
+    Also a :class:`core.SingularMatrixError`, so one ``except`` catches both sources."""
+
+    def __init__(self, message, matrix):
+        _CoreSingularMatrixError.__init__(self, message, matrix, -1)
 
 
 class Linearizer:
@@ -139,6 +157,7 @@ class Linearizer:
         self._zero_parts = {name: self._zeros_of(name) for name in PART_ORDER
                             if name not in self._parts}
         self._shapes_checked = False
+        self._calls = [(name, fn, PART_VARIABLES[name]) for name, fn in self._parts.items()]
         self.state_rows = np.concatenate([self.q_ind, n_q + self.u_ind])
         self.perm_mat = np.eye(n_q + n_u + self.dims.k)[:, self.state_rows]
         d = self.dims
@@ -156,10 +175,8 @@ class Linearizer:
         :meth:`complete_op_point`.
         """
         point, parts = self._completed(op_point)
-        M, A, B = self._linear_model(parts)
-        if not A_and_B:
-            return M, A, B
-        return self.state_space(M, A, B)
+        M, A, B, A_ss, B_ss = self._linear_model(parts, A_and_B)
+        return (A_ss, B_ss) if A_and_B else (M, A, B)
 
     def complete_op_point(self, op_point: Mapping) -> dict:
         """Return the operating point with every key, missing rates and multipliers solved.
@@ -180,9 +197,10 @@ class Linearizer:
 
     def state_space(self, M, A, B):
         """``(perm_mat.T @ M^-1 A, perm_mat.T @ M^-1 B)``: the rows of ``[q_i', u_i']``."""
-        A_ss, B_ss, rcond = _state_space(M, A, B, self.state_rows)
-        _raise_if_singular(rcond, "mass matrix M")
-        return A_ss, B_ss
+        n_a = A.shape[1]
+        solved = _checked_solve(M, np.concatenate((A, B), axis=1), M, "mass matrix M")
+        rows = self.state_rows
+        return solved[rows, :n_a], solved[rows, n_a:]
 
     # ------------------------------------------------------------------ operating point
     def _completed(self, op_point):
@@ -201,8 +219,7 @@ class Linearizer:
         for _ in range(NEWTON_MAX_ITERATIONS):
             self._split_rates(point, trial)
             parts = self._evaluate(point)
-            step, rcond = _newton_step(*(parts[name] for name in PART_ORDER), blocks)
-            _raise_if_singular(rcond, _newton_matrix_name(blocks[:n].any(), blocks[n:].any()))
+            step = self._newton_step(parts, blocks)
             unknown_step = np.abs(step[missing[blocks]]).max()
             if unknown_step <= NEWTON_TOLERANCE * (1.0 + np.abs(trial[missing]).max()):
                 return point, parts
@@ -255,9 +272,9 @@ class Linearizer:
 
     def _evaluate(self, point):
         t, p = point["t"], point["p"]
-        parts = dict(self._zero_parts)
-        for name, fn in self._parts.items():
-            parts[name] = tuple(fn(*[point[v] for v in PART_VARIABLES[name]], t, p))
+        parts = self._zero_parts.copy()
+        for name, fn, variables in self._calls:
+            parts[name] = fn(*[point[v] for v in variables], t, p)
         if not self._shapes_checked:
             self._check_outputs(parts)
         return parts
@@ -266,6 +283,9 @@ class Linearizer:
         sizes = self._variable_sizes()
         for name in self._parts:
             out, rows, variables = parts[name], self._rows(name), PART_VARIABLES[name]
+            if not isinstance(out, tuple):
+                raise LinearizerError(f"{name} returned a {type(out).__name__}; expected a tuple "
+                                      f"(value, d/d{', d/d'.join(variables)})")
             if len(out) != 1 + len(variables):
                 raise LinearizerError(f"{name} returned {len(out)} arrays; expected "
                                       f"{1 + len(variables)}: value, d/d{', d/d'.join(variables)}")
@@ -275,20 +295,44 @@ class Linearizer:
                 if not isinstance(array, np.ndarray) or array.shape != shape:
                     raise LinearizerError(f"{name} returned {label} of shape {np.shape(array)}; "
                                           f"expected {shape}")
-                if array.dtype != np.float64:
-                    raise LinearizerError(f"{name} returned {label} of dtype {array.dtype}; "
-                                          "expected float64")
         self._shapes_checked = True
 
-    def _linear_model(self, parts):
-        M, A, B, rcond_c, rcond_v, finite = _linear_model(
-            *(parts[name] for name in PART_ORDER), self.q_ind, self.q_dep, self.u_ind, self.u_dep)
-        _raise_if_singular(rcond_c, _FC_NAME)
-        _raise_if_singular(rcond_v, _FV_NAME)
-        if not finite:
+    def _newton_step(self, parts, blocks):
+        """Newton step for the rates/multipliers selected by ``blocks`` (residual R, Jacobian M)."""
+        n = self.dims.n
+        f_0, f_1, f_2, f_3, f_4, f_a = (parts[x] for x in
+                                        ("f_0", "f_1", "f_2", "f_3", "f_4", "f_a"))
+        residual = np.concatenate((f_0[0] + f_1[0], f_a[0], f_2[0] + f_3[0] + f_4[0]))[blocks]
+        jacobian = self._mass_matrix(parts)[np.ix_(blocks, blocks)]
+        what = _newton_matrix_name(blocks[:n].any(), blocks[n:].any())
+        return _checked_solve(jacobian, residual, jacobian, what)
+
+    def _mass_matrix(self, parts):
+        l, m, n, o, s, k = self.dims
+        M = np.zeros((n + o + k, n + o + k))
+        M[:n, :n] = parts["f_0"][2]
+        M[n:n + m, :n] = parts["f_a"][2]
+        M[n:n + m, n:n + o] = parts["f_a"][4]
+        M[n + m:, :n] = parts["f_3"][2]
+        M[n + m:, n:n + o] = parts["f_2"][3]
+        M[n + m:, n + o:] = parts["f_4"][2]
+        return M
+
+    def _linear_model(self, parts, with_state_space):
+        """M, A, B (and the state-space A, B if asked) in one compiled call."""
+        f_0, f_1, f_2, f_3 = parts["f_0"], parts["f_1"], parts["f_2"], parts["f_3"]
+        f_4, f_a, f_c, f_v = parts["f_4"], parts["f_a"], parts["f_c"], parts["f_v"]
+        M, A, B, A_ss, B_ss, rconds = _linear_model_kernel(
+            f_0[1], f_0[2], f_1[1], f_1[2], f_a[1], f_a[2], f_a[3], f_a[4], f_2[1], f_2[2],
+            f_2[3], f_3[1], f_3[2], f_3[3], f_3[4], f_4[1], f_4[2], f_c[1], f_v[1], f_v[2],
+            self.q_ind, self.q_dep, self.u_ind, self.u_dep, self.state_rows, with_state_space)
+        _raise_if_singular(rconds[0], _FC_NAME)
+        _raise_if_singular(rconds[1], _FV_NAME)
+        if not math.isfinite(M.sum() + A.sum() + B.sum()):
             raise LinearizerError(f"non-finite values in {self._non_finite_outputs(parts)} "
                                   "at this operating point")
-        return M, A, B
+        _raise_if_singular(rconds[2], "mass matrix M")
+        return M, A, B, A_ss, B_ss
 
     def _non_finite_outputs(self, parts):
         bad = []
@@ -322,8 +366,12 @@ def _as_bundle(name, fn):
 
 
 def _vector(key, value, size):
-    array = np.array(value, dtype=np.float64).reshape(-1)
-    if size is not None and array.shape != (size,):
+    if (type(value) is np.ndarray and value.dtype == np.float64 and value.ndim == 1
+            and value.flags.c_contiguous):
+        array = value
+    else:
+        array = np.ascontiguousarray(value, dtype=np.float64).reshape(-1)
+    if size is not None and array.shape[0] != size:
         raise LinearizerError(f"op_point '{key}' has {array.size} values; expected {size}")
     return array
 
@@ -333,7 +381,7 @@ def _raise_if_singular(rcond, what):
         raise SingularMatrixError(
             f"{what} is singular at this operating point (reciprocal condition number "
             f"{rcond:.1e} after row scaling); choose other dependent coordinates/speeds or "
-            "another operating point")
+            "another operating point", matrix=what)
 
 
 def _newton_matrix_name(solve_qd, solve_dyn):
@@ -344,127 +392,113 @@ def _newton_matrix_name(solve_qd, solve_dyn):
     return "matrix [df_a/dud, 0; df_2/dud, df_4/dlam] (solving the missing ud, lam)"
 
 
-# ---------------------------------------------------------------------- compiled algebra
-@njit(cache=True)
-def _matmul(a, b):
-    out = np.zeros((a.shape[0], b.shape[1]))
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            aij = a[i, j]
-            if aij != 0.0:
-                for c in range(b.shape[1]):
-                    out[i, c] += aij * b[j, c]
-    return out
+# ---------------------------------------------------------------------- small dense algebra
+def _checked_solve(a, b, row_scale, what):
+    """Solve ``a x = b`` with each row divided by the max-abs of that row of ``row_scale``.
+
+    ``row_scale`` is ``a`` itself or the full Jacobian whose columns ``a`` was taken from. The
+    matrix counts as singular (SingularMatrixError naming ``what``) when the reciprocal
+    condition number ``1 / (|S row_scale|_1 |(S a)^-1|_1)`` is below RCOND_MIN, ``S`` being the
+    row scaling: the conditioning of ``a`` relative to the size of its full rows.
+    """
+    if a.shape[0] == 0:
+        return np.zeros(b.shape)
+    b2 = b if b.ndim == 2 else b.reshape(-1, 1)
+    x, rcond = _solve_rows(np.ascontiguousarray(a), np.ascontiguousarray(b2),
+                           np.ascontiguousarray(row_scale))
+    _raise_if_singular(rcond, what)
+    return x if b.ndim == 2 else x[:, 0]
 
 
 @njit(cache=True)
-def _lu_factor(a):
-    """LU with partial pivoting, ``a[perm] = L U``; ok is False on an exactly zero pivot."""
-    n = a.shape[0]
-    lu = a.copy()
-    perm = np.arange(n)
-    for j in range(n):
-        p = j
-        for i in range(j + 1, n):
-            if abs(lu[i, j]) > abs(lu[p, j]):
-                p = i
-        if lu[p, j] == 0.0:
-            return lu, perm, False
-        if p != j:
-            for c in range(n):
-                lu[j, c], lu[p, c] = lu[p, c], lu[j, c]
-            perm[j], perm[p] = perm[p], perm[j]
-        for i in range(j + 1, n):
-            lu[i, j] /= lu[j, j]
-            factor = lu[i, j]
-            for c in range(j + 1, n):
-                lu[i, c] -= factor * lu[j, c]
-    return lu, perm, True
+def _solve_rows(a, b, row_scale):
+    """Gaussian elimination with partial pivoting on ``[S a | S b | I]``, ``S`` = row scaling.
 
-
-@njit(cache=True)
-def _lu_solve(lu, perm, b):
-    n, cols = b.shape
-    x = np.empty((n, cols))
-    for i in range(n):
-        for c in range(cols):
-            x[i, c] = b[perm[i], c]
-    for i in range(n):
-        for j in range(i):
-            for c in range(cols):
-                x[i, c] -= lu[i, j] * x[j, c]
-    for i in range(n - 1, -1, -1):
-        for j in range(i + 1, n):
-            for c in range(cols):
-                x[i, c] -= lu[i, j] * x[j, c]
-        for c in range(cols):
-            x[i, c] /= lu[i, i]
-    return x
-
-
-@njit(cache=True)
-def _norm1(a):
-    best = 0.0
-    for j in range(a.shape[1]):
-        total = 0.0
-        for i in range(a.shape[0]):
-            total += abs(a[i, j])
-        best = max(best, total)
-    return best
-
-
-@njit(cache=True)
-def _checked_solve(a, b, row_scale):
-    """Solve ``a x = b`` with the rows scaled by the max-abs of ``row_scale``'s rows.
-
-    Returns ``(x, rcond)``: rcond is the reciprocal 1-norm condition number of the scaled ``a``
-    (0 when exactly singular, 1 for an empty system).
+    Returns ``x`` and ``rcond = 1 / (|S row_scale|_1 |(S a)^-1|_1)`` (0 when a pivot or a row
+    scale is exactly zero). Compiled: for these small systems numpy's per-call overhead
+    (tens of microseconds per solve) would dominate the cost of an operating point.
     """
     n = a.shape[0]
-    x = np.zeros(b.shape)
+    cols = b.shape[1]
     if n == 0:
-        return x, 1.0
-    scaled_a = np.empty((n, n))
-    scaled_b = np.empty(b.shape)
+        return np.zeros((0, cols)), 1.0
+    width = n + cols + n
+    work = np.zeros((n, width))
+    column_sums = np.zeros(row_scale.shape[1])
     for i in range(n):
         scale = 0.0
         for j in range(row_scale.shape[1]):
             scale = max(scale, abs(row_scale[i, j]))
-        if not scale > 0.0:
-            return x, 0.0
+        if scale == 0.0:
+            return np.zeros((n, cols)), 0.0
+        for j in range(row_scale.shape[1]):
+            column_sums[j] += abs(row_scale[i, j]) / scale
         for j in range(n):
-            scaled_a[i, j] = a[i, j] / scale
-        for c in range(b.shape[1]):
-            scaled_b[i, c] = b[i, c] / scale
-    lu, perm, ok = _lu_factor(scaled_a)
-    if not ok:
-        return x, 0.0
-    inverse = _lu_solve(lu, perm, np.eye(n))
-    rcond = 1.0 / (_norm1(scaled_a) * _norm1(inverse))
-    return _lu_solve(lu, perm, scaled_b), rcond
+            work[i, j] = a[i, j] / scale
+        for c in range(cols):
+            work[i, n + c] = b[i, c] / scale
+        work[i, n + cols + i] = 1.0
+    for j in range(n):
+        p = j
+        for i in range(j + 1, n):
+            if abs(work[i, j]) > abs(work[p, j]):
+                p = i
+        if work[p, j] == 0.0:
+            return np.zeros((n, cols)), 0.0
+        if p != j:
+            for c in range(j, width):
+                work[j, c], work[p, c] = work[p, c], work[j, c]
+        for i in range(j + 1, n):
+            factor = work[i, j] / work[j, j]
+            if factor != 0.0:
+                for c in range(j + 1, width):
+                    work[i, c] -= factor * work[j, c]
+    solution = np.empty((n, cols + n))
+    for i in range(n - 1, -1, -1):
+        for c in range(cols + n):
+            total = work[i, n + c]
+            for j in range(i + 1, n):
+                total -= work[i, j] * solution[j, c]
+            solution[i, c] = total / work[i, i]
+    inverse_norm = 0.0
+    for c in range(n):
+        total = 0.0
+        for i in range(n):
+            total += abs(solution[i, cols + c])
+        inverse_norm = max(inverse_norm, total)
+    return solution[:, :cols].copy(), 1.0 / (column_sums.max() * inverse_norm)
 
 
 @njit(cache=True)
-def _mass_matrix(f_a, f_0, f_2, f_3, f_4):
-    n = f_0[2].shape[0]
-    m = f_a[0].shape[0]
-    o = f_2[3].shape[1]
-    k = f_4[2].shape[1]
-    M = np.zeros((n + o + k, n + o + k))
-    M[:n, :n] = f_0[2]
-    M[n:n + m, :n] = f_a[2]
-    M[n:n + m, n:n + o] = f_a[4]
-    M[n + m:, :n] = f_3[2]
-    M[n + m:, n:n + o] = f_2[3]
-    M[n + m:, n + o:] = f_4[2]
-    return M
+def _matmul_into(out, row0, col0, a, b, sign):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            aij = sign * a[i, j]
+            if aij != 0.0:
+                for c in range(b.shape[1]):
+                    out[row0 + i, col0 + c] += aij * b[j, c]
 
 
 @njit(cache=True)
-def _constraint_coefficients(f_c, f_v, q_ind, q_dep, u_ind, u_dep):
+def _copy_into(out, row0, col0, a, sign):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[row0 + i, col0 + j] += sign * a[i, j]
+
+
+@njit(cache=True)
+def _columns(a, index):
+    out = np.empty((a.shape[0], index.size))
+    for i in range(a.shape[0]):
+        for j in range(index.size):
+            out[i, j] = a[i, index[j]]
+    return out
+
+
+@njit(cache=True)
+def _coefficients(fc_q, fv_q, fv_u, q_ind, q_dep, u_ind, u_dep):
     """C_0, C_1, C_2 of Peterson et al.: dq = C_0 dq_i and du = C_1 dq + C_2 du_i."""
-    n = q_ind.size + q_dep.size
-    o = u_ind.size + u_dep.size
+    n, o = fc_q.shape[1], fv_u.shape[1]
     C_0 = np.zeros((n, q_ind.size))
     C_1 = np.zeros((o, n))
     C_2 = np.zeros((o, u_ind.size))
@@ -472,63 +506,76 @@ def _constraint_coefficients(f_c, f_v, q_ind, q_dep, u_ind, u_dep):
         C_0[q_ind[j], j] = 1.0
     for j in range(u_ind.size):
         C_2[u_ind[j], j] = 1.0
-    rcond_c = 1.0
-    rcond_v = 1.0
+    rcond_c, rcond_v = 1.0, 1.0
     if q_dep.size:
-        fc_q = f_c[1]
-        solved, rcond_c = _checked_solve(fc_q[:, q_dep], fc_q[:, q_ind], fc_q)
+        x, rcond_c = _solve_rows(_columns(fc_q, q_dep), _columns(fc_q, q_ind), fc_q)
         for a in range(q_dep.size):
-            C_0[q_dep[a]] = -solved[a]
+            for j in range(q_ind.size):
+                C_0[q_dep[a], j] = -x[a, j]
     if u_dep.size:
-        fv_q, fv_u = f_v[1], f_v[2]
-        rhs = np.hstack((fv_q, fv_u[:, u_ind]))
-        solved, rcond_v = _checked_solve(fv_u[:, u_dep], rhs, np.hstack((fv_q, fv_u)))
+        rhs = np.empty((u_dep.size, n + u_ind.size))
+        rhs[:, :n] = fv_q
+        rhs[:, n:] = _columns(fv_u, u_ind)
+        x, rcond_v = _solve_rows(_columns(fv_u, u_dep), rhs, fv_u)
         for a in range(u_dep.size):
-            C_1[u_dep[a]] = -solved[a, :n]
-            C_2[u_dep[a]] = -solved[a, n:]
+            for j in range(n):
+                C_1[u_dep[a], j] = -x[a, j]
+            for j in range(u_ind.size):
+                C_2[u_dep[a], j] = -x[a, n + j]
     return C_0, C_1, C_2, rcond_c, rcond_v
 
 
 @njit(cache=True)
-def _linear_model(f_c, f_v, f_a, f_0, f_1, f_2, f_3, f_4, q_ind, q_dep, u_ind, u_dep):
-    """M, A, B of SymPy's Linearizer (Peterson et al. eq. for M, A, B with C_0, C_1, C_2)."""
-    n = f_0[2].shape[0]
-    m = f_a[0].shape[0]
-    o = f_2[3].shape[1]
-    k = f_4[2].shape[1]
-    s = f_3[4].shape[1]
+def _linear_model_kernel(f0_q, f0_qd, f1_q, f1_u, fa_q, fa_qd, fa_u, fa_ud, f2_q, f2_u, f2_ud,
+                         f3_q, f3_qd, f3_u, f3_r, f4_q, f4_lam, fc_q, fv_q, fv_u,
+                         q_ind, q_dep, u_ind, u_dep, state_rows, with_state_space):
+    """Rows [kinematic n; f_a m; dynamics o-m+k] of
+
+        M = [f_0_qd 0 0; f_a_qd f_a_ud 0; f_3_qd f_2_ud f_4_lam]
+        A = [(A_q + A_u C_1) C_0, A_u C_2],  A_q = -d/dq, A_u = -d/du of the same rows
+        B = [0; 0; -f_3_r]
+    exactly as SymPy's Linearizer.linearize builds them, and with ``with_state_space`` the rows
+    ``state_rows`` of ``M^-1 A`` and ``M^-1 B``. ``rconds`` are those of df_c/dq_dep,
+    df_v/du_dep and M (1 when not needed).
+    """
+    n, o, m = f0_q.shape[1], f1_u.shape[1], fa_q.shape[0]
+    k, s = f4_lam.shape[1], f3_r.shape[1]
     rows = n + o + k
-    C_0, C_1, C_2, rcond_c, rcond_v = _constraint_coefficients(f_c, f_v, q_ind, q_dep,
-                                                               u_ind, u_dep)
-    A_q = np.empty((rows, n))
-    A_q[:n] = -(f_0[1] + f_1[1])
-    A_q[n:n + m] = -f_a[1]
-    A_q[n + m:] = -(f_2[1] + f_3[1] + f_4[1])
-    A_u = np.empty((rows, o))
-    A_u[:n] = -f_1[2]
-    A_u[n:n + m] = -f_a[3]
-    A_u[n + m:] = -(f_2[2] + f_3[3])
-    A = np.hstack((_matmul(A_q + _matmul(A_u, C_1), C_0), _matmul(A_u, C_2)))
+    C_0, C_1, C_2, rcond_c, rcond_v = _coefficients(fc_q, fv_q, fv_u, q_ind, q_dep, u_ind, u_dep)
+    A_q = np.zeros((rows, n))
+    _copy_into(A_q, 0, 0, f0_q, -1.0)
+    _copy_into(A_q, 0, 0, f1_q, -1.0)
+    _copy_into(A_q, n, 0, fa_q, -1.0)
+    _copy_into(A_q, n + m, 0, f2_q, -1.0)
+    _copy_into(A_q, n + m, 0, f3_q, -1.0)
+    _copy_into(A_q, n + m, 0, f4_q, -1.0)
+    A_u = np.zeros((rows, o))
+    _copy_into(A_u, 0, 0, f1_u, -1.0)
+    _copy_into(A_u, n, 0, fa_u, -1.0)
+    _copy_into(A_u, n + m, 0, f2_u, -1.0)
+    _copy_into(A_u, n + m, 0, f3_u, -1.0)
+    _matmul_into(A_q, 0, 0, A_u, C_1, 1.0)
+    A = np.zeros((rows, C_0.shape[1] + C_2.shape[1]))
+    _matmul_into(A, 0, 0, A_q, C_0, 1.0)
+    _matmul_into(A, 0, C_0.shape[1], A_u, C_2, 1.0)
     B = np.zeros((rows, s))
-    B[n + m:] = -f_3[4]
-    M = _mass_matrix(f_a, f_0, f_2, f_3, f_4)
-    finite = np.isfinite(M).all() and np.isfinite(A).all() and np.isfinite(B).all()
-    return M, A, B, rcond_c, rcond_v, finite
-
-
-@njit(cache=True)
-def _state_space(M, A, B, state_rows):
-    solved, rcond = _checked_solve(M, np.hstack((A, B)), M)
-    n_a = A.shape[1]
-    return solved[state_rows, :n_a], solved[state_rows, n_a:], rcond
-
-
-@njit(cache=True)
-def _newton_step(f_c, f_v, f_a, f_0, f_1, f_2, f_3, f_4, blocks):
-    """Newton step for the rates/multipliers selected by ``blocks`` (residual R, Jacobian M)."""
-    M = _mass_matrix(f_a, f_0, f_2, f_3, f_4)
-    residual = np.concatenate((f_0[0] + f_1[0], f_a[0], f_2[0] + f_3[0] + f_4[0]))
-    index = np.nonzero(blocks)[0]
-    jacobian = M[index][:, index]
-    step, rcond = _checked_solve(jacobian, residual[index].reshape((-1, 1)), jacobian)
-    return step[:, 0], rcond
+    _copy_into(B, n + m, 0, f3_r, -1.0)
+    M = np.zeros((rows, rows))
+    _copy_into(M, 0, 0, f0_qd, 1.0)
+    _copy_into(M, n, 0, fa_qd, 1.0)
+    _copy_into(M, n, n, fa_ud, 1.0)
+    _copy_into(M, n + m, 0, f3_qd, 1.0)
+    _copy_into(M, n + m, n, f2_ud, 1.0)
+    _copy_into(M, n + m, n + o, f4_lam, 1.0)
+    A_ss = np.zeros((state_rows.size, A.shape[1]))
+    B_ss = np.zeros((state_rows.size, s))
+    rcond_m = 1.0
+    if with_state_space:
+        rhs = np.empty((rows, A.shape[1] + s))
+        rhs[:, :A.shape[1]] = A
+        rhs[:, A.shape[1]:] = B
+        solved, rcond_m = _solve_rows(M, rhs, M)
+        for i in range(state_rows.size):
+            A_ss[i] = solved[state_rows[i], :A.shape[1]]
+            B_ss[i] = solved[state_rows[i], A.shape[1]:]
+    return M, A, B, A_ss, B_ss, np.array([rcond_c, rcond_v, rcond_m])
