@@ -1,0 +1,122 @@
+"""Ready-made systems for examples, tests and benchmarks.
+
+* :func:`chain` — planar N-link pendulum chain (one ``rz`` joint and a point mass per link);
+* :func:`branched_tree` — a 3-D tree with a floating base and four rotational limbs;
+* :func:`marionette` — the marionette-like model of ``config/marionette.yaml`` and
+  :func:`marionette_rest_state`, a static equilibrium hanging from its strings.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .model import System, load_system
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config")
+
+
+def chain(n: int, length: float = 1.0, mass: float = 1.0, gravity: float = 9.8) -> System:
+    """Planar chain of ``n`` links hanging along -y, variables ``theta0..theta{n-1}``, a torque
+    input on every joint."""
+    s = System(gravity=[0.0, -gravity, 0.0], name=f"chain{n}")
+    parent = "world"
+    for i in range(n):
+        s.add_frame(f"joint{i}", parent=parent, rz=f"theta{i}")
+        s.add_frame(f"mass{i}", parent=f"joint{i}", ty=-length, mass=mass,
+                    inertia=[0.01, 0.01, 0.01])
+        s.add_input("torque", config=f"theta{i}")
+        parent = f"mass{i}"
+    return s
+
+
+def branched_tree(n_variables: int = 40) -> System:
+    """A floating base (tx, ty, tz, rz, ry, rx) with four limbs of rotational joints cycling
+    rx, ry, rz, ``n_variables`` variables in all; full inertias, torque inputs on limb joints."""
+    if n_variables < 10:
+        raise ValueError("branched_tree needs at least 10 variables")
+    s = System(gravity=[0.0, 0.0, -9.81], name=f"tree{n_variables}")
+    parent = "world"
+    for i, kind in enumerate(["tx", "ty", "tz", "rz", "ry", "rx"]):
+        name = "base" if i == 5 else f"base_{kind}"
+        s.add_frame(name, parent=parent, mass=5.0 if i == 5 else 0.0,
+                    inertia=[0.2, 0.3, 0.4] if i == 5 else None, **{kind: f"base_{kind}"})
+        parent = name
+    remaining = n_variables - 6
+    corners = [[0.2, 0.1, 0.0], [-0.2, 0.1, 0.0], [0.2, -0.1, 0.0], [-0.2, -0.1, 0.0]]
+    for limb in range(4):
+        count = remaining // 4 + (1 if limb < remaining % 4 else 0)
+        parent = "base"
+        for j in range(count):
+            kind = ("rx", "ry", "rz")[j % 3]
+            name = f"limb{limb}_{j}"
+            offset = {"translation": corners[limb] if j == 0 else [0.0, 0.0, -0.15],
+                      "rotation": [0.1 * limb, 0.05 * j, 0.0]}
+            s.add_frame(name, parent=parent, offset=offset, mass=0.5,
+                        inertia=[[0.01, 0.001, 0.0], [0.001, 0.012, 0.0005], [0.0, 0.0005, 0.008]],
+                        **{kind: name})
+            s.add_input("torque", config=name)
+            parent = name
+    return s
+
+
+def marionette() -> System:
+    """The 40-variable marionette-like model (22 dynamic, 18 kinematic, 6 strings)."""
+    return load_system(os.path.join(CONFIG_DIR, "marionette.yaml"))
+
+
+# The starting pose (before the equilibrium solve): elbows bent 90 degrees, hips and knees bent,
+# as in the authors' script. With straight limbs hanging under nearly vertical strings (the pose
+# a naive rest pose) the hand and knee strings sit at a kinematic
+# singularity: shortening them moves the attachment only to second order, and the DEL Newton
+# solve fails for any change of those string lengths.
+MARIONETTE_POSE = {"torso_phi": -0.05, "l_elbow_phi": 1.57, "r_elbow_phi": 1.57,
+        "l_hip_phi": np.pi / 2 - 0.6, "r_hip_phi": np.pi / 2 - 0.6,
+        "l_knee_phi": -np.pi / 2 + 0.6, "r_knee_phi": -np.pi / 2 + 0.6}
+
+def fit_string_lengths(system, q) -> np.ndarray:
+    """``q`` with every string length set to its controller-attachment distance (h(q) = 0)."""
+    names = system.config_names
+    lengths = np.array([names.index(n) for n in names if n.endswith("_length")])
+    q = np.array(q, dtype=float)
+    q[lengths] = 1.0
+    h, Dh = system.constraint(q, 1)        # distance constraints h = d^2 - L^2
+    for r in range(h.size):
+        j = lengths[np.argmax(np.abs(Dh[r, lengths]))]   # the length of string r
+        q[j] = np.sqrt(h[r] + 1.0)
+    return q
+
+
+def marionette_rest_state(system, pose=None, tol: float = 1e-10, max_iterations: int = 50) -> np.ndarray:
+    """A static equilibrium hanging from the strings near ``pose`` (default :data:`MARIONETTE_POSE`): the
+    string lengths are fitted to the pose, then Newton's method on
+    ``dL/dq_dyn + Dh_dyn^T lam = 0, h(q) = 0`` (zero velocity) moves the dynamic variables with
+    the controllers and lengths held fixed."""
+    pose = MARIONETTE_POSE if pose is None else pose
+    names = system.config_names
+    kin = set(system.kinematic_names)
+    dyn = np.array([i for i, n in enumerate(names) if n not in kin])
+    q = np.zeros(system.nq)
+    for name, value in pose.items():
+        q[names.index(name)] = value
+    q = fit_string_lengths(system, q)
+    zero = np.zeros(system.nq)
+    h, Dh = system.constraint(q, 1)
+    lam = np.linalg.lstsq(Dh[:, dyn].T, -system.lagrangian_derivatives(q, zero, 1).Lq[dyn],
+                          rcond=None)[0]
+    nd, nc = dyn.size, h.size
+    for _ in range(max_iterations):
+        d = system.lagrangian_derivatives(q, zero, 2)
+        h, Dh, D2h = system.constraint(q, 2)
+        residual = np.concatenate([d.Lq[dyn] + Dh[:, dyn].T @ lam, h])
+        if np.max(np.abs(residual)) < tol:
+            return q
+        J = np.zeros((nd + nc, nd + nc))
+        J[:nd, :nd] = (d.Lqq + np.einsum("r,rab->ab", lam, D2h))[np.ix_(dyn, dyn)]
+        J[:nd, nd:] = Dh[:, dyn].T
+        J[nd:, :nd] = Dh[:, dyn]
+        step = np.linalg.lstsq(J, -residual, rcond=None)[0]
+        step *= min(1.0, 0.2 / max(np.max(np.abs(step[:nd])), 1e-300))   # at most 0.2 per step
+        q[dyn] += step[:nd]
+        lam += step[nd:]
+    raise RuntimeError(f"no static equilibrium found: residual {np.max(np.abs(residual)):.2e}")

@@ -1,0 +1,192 @@
+"""Reduced versions of the paper's examples (Sec. VIII): examples/pendulum_optimal_control.py
+and examples/marionette_lqr.py.
+
+Pendulum: the infeasible step reference of Eq. (35) with the published weights, on N = 60 steps
+(the step at k = 30), optimized by the second-order (Newton) and first-order (Gauss-Newton)
+methods from u = 0; then LQR about the optimum and the closed/open loop from x(0) = [1, 1].
+One test runs the paper's full setting (N = 100) with the second-order method.
+Marionette: 3 s of the 10 s reference at dt = 0.02; a 0.1 rad torso perturbation.
+"""
+import importlib.util
+import os
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load(name):
+    path = os.path.join(ROOT, "examples", name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module          # dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module
+
+
+pendulum = _load("pendulum_optimal_control")
+marionette = _load("marionette_lqr")
+
+TOL = 1e-6
+
+
+# =================================================================================== pendulum
+@pytest.fixture(scope="module")
+def pend60():
+    problem = pendulum.pendulum_problem(N=60)
+    runs = {m: pendulum.optimize(problem, m, tol=TOL, max_iterations=300)
+            for m in ("second_order", "first_order")}
+    return problem, runs
+
+
+def test_pendulum_reference_is_the_infeasible_step(pend60):
+    problem, _ = pend60
+    assert problem.x_ref.shape == (61, 2) and problem.u_ref.shape == (60, 1)
+    assert np.all(problem.x_ref[:30, 0] == 0.0) and np.all(problem.x_ref[30:, 0] == np.pi)
+    assert np.all(problem.x_ref[:, 1] == 0.0) and np.all(problem.u_ref == 0.0)
+    np.testing.assert_array_equal(np.diag(problem.Q), [1000.0, 1.0])
+    assert problem.R[0, 0] == 50.0
+    np.testing.assert_array_equal(problem.Q_N, problem.Q)
+    # cost of u = 0 (the pendulum stays at 0): 1/2 * 1000 * pi^2 for each of the 31 steps at pi
+    assert pendulum.initial_cost(problem) == pytest.approx(0.5 * 1000 * np.pi ** 2 * 31, rel=1e-12)
+
+
+def test_pendulum_both_methods_converge_to_the_same_cost(pend60):
+    _, runs = pend60
+    second, first = runs["second_order"].result, runs["first_order"].result
+    assert second.converged and first.converged
+    assert second.gradient_norm < TOL and first.gradient_norm < TOL
+    assert second.cost == pytest.approx(first.cost, rel=1e-9)
+    assert second.cost < 0.2 * runs["second_order"].result.history[0]["cost"]
+    np.testing.assert_allclose(second.u, first.u, atol=1e-4)
+    np.testing.assert_allclose(second.x, first.x, atol=1e-5)
+    # the optimum swings up: it ends near the upright position
+    assert abs(second.x[-1, 0] - np.pi) < 0.1
+
+
+def test_pendulum_second_order_needs_fewer_iterations(pend60):
+    _, runs = pend60
+    it2 = runs["second_order"].iterations_to(TOL)
+    it1 = runs["first_order"].iterations_to(TOL)
+    assert it2 is not None and it1 is not None
+    assert it2 < it1
+    # Newton's local convergence is quadratic: the last steps shrink the gradient fast
+    g = [h["gradient_norm"] for h in runs["second_order"].result.history]
+    assert g[-1] < 1e-3 * g[-3]
+
+
+def test_pendulum_closed_loop_converges_open_loop_does_not(pend60):
+    problem, runs = pend60
+    best = runs["second_order"].result
+    fb = pendulum.stabilize(problem, best.x, best.u, x0_perturbed=(1.0, 1.0))
+    ec, eo = fb.error_closed, fb.error_open
+    assert ec[0] == pytest.approx(np.sqrt(2.0)) and eo[0] == pytest.approx(np.sqrt(2.0))
+    assert ec[-1] < 1e-2 * ec[0]
+    assert np.max(ec[-10:]) < 1e-2 * ec[0]
+    assert np.mean(eo[-15:]) > 0.5 * eo[0]
+    # the feedback uses the paper's law u = u_d - K (x - x_d): check one step by hand
+    k = 3
+    u_k = best.u[k] - fb.K[k] @ (fb.x_closed[k] - best.x[k])
+    np.testing.assert_allclose(problem.system.step(fb.x_closed[k], u_k), fb.x_closed[k + 1],
+                               atol=1e-12)
+
+
+def test_pendulum_full_paper_setting():
+    """N = 100, dt = 0.1 (Sec. VIII-A): the second-order method converges from u = 0; the
+    first-order method is far from that cost after as many iterations; LQR stabilizes."""
+    problem = pendulum.pendulum_problem(N=100)
+    second = pendulum.optimize(problem, "second_order", tol=TOL, max_iterations=400)
+    assert second.result.converged, second.result.message
+    assert second.result.cost == pytest.approx(13297.3788946, rel=1e-8)
+    first = pendulum.optimize(problem, "first_order", tol=TOL,
+                              max_iterations=second.result.iterations)
+    assert not first.result.converged
+    assert first.result.cost > second.result.cost * (1 + 1e-3)
+    fb = pendulum.stabilize(problem, second.result.x, second.result.u)
+    assert fb.error_closed[-1] < 1e-3 * fb.error_closed[0]
+    assert np.mean(fb.error_open[-25:]) > 0.5 * fb.error_open[0]
+
+
+def test_pendulum_script_quick(tmp_path, capsys):
+    assert pendulum.main(["--quick", "--N", "20", "--methods", "second_order,first_order",
+                          "--plot", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "second_order" in out and "first_order" in out and "closed loop" in out
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "skipping the plots" in out
+    else:
+        for name in ("pendulum_convergence.png", "pendulum_feedback.png"):
+            assert (tmp_path / name).stat().st_size > 0
+
+
+# ================================================================================= marionette
+@pytest.fixture(scope="module")
+def mario():
+    ref = marionette.reference(duration=3.0, dt=0.02)
+    return ref, marionette.stabilize(ref, delta=0.1)
+
+
+def test_marionette_dimensions_and_reference(mario):
+    ref, _ = mario
+    vi = ref.vi
+    assert (vi.nq, vi.nd, vi.nk, vi.system.model.nh) == (40, 22, 18, 6)
+    assert (vi.nx, vi.nu) == (80, 18)
+    assert ref.x.shape == (151, 80) and ref.u.shape == (150, 18)
+    # the reference is a trajectory of the integrator and satisfies the strings
+    for k in (0, 37, 149):
+        np.testing.assert_allclose(ref.system.step(ref.x[k], ref.u[k]), ref.x[k + 1], atol=1e-9)
+        assert np.max(np.abs(vi.system.constraint(ref.x[k + 1, :vi.nq]))) < 1e-9
+    # only the arm and leg string lengths move, by +/-0.1 sin(0.6 pi t)
+    kin_names = [vi.system.config_names[i] for i in vi.kinematic_index]
+    t1 = ref.dt * np.arange(1, ref.N + 1)
+    offsets = ref.u - ref.x[0, vi.kinematic_index]
+    for j, name in enumerate(kin_names):
+        sign = marionette.MOVING_STRINGS.get(name, 0.0)
+        np.testing.assert_allclose(offsets[:, j], sign * 0.1 * np.sin(0.6 * np.pi * t1), atol=1e-12)
+
+
+def test_marionette_rest_state_is_an_equilibrium(mario):
+    ref, _ = mario
+    vi = ref.vi
+    q0 = ref.x[0, :vi.nq]
+    Q, _, _ = vi.simulate(q0, np.zeros(vi.nd), np.tile(q0[vi.kinematic_index], (50, 1)))
+    assert np.max(np.abs(Q - q0)) < 1e-9
+
+
+def test_marionette_perturbation_is_consistent(mario):
+    ref, run = mario
+    vi = ref.vi
+    i = vi.system.config_names.index("torso_psi")
+    assert run.x0[i] - ref.x[0, i] == pytest.approx(0.1, abs=1e-12)
+    assert np.max(np.abs(vi.system.constraint(run.x0[:vi.nq]))) < 1e-10
+    np.testing.assert_array_equal(run.x0[vi.kinematic_index], ref.x[0, vi.kinematic_index])
+
+
+def test_marionette_closed_loop_converges_open_loop_persists(mario):
+    ref, run = mario
+    ec, eo = run.error_closed, run.error_open
+    assert ec[0] == pytest.approx(eo[0]) and ec[0] >= 0.1
+    tail = slice(3 * ref.N // 4, None)
+    assert ec[-1] < 0.1 * ec[0]
+    assert np.mean(ec[tail]) < 0.1 * ec[0]
+    assert np.mean(eo[tail]) > 0.3 * eo[0]
+    assert eo[-1] > 5 * ec[-1]
+    # the gains act on all 80 states through the 18 string inputs
+    assert run.K.shape == (150, 18, 80) and np.all(np.isfinite(run.K))
+
+
+def test_marionette_script_quick(tmp_path, capsys):
+    assert marionette.main(["--duration", "0.4", "--dt", "0.02", "--plot", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "closed loop" in out and "open loop" in out
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "skipping the plots" in out
+    else:
+        for name in ("marionette_error.png", "marionette_torso.png"):
+            assert (tmp_path / name).stat().st_size > 0
