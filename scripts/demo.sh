@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The main job of README.md: set up .venv (idempotent) and run the demo on the default model.
+# The main job of README.md: set up .venv and ROS 2 (idempotent), then start the mechnode node
+# with the embedded cart-pole model, a simulated robot and a reference over DDS on this host,
+# printing the tracking error until it converges (exit 0) or times out (exit 1).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/scripts/bootstrap.sh"
+bash "$root/scripts/setup_ros.sh"
 cd "$root"
-exec .venv/bin/python -m core.demo "$@"
+export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+exec .venv/bin/python -m mechnode.demo "$@"

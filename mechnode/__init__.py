@@ -1,0 +1,1 @@
+"""mechnode ROS 2 node."""

@@ -1,0 +1,69 @@
+"""The ``mechnode`` command: start the node without ``ros2 launch``.
+
+    mechnode [--autostart] [--threads N] --ros-args --params-file config/cartpole_params.yaml
+
+ROS arguments (``--ros-args ...``: parameter files, ``-p name:=value``, remappings such as
+``-r __ns:=/robot``) are handled by rclpy. The node starts unconfigured (a lifecycle manager
+drives it through ``configure`` and ``activate``) unless ``--autostart`` is given or the
+parameter ``autostart`` is true. Stops cleanly on SIGINT/SIGTERM (exit status 0).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    """``argv``: the arguments after the program name (default ``sys.argv[1:]``)."""
+    argv = ["mechnode"] + list(sys.argv[1:] if argv is None else argv)
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+    from rclpy.utilities import remove_ros_args
+
+    parser = argparse.ArgumentParser(prog="mechnode", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--autostart", action="store_true",
+                        help="configure and activate right away (also: parameter autostart)")
+    parser.add_argument("--threads", type=int, default=4,
+                        help="executor threads (default %(default)s)")
+    parser.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
+                        help="Python's GIL switch interval (default: Python's, 0.005)")
+    args = parser.parse_args(remove_ros_args(argv)[1:])
+
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
+    rclpy.init(args=argv)  # rclpy's SIGINT/SIGTERM handlers shut the context down
+    from .node import MechNode
+
+    try:
+        node = MechNode()
+    except Exception as exc:  # noqa: BLE001 - e.g. a parameter file value that fails validation
+        print(f"mechnode: cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    executor = MultiThreadedExecutor(num_threads=max(2, args.threads))
+    executor.add_node(node)
+    status = 0
+    try:
+        if args.autostart or node.get_parameter("autostart").value:
+            from rclpy.lifecycle import TransitionCallbackReturn
+            ok = node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+            ok = ok and node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+            if not ok:
+                node.get_logger().error("autostart: configure/activate failed; the node stays up "
+                                        "for its lifecycle services")
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        try:
+            executor.shutdown(timeout_sec=2.0)
+            node.destroy_node()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+        rclpy.try_shutdown()
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,217 @@
+"""End-to-end demo over real DDS: the mechnode node balances a simulated cart-pole while it
+tracks a reference, and the tracking error is printed as it converges.
+
+    python -m mechnode.demo [--timeout 20] [--threshold 0.01] [--in-process]
+
+What runs:
+* the node, started as its own process exactly as a user would start it
+  (``python -m mechnode --ros-args --params-file config/cartpole_params.yaml``, the embedded
+  default model ``config/cartpole.yaml``) and driven through its lifecycle services
+  (configure, activate; at the end deactivate, cleanup, shutdown) — or, with ``--in-process``,
+  in this process on its own executor;
+* a simulated robot (:class:`mechnode.sim.SimRobot`: the variational integrator stepping at
+  ``dt`` in real time, publishing ``JointState``, applying the ``Float64MultiArray`` commands),
+  starting with the pole tilted by 0.15 rad and the cart 0.1 m off the reference;
+* a reference ``JointTrajectory`` (positions only, stamp zero = start when the gains are ready):
+  move the cart by 0.5 m while keeping the pole upright — not dynamically feasible for the
+  underactuated cart-pole, so the node makes it feasible with the trajectory optimizer before
+  the Riccati pass.
+
+Prints the tracking error ``|q - q_ref(t)|`` every 0.5 s (q_ref from the published
+GainSchedule) and exits 0 once the reference has been run through and the error has stayed
+below ``--threshold`` for a second, 1 if that does not happen within ``--timeout`` seconds of
+activation. DDS discovery is kept on this host (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST) on a
+private ROS_DOMAIN_ID (the current one if set, else derived from the process id).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REFERENCE_SECONDS = 5.0
+MOVE = (0.5, 2.5, 0.5)      # start [s], end [s], distance [m] of the cart motion
+ROBOT_START = {"cart_joint": -0.1, "pole_joint": 0.15}
+
+
+def smoothstep(s):
+    s = np.clip(s, 0.0, 1.0)
+    return s ** 3 * (10 - 15 * s + 6 * s ** 2)
+
+
+def reference_points(step: float = 0.1):
+    """(joint names, times, positions): the cart moves by MOVE[2] m, the pole stays up."""
+    t = np.arange(0.0, REFERENCE_SECONDS + 1e-9, step)
+    cart = MOVE[2] * smoothstep((t - MOVE[0]) / (MOVE[1] - MOVE[0]))
+    return ["pole_joint", "cart_joint"], t, np.stack([np.zeros_like(t), cart], axis=1)
+
+
+def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.01,
+        in_process=False, startup_timeout=600.0, log=print, context_domain=None):
+    """Run the demo; returns ``(exit_status, history)`` with history = [(t, error), ...]."""
+    from .harness import DEFAULT_PARAMS, ros_environment
+
+    params_file = params_file or DEFAULT_PARAMS
+    env = ros_environment(context_domain)
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
+    domain = int(env["ROS_DOMAIN_ID"])
+
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.qos import QoSProfile, DurabilityPolicy, ReliabilityPolicy
+
+    from mechnode_interfaces.msg import GainSchedule
+    from mechnode_interfaces.srv import GetModel
+    from trajectory_msgs.msg import JointTrajectory
+
+    from . import conversions as cv
+    from .harness import LifecycleClient, Spinner, call, start_node_process, stop_process, wait_for
+    from .plant import Plant
+    from .schedule import JointMap
+    from .sim import SimRobot
+
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    node_fqn = f"{namespace.rstrip('/')}/mechnode"
+    log(f"mechnode demo: ROS_DOMAIN_ID={domain}, discovery LOCALHOST, namespace {namespace}")
+    t_begin = time.monotonic()
+    ctx = Context()
+    rclpy.init(context=ctx, domain_id=domain)
+    proc = logfile = None
+    spinner = robot = node_inproc = None
+    status = 1
+    history = []
+    try:
+        if in_process:
+            from .node import MechNode
+            node_inproc = MechNode(context=ctx, cli_args=["--ros-args", "--params-file", params_file,
+                                                          "-r", f"__ns:={namespace}"])
+            log("node: in this process")
+        else:
+            fd, logfile = tempfile.mkstemp(prefix="mechnode_demo_", suffix=".log")
+            os.close(fd)
+            proc = start_node_process(params_file, namespace, log_path=logfile, env=env)
+            log(f"node: process {proc.pid} (python -m mechnode --ros-args --params-file "
+                f"{os.path.relpath(params_file)}), log {logfile}")
+        manager = rclpy.create_node("demo_manager", namespace=namespace, context=ctx)
+        spinner = Spinner(ctx, manager, threads=3)
+        if node_inproc is not None:
+            spinner.add(node_inproc)
+        lc = LifecycleClient(manager, node_fqn)
+        lc.wait(60.0)
+        log(f"node is up ({time.monotonic() - t_begin:.1f} s): {lc.state()}; configuring (loads the "
+            "model, warms up the numba kernels; a cold numba cache compiles them: minutes)")
+        if not lc.change("configure", startup_timeout):
+            raise RuntimeError("configure failed (see the node's log)")
+        if not lc.change("activate", 30.0):
+            raise RuntimeError("activate failed")
+        t_active = time.monotonic()
+        log(f"node is {lc.state()} ({t_active - t_begin:.1f} s after start)")
+
+        model = call(manager.create_client(GetModel, f"{node_fqn}/get_model"), GetModel.Request(),
+                     30.0, "get_model")
+        plant = Plant.load("cartpole.yaml", model.dt)
+        plant.warm_up()  # the simulated robot must step in real time from its first command
+        jm = JointMap(plant.config_names, ["x:cart_joint", "theta:pole_joint"])
+        q0 = np.array([ROBOT_START[j] for j in jm.joint_names])
+        robot = SimRobot(plant, jm.joint_names, q0, namespace=namespace, context=ctx)
+        spinner.add(robot)
+        robot.start()
+
+        schedules = []
+        manager.create_subscription(GainSchedule, f"{node_fqn}/gain_schedule",
+                                    lambda m: schedules.append(cv.schedule_from_msg(m)), latched)
+        ref_pub = manager.create_publisher(JointTrajectory, f"{node_fqn}/reference", latched)
+        names, times, pos = reference_points()
+        wait_for(lambda: ref_pub.get_subscription_count() > 0, 30.0, "the node's reference subscription")
+        ref_pub.publish(cv.joint_trajectory(names, times, pos))
+        log(f"reference published: cart {MOVE[2]} m in {MOVE[1] - MOVE[0]} s with the pole upright, "
+            f"{REFERENCE_SECONDS} s, {len(times)} points (positions only); robot starts at "
+            f"{ROBOT_START}")
+        wait_for(lambda: schedules, 120.0, "the GainSchedule")
+        sched, start_ns = schedules[-1]
+        n = plant.n
+        req = np.stack([np.interp(sched.times, times, pos[:, names.index(j)]) for j in jm.joint_names], 1)
+        dev = np.abs(sched.x_ref[:, :n] - req).max(axis=0)
+        log(f"schedule received: {sched.knots} knots, dt {sched.dt} s; the feasible reference "
+            f"deviates from the requested one by at most {dict(zip(jm.joint_names, np.round(dev, 4).tolist()))}")
+        wait_for(lambda: robot.running, 10.0, "the first command to reach the robot")
+
+        below_since, next_print = None, 0.0
+        deadline = t_active + timeout
+        end_s = sched.times[-1]
+        while True:
+            stamp, q, _ = robot.latest
+            t = (stamp - start_ns) * 1e-9
+            k = sched.knot(t)
+            e = q - sched.x_ref[k, :n]
+            err = float(np.linalg.norm(e))
+            history.append((t, err))
+            if t >= next_print:
+                parts = ", ".join(f"{j} {abs(v):.4f}" for j, v in zip(jm.joint_names, e))
+                log(f"t = {t:5.2f} s   tracking error |q - q_ref| = {err:.5f}   ({parts})")
+                next_print = 0.5 * (np.floor(t / 0.5) + 1)
+            if robot.failure:
+                raise RuntimeError(f"simulation failed: {robot.failure}")
+            below_since = (below_since or t) if err < threshold else None
+            if t >= end_s and below_since is not None and t - below_since >= 1.0:
+                log(f"converged: error {err:.2e} < {threshold} since t = {below_since:.2f} s "
+                    f"({robot.steps} steps, {robot.commands} commands)")
+                status = 0
+                break
+            if time.monotonic() > deadline:
+                log(f"NOT converged within {timeout} s of activation: error {err:.3e} "
+                    f"(threshold {threshold})")
+                break
+            time.sleep(0.02)
+        for transition in ("deactivate", "cleanup", "shutdown"):
+            if not lc.change(transition, 30.0):
+                log(f"warning: {transition} failed")
+        log(f"node lifecycle: deactivate, cleanup, shutdown done ({time.monotonic() - t_begin:.1f} s in all)")
+    except (TimeoutError, RuntimeError) as exc:
+        log(f"demo failed: {exc}")
+        status = 1
+    finally:
+        if robot is not None:
+            robot.stop()
+        if spinner is not None:
+            spinner.stop()
+        if proc is not None:
+            code = stop_process(proc)
+            if status != 0 and logfile:
+                with open(logfile, errors="replace") as fh:
+                    log("---- node log (tail) ----\n" + "".join(fh.readlines()[-30:]))
+            elif logfile:
+                os.unlink(logfile)
+            if code not in (0, None):
+                log(f"node process exited with status {code}")
+        if node_inproc is not None:
+            node_inproc.destroy_node()
+        rclpy.try_shutdown(context=ctx)
+    return status, history
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mechnode.demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--params", default=None, help="node parameter file "
+                        "(default config/cartpole_params.yaml)")
+    parser.add_argument("--timeout", type=float, default=20.0,
+                        help="seconds after activation to converge (default %(default)s)")
+    parser.add_argument("--threshold", type=float, default=0.01,
+                        help="tracking error |q - q_ref| to reach (default %(default)s)")
+    parser.add_argument("--in-process", action="store_true", help="run the node in this process")
+    parser.add_argument("--namespace", default="/mechnode_demo")
+    args = parser.parse_args(argv)
+    status, _ = run(args.params, args.namespace, args.timeout, args.threshold, args.in_process,
+                    log=lambda s: print(s, flush=True))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

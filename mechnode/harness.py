@@ -1,0 +1,158 @@
+"""Helpers shared by the demo, the ROS tests and the benchmarks: start the node as a process,
+drive its lifecycle, call services with bounded waits while an executor spins in a thread.
+
+Every wait here is bounded and raises :class:`TimeoutError` naming what did not happen.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .plant import CONFIG_DIR, REPO_DIR
+
+DEFAULT_PARAMS = os.path.join(CONFIG_DIR, "cartpole_params.yaml")
+
+
+def ros_environment(domain_id: int | None = None) -> dict:
+    """Environment for ROS processes here: discovery on this host only and a private domain id
+    (the given one, the current ROS_DOMAIN_ID, or one derived from the pid)."""
+    env = dict(os.environ)
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env.pop("ROS_STATIC_PEERS", None)
+    if domain_id is not None:
+        env["ROS_DOMAIN_ID"] = str(domain_id)
+    elif not env.get("ROS_DOMAIN_ID"):
+        env["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
+    env.setdefault("RCUTILS_COLORIZED_OUTPUT", "0")
+    env.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "0")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def node_command(params_file: str = DEFAULT_PARAMS, namespace: str = "", params=(),
+                 autostart: bool = False, cli_args=()) -> list:
+    """argv of ``python -m mechnode`` with a parameter file, namespace and ``-p`` overrides."""
+    cmd = [sys.executable, "-m", "mechnode"] + (["--autostart"] if autostart else []) + list(cli_args)
+    cmd += ["--ros-args", "--params-file", params_file]
+    if namespace:
+        cmd += ["-r", f"__ns:={namespace}"]
+    for p in params:
+        cmd += ["-p", p]
+    return cmd
+
+
+def start_node_process(params_file: str = DEFAULT_PARAMS, namespace: str = "", params=(),
+                       log_path: str | None = None, env: dict | None = None,
+                       autostart: bool = False, cli_args=()) -> subprocess.Popen:
+    """Start the node; its output goes to ``log_path`` (or is discarded)."""
+    out = open(log_path, "wb") if log_path else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(node_command(params_file, namespace, params, autostart, cli_args),
+                                stdout=out, stderr=subprocess.STDOUT, cwd=REPO_DIR,
+                                env=env or ros_environment())
+    finally:
+        if log_path:
+            out.close()
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> int:
+    """SIGINT, then SIGTERM, then SIGKILL (each after ``timeout/2``); returns the exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            return proc.wait(timeout=timeout / 2)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+        try:
+            return proc.wait(timeout=timeout / 2)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait(timeout=5)
+    return proc.returncode
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.01):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+class Spinner:
+    """A MultiThreadedExecutor spinning some nodes in a background thread."""
+
+    def __init__(self, context, *nodes, threads: int = 2):
+        from rclpy.executors import MultiThreadedExecutor
+        self.executor = MultiThreadedExecutor(num_threads=threads, context=context)
+        for n in nodes:
+            self.executor.add_node(n)
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self):
+        try:
+            self.executor.spin()
+        except Exception:  # noqa: BLE001 - context shut down
+            pass
+
+    def add(self, node):
+        self.executor.add_node(node)
+
+    def stop(self):
+        self.executor.shutdown(timeout_sec=5.0)
+        self.thread.join(timeout=5.0)
+
+
+def call(client, request, timeout: float, what: str = ""):
+    """Call a service (the client's node must be spun elsewhere); bounded wait for the answer."""
+    what = what or client.srv_name
+    wait_for(client.service_is_ready, timeout, f"service {client.srv_name}", interval=0.02)
+    future = client.call_async(request)
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    if not done.wait(timeout):
+        client.remove_pending_request(future)
+        raise TimeoutError(f"timed out after {timeout:.0f} s waiting for the answer of {what}")
+    result = future.result()
+    if result is None:
+        raise RuntimeError(f"{what}: no result ({future.exception()!r})")
+    return result
+
+
+class LifecycleClient:
+    """``change_state`` / ``get_state`` of a lifecycle node, by its fully qualified name."""
+
+    def __init__(self, node, target: str):
+        from lifecycle_msgs.srv import ChangeState, GetState
+        self.target = target
+        self._change = node.create_client(ChangeState, f"{target}/change_state")
+        self._get = node.create_client(GetState, f"{target}/get_state")
+
+    def wait(self, timeout: float):
+        wait_for(lambda: self._change.service_is_ready() and self._get.service_is_ready(), timeout,
+                 f"the lifecycle services of {self.target}", interval=0.02)
+
+    def state(self, timeout: float = 10.0) -> str:
+        from lifecycle_msgs.srv import GetState
+        return call(self._get, GetState.Request(), timeout, f"{self.target}/get_state").current_state.label
+
+    def change(self, transition: str, timeout: float = 30.0) -> bool:
+        """Trigger a transition by label (configure, activate, deactivate, cleanup, shutdown)."""
+        from lifecycle_msgs.msg import Transition
+        from lifecycle_msgs.srv import ChangeState
+        ids = {"configure": Transition.TRANSITION_CONFIGURE, "activate": Transition.TRANSITION_ACTIVATE,
+               "deactivate": Transition.TRANSITION_DEACTIVATE, "cleanup": Transition.TRANSITION_CLEANUP}
+        req = ChangeState.Request()
+        if transition in ids:
+            req.transition.id = ids[transition]
+        else:
+            req.transition.label = transition
+        return call(self._change, req, timeout, f"{self.target} {transition}").success
