@@ -42,6 +42,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 METHODS = ("second_order", "first_order", "steepest_descent")
+STOP_RULES = ("gradient", "slope")
+PROJECTIONS = ("direction", "lqr")
 
 
 class RiccatiError(np.linalg.LinAlgError):
@@ -82,27 +84,26 @@ def _is_positive_definite(S):
 
 
 @njit(cache=True, nogil=True)
-def _lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, mu, K, kff, P):
+def _lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
     """Backward Riccati pass of the linear-quadratic problem
 
-        min  Σ_k [ wx_kᵀ z_k + wu_kᵀ v_k + ½ z_kᵀ Wxx_k z_k + ½ v_kᵀ (Wuu_k + μI) v_k
+        min  Σ_k [ wx_kᵀ z_k + wu_kᵀ v_k + ½ z_kᵀ Wxx_k z_k + ½ v_kᵀ Wuu_k v_k
                    + v_kᵀ Wux_k z_k ] + p_Nᵀ z_N + ½ z_Nᵀ P_N z_N
         s.t. z_{k+1} = A_k z_k + B_k v_k.
 
     Stacks ``Wxx, Wuu, Wux, wx, wu`` have length 1 (same at every step) or N. Fills the optimal
     policy ``v_k = kff_k − K_k z_k`` and the value Hessians ``P`` (symmetrized every step).
-    Returns -1 on success, else the step k where ``Wuu_k + μI + B_kᵀ P_{k+1} B_k`` is not
+    Returns -1 on success, else the step k where ``Wuu_k + B_kᵀ P_{k+1} B_k`` is not
     positive definite (the outputs are then only valid for steps after k).
     """
     N, nx, nu = B.shape
     P[N] = P_N
     p = p_N.copy()
-    eye_u = np.eye(nu)
     for k in range(N - 1, -1, -1):
         Ak, Bk, Pn = A[k], B[k], P[k + 1]
         PA = Pn @ Ak
         PB = Pn @ Bk
-        Quu = Wuu[k if Wuu.shape[0] > 1 else 0] + Bk.T @ PB + mu * eye_u
+        Quu = Wuu[k if Wuu.shape[0] > 1 else 0] + Bk.T @ PB
         Qux = Wux[k if Wux.shape[0] > 1 else 0] + Bk.T @ PA
         Qxx = Wxx[k if Wxx.shape[0] > 1 else 0] + Ak.T @ PA
         Qu = wu[k if wu.shape[0] > 1 else 0] + Bk.T @ p
@@ -134,6 +135,18 @@ def _costate_and_gradient(A, B, wx, wu, w_N):
         g[k] = wu[k] + B[k].T @ lam[k + 1]
         lam[k] = wx[k] + A[k].T @ lam[k + 1]
     return lam, g
+
+
+@njit(cache=True, nogil=True)
+def _closed_loop_costate(A, B, K, wx, wu, w_N):
+    """Costate of the cost composed with the projection ``u = ū − K(x − x̄)``:
+    ``λ_N = w_N``, ``λ_k = wx_k − K_kᵀ wu_k + (A_k − B_k K_k)ᵀ λ_{k+1}``."""
+    N, nx, nu = B.shape
+    lam = np.empty((N + 1, nx))
+    lam[N] = w_N
+    for k in range(N - 1, -1, -1):
+        lam[k] = wx[k] - K[k].T @ wu[k] + (A[k] - B[k] @ K[k]).T @ lam[k + 1]
+    return lam
 
 
 @njit(cache=True, nogil=True)
@@ -263,7 +276,7 @@ def tvlqr(A, B, Q, R, Q_N=None) -> tuple[np.ndarray, np.ndarray]:
     K = np.empty((N, nu, nx))
     P = np.empty((N + 1, nx, nx))
     status = _lq_riccati(A, B, Qs, Rs, np.zeros((1, nu, nx)), np.zeros((1, nx)),
-                         np.zeros((1, nu)), Q_N, np.zeros(nx), 0.0, K, np.empty((N, nu)), P)
+                         np.zeros((1, nu)), Q_N, np.zeros(nx), K, np.empty((N, nu)), P)
     if status >= 0:
         raise RiccatiError(status)
     return K, P
@@ -435,8 +448,10 @@ class TrajectoryOptimizationResult:
 
     ``history`` holds one dict per iterate ``i = 0 .. iterations``: ``iteration``, ``cost``
     (J at iterate i), ``gradient_norm`` (‖∂J/∂u‖ at iterate i), ``step`` (line-search step length
-    that produced iterate i; 0 for i = 0), ``regularization`` (μ added to the input Hessian for the
-    step that produced iterate i) and ``backtracks``.
+    that produced iterate i; 0 for i = 0), ``model`` (quadratic model of the direction that
+    produced iterate i: ``newton``, ``gauss_newton`` or ``identity``), ``backtracks`` and
+    ``slope`` (directional derivative of J along the direction computed at iterate i; NaN if none
+    was computed).
     """
     x: np.ndarray
     u: np.ndarray
@@ -581,7 +596,7 @@ class _Direction(NamedTuple):
     K: np.ndarray        # (N, nu, nx) feedback used to project trial trajectories
     kff: np.ndarray      # (N, nu) feedforward of the projected update
     slope: float         # directional derivative Σ g_k · v_k of J along the direction
-    mu: float            # regularization added to the input Hessian
+    model: str           # quadratic model that produced it: newton, gauss_newton or identity
 
 
 def _newton_weights(pb: _Problem, lam: np.ndarray, H: np.ndarray, nx: int):
@@ -594,38 +609,64 @@ def _newton_weights(pb: _Problem, lam: np.ndarray, H: np.ndarray, nx: int):
     return Wxx, Wuu, Wux
 
 
-def _regularized_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, mu_hint: float = 0.0):
-    """Solve the LQ subproblem, adding μI to the input Hessian until every stage is positive
-    definite: μ = 0 first (the unmodified Newton/Gauss-Newton model), then from
-    max(1e-8·scale, mu_hint/10) growing tenfold (mu_hint: the μ the previous iteration needed)."""
+def _solve_lq(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
+    """Policy ``(K, kff)`` of the LQ subproblem, or None where it is not convex."""
     N, nx, nu = B.shape
     K, kff, P = np.empty((N, nu, nx)), np.empty((N, nu)), np.empty((N + 1, nx, nx))
-    scale = 1.0 + float(np.max(np.abs(Wuu)))
-    mu = 0.0
-    while True:
-        status = _lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, mu, K, kff, P)
-        if status < 0:
-            return K, kff, mu
-        if mu > 1e10 * scale:
-            raise RiccatiError(status, "the regularized input Hessian of the LQ subproblem")
-        mu = max(1e-8 * scale, mu_hint / 10.0) if mu == 0.0 else 10.0 * mu
+    status = _lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P)
+    return (K, kff) if status < 0 else None
 
 
-def _descent_direction(pb, method, A, B, H, lam, g, wx, wu, w_N, mu_hint) -> _Direction:
-    nx = A.shape[1]
-    no_cross = np.zeros((1, B.shape[2], nx))
+def _projection_gains(A, B) -> np.ndarray:
+    """Feedback of the projection operator: time-varying LQR with identity weights (trep's
+    default ``Qproj = I``, ``Rproj = I``) along the current linearization."""
+    N, nx, nu = B.shape
+    policy = _solve_lq(A, B, np.eye(nx)[None], np.eye(nu)[None], np.zeros((1, nu, nx)),
+                       np.zeros((1, nx)), np.zeros((1, nu)), np.eye(nx), np.zeros(nx))
+    if policy is None:   # only with non-finite A, B: R = I makes every stage convex
+        raise RiccatiError(0, "the projection's LQR (Q = I, R = I)")
+    return policy[0]
+
+
+def _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N) -> _Direction:
+    """The LQ subproblem's direction ``(z, v)`` and the feedback that projects trial trajectories.
+
+    Models (weights of the LQ subproblem's quadratic part): ``newton`` (second_order; the
+    Hessian of the cost composed with the projection), ``gauss_newton`` (first_order: the cost's
+    own ``Q, R``; also what second_order falls back to where the Newton model is not convex, as
+    trep falls back from "newton" to "quasi") and ``identity`` (steepest_descent).
+    ``projection="lqr"``: trial trajectories follow the fixed gains ``Kp`` = LQR(I, I) and the
+    Newton model uses the matching closed-loop costate; ``projection="direction"``: they follow
+    the LQ policy's own gains (DDP's forward pass) and the open-loop costate.
+    """
+    nx, nu = A.shape[1], B.shape[2]
+    Kp = _projection_gains(A, B) if projection == "lqr" else None
+    gauss_newton = (pb.Qs, pb.Rs, np.zeros((1, nu, nx)), pb.Q_N)
+    policy = None
     if method == "second_order":
-        Wxx, Wuu, Wux = _newton_weights(pb, lam, H, nx)
-    else:
-        Wxx, Wuu, Wux = pb.Qs, pb.Rs, no_cross
-    K, kff, mu = _regularized_riccati(A, B, Wxx, Wuu, Wux, wx, wu, pb.Q_N, w_N, mu_hint)
+        lam_model = lam if Kp is None else _closed_loop_costate(A, B, Kp, wx, wu, w_N)
+        Wxx, Wuu, Wux = _newton_weights(pb, lam_model, H, nx)
+        policy, model = _solve_lq(A, B, Wxx, Wuu, Wux, wx, wu, pb.Q_N, w_N), "newton"
     if method == "steepest_descent":
-        # v = −g; the LQ gains only stabilize the projection: ũ = u + γ(v + K z) − K(x̃ − x).
-        z, _ = _linear_response(A, B, np.zeros_like(K), np.ascontiguousarray(-g))
-        kff = -g + _apply_weight(K, z[:-1])
-        return _Direction(K, kff, -float(np.sum(g * g)), mu)
-    _, v = _linear_response(A, B, K, kff)
-    return _Direction(K, kff, float(np.sum(g * v)), mu)
+        # trep's "steepest" model: identity weights on the whole tangent trajectory (z_k, v_k),
+        # i.e. the gradient in the metric Σ |z_k|² + |v_k|².
+        weights, model = (np.eye(nx)[None], np.eye(nu)[None], gauss_newton[2], np.eye(nx)), \
+            "identity"
+        policy = _solve_lq(A, B, *weights[:3], wx, wu, weights[3], w_N)
+    elif policy is None:
+        policy, model = _solve_lq(A, B, *gauss_newton[:3], wx, wu, gauss_newton[3], w_N), \
+            "gauss_newton"
+    if policy is None:
+        raise RiccatiError(0, "the LQ subproblem (Q, Q_N positive semi-definite and R positive "
+                              "definite make it convex; are the linearizations finite?)")
+    K, kff = policy
+    z, v = _linear_response(A, B, K, kff)
+    slope = float(np.sum(g * v))
+    if Kp is not None:
+        # ũ_k = u_k + γ v_k − Kp_k (x̃_k − x_k − γ z_k): the same tangent (z, v) at γ = 0.
+        kff = v + np.einsum("kij,kj->ki", Kp, z[:-1])
+        K = Kp
+    return _Direction(K, kff, slope, model)
 
 
 def _projected_rollout(pb: _Problem, x, u, d: _Direction, gamma: float):
@@ -677,7 +718,7 @@ def _line_search(pb, x, u, J, d: _Direction, armijo, backtrack, max_backtracks):
 def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = "second_order",
                         u_init=None, tol: float = 1e-6, max_iterations: int = 1000,
                         armijo: float = 1e-4, backtrack: float = 0.5, max_backtracks: int = 50,
-                        callback: Callable[[dict], object] | None = None,
+                        stop: str = "slope", projection: str = "lqr", callback: Callable[[dict], object] | None = None,
                         verbose: bool = False) -> TrajectoryOptimizationResult:
     """Optimize the inputs of a discrete system to track a (possibly infeasible) reference.
 
@@ -689,27 +730,37 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
 
     Every iteration linearizes along the current feasible trajectory, computes the costate
     ``λ`` and the reduced gradient ``g_k = ∂J/∂u_k = R_k δu_k + B_kᵀ λ_{k+1}``, solves a
-    linear-quadratic subproblem by a Riccati pass for a direction and feedback ``(kff, K)``, and
-    backtracks (Armijo) on the projected trial trajectory ``ũ_k = u_k + γ kff_k − K_k(x̃_k − x_k)``,
-    whose derivative at γ = 0 is the linear direction, so ``slope = Σ g_k·v_k``.
+    linear-quadratic subproblem by a Riccati pass for a tangent direction ``(z, v)``
+    (``z_{k+1} = A_k z_k + B_k v_k``, ``z_0 = 0``) and backtracks (Armijo) on the projected trial
+    trajectory (Hauser's projection operator, as trep's ``DOptimizer``)
 
-    Methods:
-        ``"second_order"``: projection-operator Newton (Pantoja-style stagewise Newton): the LQ
-            subproblem uses the Lagrangian Hessian ``diag(Q_k, R_k) + Σ_i λ_{k+1,i} H_k[i]``
-            (needs ``system.linearize2``). Its direction is the exact Newton step on J(u), so
-            the convergence is quadratic near a minimum with positive definite Hessian. While
-            the subproblem is not convex, μI is added to its input Hessian (μ = 0 is always
-            tried first; otherwise μ grows tenfold from a tenth of the previous iteration's).
-        ``"first_order"``: the same with the Gauss-Newton model ``diag(Q_k, R_k)`` (drops the
-            ``λ·H`` term): only first derivatives ``A_k, B_k``; a descent method with linear
-            convergence, much faster than steepest descent because the LQ model is the
-            cost's own (LQR-preconditioned) metric, and exact in one step for linear systems.
-        ``"steepest_descent"``: direction ``v = −g`` (projected with the Gauss-Newton gains); very
-            slow, mostly for comparison.
+        ũ_k = u_k + γ v_k − K_k (x̃_k − x_k − γ z_k),   x̃_{k+1} = step(x̃_k, ũ_k),
 
-    Convergence: stops as soon as ``‖∂J/∂u‖₂ < tol``, the Euclidean norm over the whole
-    trajectory of the gradient of J with respect to all inputs (absolute, in units of J per
-    unit input; scale ``tol`` with the weights). ``iterations`` counts the accepted steps.
+    whose derivative at γ = 0 is the tangent ``(z, v)``, so ``slope = Σ g_k·v_k``.
+
+    Methods (the quadratic part of the LQ subproblem):
+        ``"second_order"``: Newton: the Hessian of the cost composed with the projection,
+            ``diag(Q_k, R_k) + Σ_i λ_{k+1,i} H_k[i]`` with the projection's closed-loop costate
+            (needs ``system.linearize2``); quadratic convergence near a minimum. Where that model
+            is not convex the iteration uses the Gauss-Newton model instead (trep's fallback from
+            "newton" to "quasi"); ``history[i]["model"]`` says which.
+        ``"first_order"``: Gauss-Newton, the cost's own ``diag(Q_k, R_k)`` (trep's "quasi"):
+            first derivatives only, linear convergence, exact in one step for linear systems.
+        ``"steepest_descent"``: identity weights (trep's "steepest"): the gradient direction in
+            the metric ``Σ |z_k|² + |v_k|²``; the slowest.
+
+    Projection (``projection``): ``"lqr"`` (default) uses fixed gains ``K`` = time-varying LQR
+    with ``Q = I, R = I`` along the current trajectory (trep's ``Qproj, Rproj``); this keeps
+    trial trajectories of unstable systems near the current one; the Newton model above is
+    the Hessian of the cost composed with this projection. ``"direction"`` uses the LQ policy's own gains (DDP's forward pass) with the
+    open-loop costate in the Newton model.
+
+    Convergence (``stop``): ``"slope"`` (default, trep's ``descent_tolerance``) stops when the
+    directional derivative along the method's direction satisfies ``|Σ g_k·v_k| < tol``, i.e.
+    the decrease the model predicts for a full step is negligible; it is insensitive to the
+    round-off that an unstable system's costate amplifies. ``"gradient"`` stops when
+    ``‖∂J/∂u‖₂ < tol`` (Euclidean norm over all inputs; absolute, in units of J per unit
+    input), meaningful for well-conditioned problems. ``iterations`` counts accepted steps.
 
     Args:
         system: a :class:`DiscreteSystem`.
@@ -717,9 +768,11 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         x_ref: ``(N+1, nx)``; u_ref: ``(N, nu)`` (they need not satisfy the dynamics).
         Q, R, Q_N: weights, shapes as in :func:`tvlqr`.
         u_init: ``(N, nu)`` initial inputs (default ``u_ref``).
-        tol, max_iterations: convergence tolerance on the gradient norm and iteration cap.
+        tol, max_iterations: convergence tolerance (see ``stop``) and iteration cap.
         armijo, backtrack, max_backtracks: sufficient-decrease constant, step shrink factor and
             maximum number of shrinks per line search.
+        stop: ``"slope"`` or ``"gradient"`` (see Convergence).
+        projection: ``"lqr"`` or ``"direction"`` (see Projection).
         callback: called with each history entry (dict) as it is produced.
         verbose: also print one line per iteration (the module logger logs them at DEBUG).
 
@@ -731,6 +784,10 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method == "second_order" and not hasattr(system, "linearize2"):
         raise TypeError("method='second_order' needs system.linearize2(x, u) -> (A, B, H)")
+    if projection not in PROJECTIONS:
+        raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
+    if stop not in STOP_RULES:
+        raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}")
     if not tol > 0 or max_iterations < 0 or not 0 < armijo < 0.5 or not 0 < backtrack < 1:
         raise ValueError("need tol > 0, max_iterations >= 0, 0 < armijo < 0.5, 0 < backtrack < 1")
     pb = _problem(system, x0, x_ref, u_ref, Q, R, Q_N)
@@ -740,7 +797,7 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         raise ValueError("rolling out u_init from x0 gives non-finite states")
     J = _cost(pb, x, u)
     history: list[dict] = []
-    entry = {"iteration": 0, "cost": J, "step": 0.0, "regularization": 0.0, "backtracks": 0}
+    entry = {"iteration": 0, "cost": J, "step": 0.0, "model": "", "backtracks": 0}
     converged, message = False, f"reached max_iterations={max_iterations}"
     for it in range(max_iterations + 1):
         A, B, *H = linearize_trajectory(system, x, u, second_order=(method == "second_order"))
@@ -748,13 +805,19 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         _, _, wx, wu, w_N = _weighted_errors(pb, x, u)
         lam, g = _costate_and_gradient(A, B, wx, wu, w_N)
         entry["gradient_norm"] = float(np.linalg.norm(g))
+        d = None
+        if stop == "slope" or (entry["gradient_norm"] >= tol and it < max_iterations):
+            d = _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N)
+        entry["slope"] = d.slope if d is not None else float("nan")
         _record(history, entry, callback, verbose)
-        if entry["gradient_norm"] < tol:
+        if stop == "gradient" and entry["gradient_norm"] < tol:
             converged, message = True, f"gradient norm < tol={tol:g}"
+            break
+        if stop == "slope" and abs(d.slope) < tol:
+            converged, message = True, f"|slope| < tol={tol:g}"
             break
         if it == max_iterations:
             break
-        d = _descent_direction(pb, method, A, B, H, lam, g, wx, wu, w_N, entry["regularization"])
         if not d.slope < 0:
             message = "no descent direction (gradient at round-off level?)"
             break
@@ -763,7 +826,7 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
             message = "line search found no decrease (tol below the cost's round-off level?)"
             break
         x, u, J, gamma, backtracks = found
-        entry = {"iteration": it + 1, "cost": J, "step": gamma, "regularization": d.mu,
+        entry = {"iteration": it + 1, "cost": J, "step": gamma, "model": d.model,
                  "backtracks": backtracks}
     last = history[-1]
     return TrajectoryOptimizationResult(x, u, J, last["gradient_norm"], last["iteration"],
@@ -773,7 +836,7 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
 def _record(history: list, entry: dict, callback, verbose: bool) -> None:
     history.append(entry)
     line = (f"iter {entry['iteration']:4d}  cost {entry['cost']:.10e}  step {entry['step']:.3e}  "
-            f"|grad| {entry['gradient_norm']:.3e}  mu {entry['regularization']:.1e}")
+            f"|grad| {entry['gradient_norm']:.3e}  slope {entry['slope']:.3e}  {entry['model']}")
     logger.debug(line)
     if verbose:
         print(line)

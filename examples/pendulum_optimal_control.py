@@ -7,19 +7,21 @@ variational integrator, dt = 0.1, N = 100 steps, state ``x = [theta, p]``:
    ``p_ref = 0``, ``u_ref = 0``; ``x0 = 0``, initial guess ``u = 0``.
 2. Trajectory optimization of ``J = 1/2 sum_k (dx^T Q dx + du^T R du) + 1/2 dx_N^T Q dx_N`` with
    the weights of the authors' published script (``Q = diag(1000, 1)``, ``R = 50``, terminal
-   weight ``Q``) by each method of :func:`core.optimize_trajectory`; printed: iterations until
-   ``||dJ/du|| < 1e-6``, final cost, time per iteration.
+   weight ``Q``) by each method of :func:`core.optimize_trajectory`, with the authors' stopping
+   rule (trep's ``descent_tolerance``: the directional derivative of J along the method's
+   descent direction is below 1e-6 in magnitude) and projection (LQR with Q = I, R = I);
+   printed: iterations, final cost, time per iteration.
 3. LQR about the optimal (feasible) trajectory (weights ``Q = I``, ``R = 1`` as in the authors'
    closed-loop script), then the closed loop (Eq. 37) and the open loop from ``x(0) = [1, 1]``.
 
 Run ``python examples/pendulum_optimal_control.py [--quick] [--plot DIR]``. The functions are
 importable (``tests/test_examples.py`` runs reduced versions).
 
-About the methods (see the report printed at the end): ``second_order`` is the stagewise Newton
-method that needs the second-order linearization (Sec. V); ``first_order`` is Gauss-Newton (the
-LQ model of the cost without the ``lambda . H`` term; the authors' "quasi" model); the paper's
-first-order method is projection-operator gradient descent, whose closest analogue here is
-``steepest_descent``.
+About the methods: ``second_order`` is the projection-operator Newton method that needs the
+second-order linearization (Sec. V); ``first_order`` is its Gauss-Newton sibling (the cost's own
+weights as the LQ model, trep's "quasi"); ``steepest_descent`` uses identity weights (trep's
+"steepest"). The paper reports 14 iterations for second order and 653 for first order; here (from
+u = 0, no warm-up iterations): 26, 659 and 769 to the same cost 13297.3788946.
 """
 from __future__ import annotations
 
@@ -76,9 +78,9 @@ class OptimizationRun:
         return self.seconds / max(self.result.iterations, 1)
 
     def iterations_to(self, tol: float) -> int | None:
-        """First iterate with ``||dJ/du|| < tol`` (None if never)."""
+        """First iterate whose descent direction has ``|slope| < tol`` (None if never)."""
         for h in self.result.history:
-            if h["gradient_norm"] < tol:
+            if abs(h["slope"]) < tol:
                 return h["iteration"]
         return None
 
@@ -112,7 +114,7 @@ def initial_cost(problem: PendulumProblem) -> float:
 
 
 def optimize(problem: PendulumProblem, method: str, tol: float = 1e-6,
-             max_iterations: int = 500, verbose: bool = False) -> OptimizationRun:
+             max_iterations: int = 2000, verbose: bool = False) -> OptimizationRun:
     """Run :func:`core.optimize_trajectory` on the problem from the initial guess ``u = 0``."""
     stamps = []
 
@@ -180,10 +182,10 @@ def plot(problem: PendulumProblem, runs: dict, feedback: FeedbackRun, directory:
     for name, run in runs.items():
         it = [h["iteration"] for h in run.result.history]
         ax1.semilogy(it, [max(h["cost"] - best, 1e-12) for h in run.result.history], label=name)
-        ax2.semilogy(it, [h["gradient_norm"] for h in run.result.history], label=name)
+        ax2.semilogy(it, [abs(h["slope"]) for h in run.result.history], label=name)
     ax1.set(xlabel="iteration", ylabel="J - J* (best cost found)", title="Cost")
     ax2.axhline(1e-6, color="k", ls=":", lw=0.8)
-    ax2.set(xlabel="iteration", ylabel="||dJ/du||", title="Gradient norm (tol 1e-6)")
+    ax2.set(xlabel="iteration", ylabel="|DJ . direction|", title="Descent slope (tol 1e-6)")
     for ax in (ax1, ax2):
         ax.legend()
         ax.grid(True, which="both", alpha=0.3)
@@ -226,13 +228,13 @@ def run(N: int = 100, methods=METHODS, max_iterations=None, tol: float = 1e-6,
           f"{initial_cost(problem):.6f}")
     runs = {}
     for method in methods:
-        cap = max_iterations.get(method, 500)
+        cap = max_iterations.get(method, 2000)
         run_ = optimize(problem, method, tol=tol, max_iterations=cap, verbose=verbose)
         runs[method] = run_
         r = run_.result
         print(f"  {method:17s} converged={str(r.converged):5s} iterations={r.iterations:5d} "
-              f"(to ||grad|| < {tol:g}: {_fmt(run_.iterations_to(tol)):>5s})  "
-              f"cost={r.cost:.10f}  ||grad||={r.gradient_norm:.2e}  "
+              f"(to |slope| < {tol:g}: {_fmt(run_.iterations_to(tol)):>5s})  "
+              f"cost={r.cost:.10f}  ||dJ/du||={r.gradient_norm:.2e}  "
               f"time={run_.seconds:.2f} s ({1e3 * run_.seconds_per_iteration:.1f} ms/iteration)"
               + ("" if r.converged else f"  [{r.message}]"))
     best_method = min(runs, key=lambda m: runs[m].result.cost)
@@ -259,27 +261,23 @@ def run(N: int = 100, methods=METHODS, max_iterations=None, tol: float = 1e-6,
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
-                        help="reduced form: N = 60 and an iteration cap on steepest descent")
+                        help="reduced form: N = 60")
     parser.add_argument("--N", type=int, default=None, help="number of steps (default 100)")
     parser.add_argument("--methods", default=",".join(METHODS),
                         help="comma-separated subset of " + ", ".join(METHODS))
     parser.add_argument("--max-iterations", type=int, default=None,
-                        help="iteration cap of second_order and first_order (default 1000)")
-    parser.add_argument("--steepest-iterations", type=int, default=None,
-                        help="iteration cap of steepest_descent (default 200, --quick 50)")
+                        help="iteration cap of each method (default 2000)")
     parser.add_argument("--tol", type=float, default=1e-6)
     parser.add_argument("--plot", metavar="DIR", default=None, help="save PNG figures in DIR")
     parser.add_argument("--verbose", action="store_true", help="one line per iteration")
     args = parser.parse_args(argv)
     N = args.N or (60 if args.quick else 100)
-    cap = args.max_iterations or (200 if args.quick else 1000)
-    steepest = args.steepest_iterations or (50 if args.quick else 200)
+    cap = args.max_iterations or 2000
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for m in methods:
         if m not in METHODS:
             parser.error(f"unknown method {m!r}")
-    run(N, methods, {"second_order": cap, "first_order": cap, "steepest_descent": steepest},
-        args.tol, args.plot, args.verbose)
+    run(N, methods, {m: cap for m in methods}, args.tol, args.plot, args.verbose)
     return 0
 
 

@@ -250,7 +250,8 @@ class MechNode(LifecycleNode):
             description="Iteration cap of the trajectory optimizer (0 = closed-loop rollout only)",
             integer_range=[IntegerRange(from_value=0, to_value=10000, step=1)]))
         self.declare_parameter("optimizer_tolerance", 1e-6, D(
-            description="Gradient-norm tolerance of the trajectory optimizer",
+            description="Optimizer stopping tolerance on |dJ along the descent direction| "
+                        "(core.optimize_trajectory, stop='slope')",
             floating_point_range=rng(1e-15, 1e6)))
         self.declare_parameter("max_knots", 20000, D(
             description="Longest accepted reference, in knots",

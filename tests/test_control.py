@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from core import control
 from core.control import (
-    RiccatiError, controllability, cost_and_gradient, dlqr, linearize_trajectory,
+    METHODS, PROJECTIONS, RiccatiError, controllability, cost_and_gradient, dlqr, linearize_trajectory,
     optimize_trajectory, simulate_closed_loop, simulate_open_loop, trajectory_cost, tvlqr,
 )
 
@@ -397,9 +398,11 @@ def test_cost_gradient_matches_finite_differences():
 def swing_up_results():
     problem = swing_up_problem(N=60)
     entries = []
+    # stop="gradient": this N = 60 swing-up is well conditioned enough for ‖∂J/∂u‖ < 1e-6
     second = optimize_trajectory(**problem, method="second_order", tol=1e-6, max_iterations=200,
-                                 callback=entries.append)
-    first = optimize_trajectory(**problem, method="first_order", tol=1e-6, max_iterations=2000)
+                                 stop="gradient", callback=entries.append)
+    first = optimize_trajectory(**problem, method="first_order", tol=1e-6, max_iterations=2000,
+                                stop="gradient")
     return problem, second, first, entries
 
 
@@ -424,20 +427,81 @@ def test_both_methods_converge_to_the_same_trajectory(swing_up_results):
     assert entries == second.history
 
 
-def _final_phase_pairs(history, start=10.0):
-    """Consecutive gradient norms (g_i, g_i+1) once g_i < start."""
+def _final_phase_pairs(history, count=3):
+    """The last ``count`` consecutive gradient norms (g_i, g_i+1)."""
     g = [h["gradient_norm"] for h in history]
-    return [(a, b) for a, b in zip(g, g[1:]) if a < start]
+    return list(zip(g, g[1:]))[-count:]
 
 
 def test_second_order_method_converges_quadratically(swing_up_results):
+    """Quadratic convergence: g_(i+1) <= C g_i² in the final phase (C = 1e-3 here)."""
     _, second, first, _ = swing_up_results
     pairs = _final_phase_pairs(second.history)
-    assert len(pairs) >= 2
-    assert all(b <= a * a for a, b in pairs), pairs
+    assert all(b <= 1e-3 * a * a for a, b in pairs), pairs
     assert pairs[-1][1] < 1e-7
+    assert [h["model"] for h in second.history[-len(pairs):]] == ["newton"] * len(pairs)
     # the Gauss-Newton method converges only linearly: it fails the same test
-    assert not all(b <= a * a for a, b in _final_phase_pairs(first.history))
+    assert not all(b <= 1e-3 * a * a for a, b in _final_phase_pairs(first.history))
+
+
+@pytest.mark.parametrize("projection", PROJECTIONS)
+def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
+    """For every method, ``slope`` is the derivative at γ = 0 of J along the projected trial
+    path; the Newton model's curvature along the tangent (z, v) is the second derivative of J
+    along the path it models (the projected path for ``lqr``: closed-loop costate; the
+    open-loop path u + γv for ``direction``: open-loop costate). Central differences."""
+    problem = swing_up_problem(N=30)
+    system = problem["system"]
+    pb = control._problem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
+                                                  "Q_N")))
+    u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
+    x = control._rollout(pb, u)
+    A, B, H = linearize_trajectory(system, x, u, second_order=True)
+    _, _, wx, wu, w_N = control._weighted_errors(pb, x, u)
+    lam, g = control._costate_and_gradient(A, B, wx, wu, w_N)
+    J = lambda xu: control._cost(pb, *xu)  # noqa: E731
+    for method in METHODS:
+        d = control._descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N)
+        h = 1e-5
+        fd = (J(control._projected_rollout(pb, x, u, d, h))
+              - J(control._projected_rollout(pb, x, u, d, -h))) / (2 * h)
+        assert d.slope < 0
+        assert fd == pytest.approx(d.slope, rel=1e-6), (method, d.model)
+    z, v = control._linear_response(A, B, d.K, d.kff)      # tangent of the last direction
+    if projection == "lqr":
+        lam_model = control._closed_loop_costate(A, B, d.K, wx, wu, w_N)
+        path = lambda gam: control._projected_rollout(pb, x, u, d, gam)  # noqa: E731
+    else:
+        lam_model = lam
+        path = lambda gam: (control._rollout(pb, u + gam * v), u + gam * v)  # noqa: E731
+    Wxx, Wuu, Wux = control._newton_weights(pb, lam_model, H, 2)
+    curvature = (np.einsum("ki,kij,kj->", z[:-1], Wxx, z[:-1])
+                 + np.einsum("ki,kij,kj->", v, Wuu, v)
+                 + 2 * np.einsum("ki,kij,kj->", v, Wux, z[:-1]) + z[-1] @ pb.Q_N @ z[-1])
+    h = 1e-3 / max(np.abs(z).max(), np.abs(v).max())       # a step of 1e-3 in (x, u)
+    fd2 = (J(path(h)) - 2 * J(path(0.0)) + J(path(-h))) / h ** 2
+    assert fd2 == pytest.approx(curvature, rel=1e-5)
+    # and the other costate does not fit this path (the test can tell the two apart)
+    other = lam if projection == "lqr" else control._closed_loop_costate(
+        A, B, control._projection_gains(A, B), wx, wu, w_N)
+    Wxx2, _, _ = control._newton_weights(pb, other, H, 2)
+    wrong = curvature + np.einsum("ki,kij,kj->", z[:-1], Wxx2 - Wxx, z[:-1])
+    assert fd2 != pytest.approx(wrong, rel=1e-3)
+
+
+def test_stop_rules_and_projections_reach_the_same_optimum(swing_up_results):
+    problem, second, _, _ = swing_up_results
+    for projection in PROJECTIONS:
+        r = optimize_trajectory(**problem, method="second_order", projection=projection,
+                                tol=1e-10, max_iterations=200)
+        assert r.converged and "slope" in r.message
+        assert abs(r.history[-1]["slope"]) < 1e-10
+        assert r.cost == pytest.approx(second.cost, rel=1e-12)
+        np.testing.assert_allclose(r.u, second.u, atol=1e-6)
+    with pytest.raises(ValueError, match="stop must be one of"):
+        optimize_trajectory(**problem, stop="cost")
+    with pytest.raises(ValueError, match="projection must be one of"):
+        optimize_trajectory(**problem, projection="none")
 
 
 def test_tvlqr_about_the_optimum_stabilizes_a_perturbed_start(swing_up_results):
@@ -476,17 +540,20 @@ def test_linear_quadratic_problem_is_solved_in_one_step_and_matches_tvlqr():
 
 
 def test_steepest_descent_reaches_the_lqr_solution():
+    """Identity-weight model on a cost with other weights: many iterations, same LQR optimum."""
     rng = np.random.default_rng(9)
     nx, nu, N = 3, 2, 8
     A = rng.normal(size=(nx, nx))
     A *= 0.8 / max(abs(np.linalg.eigvals(A)))
     system = LinearSystem(A, rng.normal(size=(nx, nu)))
+    Q, R = np.diag([10.0, 1.0, 0.1]), 5.0 * np.eye(nu)
     x0, zeros_x, zeros_u = rng.normal(size=nx), np.zeros((N + 1, nx)), np.zeros((N, nu))
-    K, _ = tvlqr(np.repeat(A[None], N, 0), np.repeat(system.B[None], N, 0), np.eye(nx), np.eye(nu))
+    K, _ = tvlqr(np.repeat(A[None], N, 0), np.repeat(system.B[None], N, 0), Q, R)
     _, u_lqr = simulate_closed_loop(system.step, x0, zeros_x, zeros_u, K)
-    result = optimize_trajectory(system, x0, zeros_x, zeros_u, np.eye(nx), np.eye(nu),
-                                 method="steepest_descent", tol=1e-6, max_iterations=1000)
-    assert result.converged and result.iterations > 20, result.message
+    result = optimize_trajectory(system, x0, zeros_x, zeros_u, Q, R, method="steepest_descent",
+                                 tol=1e-14, max_iterations=2000)
+    assert result.converged and result.iterations > 5, result.message
+    assert {h["model"] for h in result.history[1:]} == {"identity"}
     np.testing.assert_allclose(result.u, u_lqr, rtol=0, atol=1e-6)
 
 

@@ -3,8 +3,9 @@ and examples/marionette_lqr.py.
 
 Pendulum: the infeasible step reference of Eq. (35) with the published weights, on N = 60 steps
 (the step at k = 30), optimized by the second-order (Newton) and first-order (Gauss-Newton)
-methods from u = 0; then LQR about the optimum and the closed/open loop from x(0) = [1, 1].
-One test runs the paper's full setting (N = 100) with the second-order method.
+methods from u = 0 with the authors' stopping rule (|directional derivative| < 1e-6); then LQR
+about the optimum and the closed/open loop from x(0) = [1, 1]. One test runs the paper's full
+setting (N = 100) with both methods.
 Marionette: 3 s of the 10 s reference at dt = 0.02; a 0.1 rad torso perturbation.
 """
 import importlib.util
@@ -57,11 +58,13 @@ def test_pendulum_both_methods_converge_to_the_same_cost(pend60):
     _, runs = pend60
     second, first = runs["second_order"].result, runs["first_order"].result
     assert second.converged and first.converged
-    assert second.gradient_norm < TOL and first.gradient_norm < TOL
+    assert abs(second.history[-1]["slope"]) < TOL and abs(first.history[-1]["slope"]) < TOL
     assert second.cost == pytest.approx(first.cost, rel=1e-9)
     assert second.cost < 0.2 * runs["second_order"].result.history[0]["cost"]
-    np.testing.assert_allclose(second.u, first.u, atol=1e-4)
-    np.testing.assert_allclose(second.x, first.x, atol=1e-5)
+    # the same trajectory to the accuracy the stopping rule |slope| < 1e-6 gives a linearly
+    # converging method
+    np.testing.assert_allclose(second.u, first.u, atol=1e-3)
+    np.testing.assert_allclose(second.x, first.x, atol=1e-4)
     # the optimum swings up: it ends near the upright position
     assert abs(second.x[-1, 0] - np.pi) < 0.1
 
@@ -72,9 +75,9 @@ def test_pendulum_second_order_needs_fewer_iterations(pend60):
     it1 = runs["first_order"].iterations_to(TOL)
     assert it2 is not None and it1 is not None
     assert it2 < it1
-    # Newton's local convergence is quadratic: the last steps shrink the gradient fast
-    g = [h["gradient_norm"] for h in runs["second_order"].result.history]
-    assert g[-1] < 1e-3 * g[-3]
+    # Newton's local convergence is quadratic: the last steps shrink the slope fast
+    s = [abs(h["slope"]) for h in runs["second_order"].result.history]
+    assert s[-1] < 1e-6 * s[-3]
 
 
 def test_pendulum_closed_loop_converges_open_loop_does_not(pend60):
@@ -94,26 +97,32 @@ def test_pendulum_closed_loop_converges_open_loop_does_not(pend60):
 
 
 def test_pendulum_full_paper_setting():
-    """N = 100, dt = 0.1 (Sec. VIII-A): the second-order method converges from u = 0; the
-    first-order method is far from that cost after as many iterations; LQR stabilizes."""
+    """N = 100, dt = 0.1 (Sec. VIII-A): both methods converge from u = 0 to the same trajectory,
+    the second-order one in far fewer iterations (paper: 14 vs 653; here 26 vs 659); LQR about
+    the optimum stabilizes the perturbed start, the open loop does not."""
     problem = pendulum.pendulum_problem(N=100)
-    second = pendulum.optimize(problem, "second_order", tol=TOL, max_iterations=400)
-    assert second.result.converged, second.result.message
-    assert second.result.cost == pytest.approx(13297.3788946, rel=1e-8)
-    first = pendulum.optimize(problem, "first_order", tol=TOL,
-                              max_iterations=second.result.iterations)
-    assert not first.result.converged
-    assert first.result.cost > second.result.cost * (1 + 1e-3)
+    second = pendulum.optimize(problem, "second_order", tol=TOL, max_iterations=100)
+    first = pendulum.optimize(problem, "first_order", tol=TOL, max_iterations=1500)
+    for run in (second, first):
+        assert run.result.converged, run.result.message
+        assert run.result.cost == pytest.approx(13297.3788946, rel=1e-10)
+    assert second.result.iterations <= 40 and first.result.iterations >= 10 * 40
+    np.testing.assert_allclose(second.result.u, first.result.u, atol=1e-4)
+    np.testing.assert_allclose(second.result.x, first.result.x, atol=1e-5)
+    # Newton iterations that fell back to Gauss-Newton happen only far from the optimum
+    models = [h["model"] for h in second.result.history[1:]]
+    assert models[-3:] == ["newton"] * 3
     fb = pendulum.stabilize(problem, second.result.x, second.result.u)
     assert fb.error_closed[-1] < 1e-3 * fb.error_closed[0]
     assert np.mean(fb.error_open[-25:]) > 0.5 * fb.error_open[0]
 
 
 def test_pendulum_script_quick(tmp_path, capsys):
-    assert pendulum.main(["--quick", "--N", "20", "--methods", "second_order,first_order",
-                          "--plot", str(tmp_path)]) == 0
+    assert pendulum.main(["--quick", "--N", "20", "--plot", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "second_order" in out and "first_order" in out and "closed loop" in out
+    for method in pendulum.METHODS:
+        assert f"{method} " in out
+    assert "converged=False" not in out and "closed loop" in out
     try:
         import matplotlib  # noqa: F401
     except ImportError:
