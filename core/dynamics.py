@@ -9,14 +9,15 @@ Equations (sign convention of the paper)::
 ``A`` stacks the Jacobians of the holonomic constraints and the rows of the velocity
 constraints (``b = dA/dt dq``). ``lam`` is eliminated as a function of the state by the Schur
 complement ``A M^-1 A^T``. The linearization differentiates both equations at fixed ``ddq`` and
-``lam`` and solves the same block system for ``d ddq`` and ``d lam``; the third derivatives of L
-enter only as the derivative of the Hessian along ``(dq, ddq)``, which the tree kernels compute
-without forming third-order tensors.
+``lam`` and solves the same block system for ``d ddq`` and ``d lam``; the tree's part of that
+derivative is the derivative of the inverse dynamics ``M ddq + L_vq dq - L_q`` (kinetic energy
+and gravity) from :mod:`core.rnea`, in O(n d); springs, forces and constraints add their own.
 
 State ``x = [q, dq]`` (2n), input ``u`` (m): ``A_lin`` is 2n x 2n, ``B_lin`` is 2n x m.
 """
 from __future__ import annotations
 
+import math
 import threading
 from collections import namedtuple
 
@@ -25,8 +26,10 @@ from numba import njit
 
 from .constraints import holonomic, velocity_rows
 from .forces import generalized_force
-from .kinematics import create_data
-from .lagrangian import create_derivs, gradient_hessian, prepare, third_order
+from .kinematics import body_inertias, composites_from_bodies, create_data, forward_kinematics
+from .lagrangian import (create_derivs, gradient_hessian, prepare, spring_potential_derivatives,
+                         third_order)
+from .rnea import inverse_dynamics_derivatives, mass_matrix, newton_euler
 from .linalg import cholesky_checked, cholesky_solve
 
 OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS = 0, 1, 2
@@ -47,25 +50,36 @@ class SingularMatrixError(np.linalg.LinAlgError):
 
 # ------------------------------------------------------------------------------ kernel
 @njit(cache=True, nogil=True)
-def continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, status):
+def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, status):
     """Solve for ``ddq`` and ``lam``; with ``linearize``, fill ``A_lin`` and ``B_lin``.
 
     ``dlam`` (nc x (2n + m)) receives the derivatives of ``lam`` with respect to ``[q, dq, u]``.
     ``status[0]`` is OK, SINGULAR_MASS or SINGULAR_CONSTRAINTS, ``status[1]`` the index of the
     offending variable or constraint row.
+
+    The tree terms come from :mod:`core.rnea`: ``M`` from composite inertias, the bias forces
+    from a Newton-Euler pass, their derivatives in O(n d).
     """
-    n, m = model.nq, model.nu
+    n, m, nf = model.nq, model.nu, model.nf
     nh, nv = model.hc_kind.shape[0], model.vc_frame.shape[0]
     nc = nh + nv
-    prepare(model, data, q, dq)
-    gradient_hessian(model, data, q, 2, der)
+    forward_kinematics(model, q, dq, data)
+    Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
+    body_inertias(model, data, Ib, has_mass)
+    composites_from_bodies(model, data, Ib, has_mass)
+    M = np.empty((n, n))
+    mass_matrix(model, data, M)
+    Vs_q, Ks = np.empty(n), np.empty((n, n))
+    spring_potential_derivatives(model, data, q, Vs_q, Ks)
+    Af, Ap, hf, Ff, tau0 = np.empty((nf, 6)), np.empty((n, 6)), np.empty((nf, 6)), np.empty((nf, 6)), np.empty(n)
+    newton_euler(model, data, Ib, has_mass, dq, np.zeros(n), Af, Ap, hf, Ff, tau0)
     forder = 1 if linearize else 0
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     empty3 = np.empty((0, 0, 0))
     generalized_force(model, data, dq, u, forder, F, Fq, Fv, Fu, empty3, empty3)
-    tau = F + der.Lq - der.Lqv.T @ dq
+    tau = F - tau0 - Vs_q
     Lm = np.empty((n, n))
-    bad = cholesky_checked(der.Lvv, Lm)
+    bad = cholesky_checked(M, Lm)
     if bad >= 0:
         status[0], status[1] = SINGULAR_MASS, bad
         return
@@ -103,8 +117,10 @@ def continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A_lin, 
     status[0], status[1] = OK, -1
     if not linearize:
         return
-    # derivative of the Hessian along (dq, ddq): dLqv = d/dq (M ddq + L_vq dq), dLvv = dM/dt
-    third_order(model, data, False, dq, ddq, der)
+    # derivatives of the inverse dynamics M ddq + L_vq dq - L_q at fixed ddq
+    newton_euler(model, data, Ib, has_mass, dq, ddq, Af, Ap, hf, Ff, tau0)
+    dtau_dq, dtau_dv = np.empty((n, n)), np.empty((n, n))
+    inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, Ff, dtau_dq, dtau_dv)
     for r in range(nh):
         Cq[r] = H2[r] @ ddq + H3ww[r]
         Cv[r] = 2.0 * (H2[r] @ dq)
@@ -114,8 +130,8 @@ def continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A_lin, 
     # residual derivatives R1 = M ddq + L_vq dq - L_q - F - A^T lam, R2 = A ddq + b
     nz = 2 * n + m
     R1 = np.empty((n, nz))
-    R1[:, :n] = der.dLqv.T - der.Lqq - Fq - lam_dA
-    R1[:, n:2 * n] = der.Lqv.T + der.dLvv - der.Lqv - Fv
+    R1[:, :n] = dtau_dq + Ks - Fq - lam_dA
+    R1[:, n:2 * n] = dtau_dv - Fv
     R1[:, 2 * n:] = -Fu
     R2 = np.zeros((nc, nz))
     R2[:, :n] = Cq
@@ -174,6 +190,9 @@ def workspace(system, third_order: bool = False):
 
 def check_vector(name: str, x, n: int, names=None) -> np.ndarray:
     """``x`` as a float64 vector of length ``n``, or a ValueError naming what is wrong."""
+    if (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,)
+            and x.flags.c_contiguous and math.isfinite(x.sum())):
+        return x    # fast path (a finite sum means finite entries; overflow falls through)
     arr = np.asarray(x if x is not None else np.zeros(n), dtype=float)
     if arr.ndim != 1 or arr.shape[0] != n:
         label = f" ({', '.join(names)})" if names is not None and n <= 12 else ""
@@ -212,7 +231,7 @@ def _dynamics(system, q, dq, u, linearize):
     A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, m))
     dlam = np.zeros((lam.shape[0], 2 * n + m))
     status = np.zeros(2, np.int64)
-    continuous_dynamics(model, data, der, q, dq, u, linearize, ddq, lam, A, B, dlam, status)
+    continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A, B, dlam, status)
     raise_for_status(system, status, "continuous dynamics")
     return ddq, lam, A, B, dlam
 

@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from .model import KIND_CONST, KIND_RX, KIND_TX, Model
-from .structs import record_type
+from .structs import record_type, set_constructor
 
 DATA_FIELDS = [
     "R", "p", "V",           # per frame: world rotation (3x3), position (3), spatial velocity (6)
@@ -34,6 +34,14 @@ DATA_FIELDS = [
     "IcS", "IcD",            # per joint pair (m, j): Ic_m S_j and Ic_m D_j
 ]
 DataType, Data = record_type("Data", DATA_FIELDS, __name__)
+
+
+@njit(cache=True)
+def _new_data(*fields):
+    return Data(*fields)
+
+
+set_constructor(Data, _new_data)
 
 
 def create_data(model: Model) -> Data:
@@ -191,28 +199,50 @@ def spatial_inertia(m, I_body, R, p, out):
 
 
 @njit(cache=True, nogil=True)
-def composites(model, data):
-    """Composite inertia, momentum, mass and first moment of the subtree under every frame."""
-    Ic, Hc, mc, mp = data.Ic, data.Hc, data.mc, data.mp
-    Ib = np.empty((6, 6))
+def body_inertias(model, data, Ib, has_mass):
+    """World spatial inertia ``Ib[f]`` of every frame's own mass (needs forward kinematics);
+    ``has_mass[f]`` is False (and ``Ib[f]`` unset) for frames without mass or inertia."""
     for f in range(model.nf):
         m = model.frame_mass[f]
-        if m > 0.0 or model.frame_inertia[f].any():
-            spatial_inertia(m, model.frame_inertia[f], data.R[f], data.p[f], Ib)
-            Ic[f, :, :] = Ib
-            matvec6(Ib, data.V[f], Hc[f])
+        has_mass[f] = m > 0.0 or model.frame_inertia[f].any()
+        if has_mass[f]:
+            spatial_inertia(m, model.frame_inertia[f], data.R[f], data.p[f], Ib[f])
+
+
+@njit(cache=True, nogil=True)
+def composites_from_bodies(model, data, Ib, has_mass):
+    """Composite inertia, momentum, mass and first moment of the subtree under every frame."""
+    Ic, Hc, mc, mp = data.Ic, data.Hc, data.mc, data.mp
+    for f in range(model.nf):
+        m = model.frame_mass[f]
+        if has_mass[f]:
+            Ic[f, :, :] = Ib[f]
+            matvec6(Ib[f], data.V[f], Hc[f])
         else:
             Ic[f, :, :] = 0.0
             Hc[f, :] = 0.0
         mc[f] = m
-        mp[f, :] = m * data.p[f]
+        for i in range(3):
+            mp[f, i] = m * data.p[f, i]
+    # explicit loops: numba's slice-wise += costs more than the arithmetic at this size
     for f in range(model.nf - 1, -1, -1):
         par = model.frame_parent[f]
         if par >= 0:
-            Ic[par] += Ic[f]
-            Hc[par] += Hc[f]
+            for i in range(6):
+                for j in range(6):
+                    Ic[par, i, j] += Ic[f, i, j]
+                Hc[par, i] += Hc[f, i]
             mc[par] += mc[f]
-            mp[par] += mp[f]
+            for i in range(3):
+                mp[par, i] += mp[f, i]
+
+
+@njit(cache=True, nogil=True)
+def composites(model, data):
+    """Composite inertia, momentum, mass and first moment of the subtree under every frame."""
+    Ib, has_mass = np.empty((model.nf, 6, 6)), np.empty(model.nf, np.bool_)
+    body_inertias(model, data, Ib, has_mass)
+    composites_from_bodies(model, data, Ib, has_mass)
 
 
 # ------------------------------------------------------------------------------ point jets

@@ -26,10 +26,18 @@ from numba import njit
 from .kinematics import (PAIR_SQUARED_DISTANCE, bracket, composites, compose_scalar, dot6,
                          forward_kinematics, joint_union, matvec6, omega_cross, pair_jet,
                          spatial_inertia)
-from .structs import record_type
+from .structs import record_type, set_constructor
 
 DERIV_FIELDS = ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv", "dLqq", "dLqv", "dLvv"]
 LagrangianDerivsType, LagrangianDerivs = record_type("LagrangianDerivs", DERIV_FIELDS, __name__)
+
+
+@njit(cache=True)
+def _new_lagrangianderivs(*fields):
+    return LagrangianDerivs(*fields)
+
+
+set_constructor(LagrangianDerivs, _new_lagrangianderivs)
 
 
 def create_derivs(nq: int, third_order: bool = False) -> LagrangianDerivs:
@@ -119,7 +127,7 @@ def gradient_hessian(model, data, q, order, out):
             out.Lq[i] -= model.spring_k[s] * (q[i] - model.spring_rest[s])
             if order >= 2:
                 out.Lqq[i, i] -= model.spring_k[s]
-    _frame_springs(model, data, min(order, 2), True, out.Lq, out)
+    _frame_springs(model, data, min(order, 2), True, out.Lq, out.L, out.Lq, out.Lqq, out.Lqqq, out.dLqq)
 
 
 @njit(cache=True, nogil=True)
@@ -165,11 +173,11 @@ def _tree_gradient_hessian(model, data, order, out):
 
 
 @njit(cache=True, nogil=True)
-def _frame_springs(model, data, order, full, wq, out):
+def _frame_springs(model, data, order, full, wq, L, Lq, Lqq, Lqqq, dLqq):
     """Subtract V = k/2 (|p1 - p2| - rest)^2 of every frame spring.
 
     ``order`` 0..2 updates ``L, Lq, Lqq``; ``order`` 3 updates ``Lqqq`` (``full``) or the
-    directional ``dLqq`` along ``wq``.
+    directional ``dLqq`` along ``wq`` (arrays shaped like the fields of LagrangianDerivs).
     """
     ns = model.fspring_f1.shape[0]
     if ns == 0:
@@ -195,23 +203,43 @@ def _frame_springs(model, data, order, full, wq, out):
         v3 = -0.375 * stiff * rest / r ** 5
         compose_scalar(k, jet_order, v1, v2, v3, H1, H2, H3)
         if order < 3:
-            out.L[0] -= 0.5 * stiff * (r - rest) ** 2
+            L[0] -= 0.5 * stiff * (r - rest) ** 2
             if order >= 1:
                 for a in range(k):
-                    out.Lq[idx[a]] -= H1[a]
+                    Lq[idx[a]] -= H1[a]
             if order >= 2:
                 for a in range(k):
                     for b in range(k):
-                        out.Lqq[idx[a], idx[b]] -= H2[a, b]
+                        Lqq[idx[a], idx[b]] -= H2[a, b]
         else:
             for a in range(k):
                 for b in range(k):
                     for c in range(k):
                         if full:
-                            out.Lqqq[idx[a], idx[b], idx[c]] -= H3[a, b, c]
+                            Lqqq[idx[a], idx[b], idx[c]] -= H3[a, b, c]
                         else:
-                            out.dLqq[idx[a], idx[b]] -= H3[a, b, c] * wq[idx[c]]
+                            dLqq[idx[a], idx[b]] -= H3[a, b, c] * wq[idx[c]]
         pos[idx[:k]] = -1
+
+
+@njit(cache=True, nogil=True)
+def spring_potential_derivatives(model, data, q, grad, hess):
+    """Gradient and Hessian of the spring potential alone (springs on variables and between
+    frames): ``grad = dV_s/dq``, ``hess = d2V_s/dq2`` (needs forward kinematics)."""
+    n = model.nq
+    grad[:] = 0.0
+    hess[:, :] = 0.0
+    for s in range(model.spring_q.shape[0]):
+        i = model.spring_q[s]
+        grad[i] += model.spring_k[s] * (q[i] - model.spring_rest[s])
+        hess[i, i] += model.spring_k[s]
+    if model.fspring_f1.shape[0] > 0:
+        # _frame_springs subtracts V from L: collect -V's derivatives, then flip the sign
+        L0, Lq, Lqq = np.zeros(1), np.zeros(n), np.zeros((n, n))
+        empty3 = np.empty((0, 0, 0))
+        _frame_springs(model, data, 2, True, Lq, L0, Lq, Lqq, empty3, Lqq)
+        grad -= Lq
+        hess -= Lqq
 
 
 # ------------------------------------------------------------------------------ third order
@@ -313,4 +341,4 @@ def third_order(model, data, full, wq, wv, out):
                     # Lqvv[i, x, y] = dJ(x;i).Ic S_y + dJ(y;i).Ic S_x
                     val = dot6(dJ[x, i], IcS[c, y]) + dot6(dJ[y, i], IcS[c, x])
                     _emit_qvv(val, i, x, y, full, out, wq, wv)
-    _frame_springs(model, data, 3, full, wq, out)
+    _frame_springs(model, data, 3, full, wq, out.L, out.Lq, out.Lqq, out.Lqqq, out.dLqq)

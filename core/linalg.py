@@ -35,19 +35,30 @@ def cholesky_checked(A, L):
 
 @njit(cache=True, nogil=True)
 def cholesky_solve(L, B):
-    """Solve ``L L^T X = B`` in place (B is n x m)."""
+    """Solve ``L L^T X = B`` in place (B is n x m, C-ordered).
+
+    Row-oriented substitutions: the inner loop runs along a contiguous row of ``B`` (all right-
+    hand sides at once), several times faster than column by column for many right-hand sides.
+    """
     n, m = B.shape
-    for c in range(m):
-        for i in range(n):
-            s = B[i, c]
-            for k in range(i):
-                s -= L[i, k] * B[k, c]
-            B[i, c] = s / L[i, i]
-        for i in range(n - 1, -1, -1):
-            s = B[i, c]
-            for k in range(i + 1, n):
-                s -= L[k, i] * B[k, c]
-            B[i, c] = s / L[i, i]
+    for i in range(n):
+        for k in range(i):
+            lik = L[i, k]
+            if lik != 0.0:
+                for c in range(m):
+                    B[i, c] -= lik * B[k, c]
+        inv = 1.0 / L[i, i]
+        for c in range(m):
+            B[i, c] *= inv
+    for i in range(n - 1, -1, -1):
+        for k in range(i + 1, n):
+            lki = L[k, i]
+            if lki != 0.0:
+                for c in range(m):
+                    B[i, c] -= lki * B[k, c]
+        inv = 1.0 / L[i, i]
+        for c in range(m):
+            B[i, c] *= inv
 
 
 @njit(cache=True, nogil=True)
@@ -93,17 +104,22 @@ def lu_solve(LU, piv, B):
                 t = B[k, c]
                 B[k, c] = B[p, c]
                 B[p, c] = t
-    for c in range(m):
-        for i in range(n):
-            s = B[i, c]
-            for k in range(i):
-                s -= LU[i, k] * B[k, c]
-            B[i, c] = s
-        for i in range(n - 1, -1, -1):
-            s = B[i, c]
-            for k in range(i + 1, n):
-                s -= LU[i, k] * B[k, c]
-            B[i, c] = s / LU[i, i]
+    # row-oriented substitutions (contiguous inner loop over all right-hand sides)
+    for i in range(n):
+        for k in range(i):
+            lik = LU[i, k]
+            if lik != 0.0:
+                for c in range(m):
+                    B[i, c] -= lik * B[k, c]
+    for i in range(n - 1, -1, -1):
+        for k in range(i + 1, n):
+            uik = LU[i, k]
+            if uik != 0.0:
+                for c in range(m):
+                    B[i, c] -= uik * B[k, c]
+        inv = 1.0 / LU[i, i]
+        for c in range(m):
+            B[i, c] *= inv
 
 
 @njit(cache=True, nogil=True)

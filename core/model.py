@@ -33,8 +33,9 @@ import os
 from typing import Any
 
 import numpy as np
+from numba import njit
 
-from .structs import record_type
+from .structs import record_type, set_constructor
 
 WORLD = "world"
 
@@ -74,6 +75,14 @@ MODEL_FIELDS = [
     "vc_frame", "vc_axis",
 ]
 ModelType, Model = record_type("Model", MODEL_FIELDS, __name__)
+
+
+@njit(cache=True)
+def _new_model(*fields):
+    return Model(*fields)
+
+
+set_constructor(Model, _new_model)
 
 
 def _rotation_from_spec(spec: Any, where: str) -> np.ndarray:

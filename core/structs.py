@@ -31,7 +31,10 @@ def record_type(name: str, fields, module: str):
     def new(cls, *args):
         if len(args) != len(fields):
             raise TypeError(f"{name} takes {len(fields)} fields {fields}, got {len(args)}")
-        inst = structref.StructRefProxy.__new__(cls, *args)
+        # numba's default constructor is an uncached @njit compiled in every process (~0.7 s);
+        # a module-level cached one (see set_constructor) loads from the cache instead.
+        ctor = getattr(cls, "_cached_ctor", None)
+        inst = ctor(*args) if ctor is not None else structref.StructRefProxy.__new__(cls, *args)
         # Python-side view of the same arrays: attribute reads need no jitted call
         inst._values = dict(zip(fields, args))
         return inst
@@ -43,3 +46,9 @@ def record_type(name: str, fields, module: str):
     proxy = type(name, (structref.StructRefProxy,), namespace)
     structref.define_proxy(proxy, numba_type, list(fields))
     return numba_type, proxy
+
+
+def set_constructor(proxy, ctor) -> None:
+    """Build ``proxy`` records with ``ctor``, a module-level ``@njit(cache=True)`` function
+    ``def ctor(*args): return Proxy(*args)`` (it must live in the record's module to be cached)."""
+    proxy._cached_ctor = ctor

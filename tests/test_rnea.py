@@ -1,0 +1,73 @@
+"""The Newton-Euler kernels of core.rnea, checked directly (the continuous linearization tests
+in test_derivatives check them again through A and B).
+
+* ``newton_euler`` equals the Euler-Lagrange form ``M ddq + L_vq dq - L_q`` built from the
+  independent composite-bracket derivatives of core.lagrangian (springs removed);
+* ``mass_matrix`` equals ``L_vv``;
+* ``inverse_dynamics_derivatives`` equals central finite differences of ``newton_euler``
+  along q and dq, on random trees with every transform kind, full inertias and massless frames.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.kinematics import body_inertias, composites_from_bodies, create_data, forward_kinematics
+from core.lagrangian import spring_potential_derivatives
+from core.rnea import inverse_dynamics_derivatives, mass_matrix, newton_euler
+from randsys import assert_close, fd, random_system
+
+SEEDS = list(range(12)) + [200, 201]
+
+
+def _system(seed):
+    n_frames = (15, 15) if seed >= 200 else (3, 15)
+    return random_system(seed, n_frames=n_frames)
+
+
+def _pass(system, q, dq, ddq, derivatives=False):
+    """tau (and its derivatives) of the tree: kinetic energy and gravity only."""
+    model = system.model
+    n, nf = model.nq, model.nf
+    data = create_data(model)
+    forward_kinematics(model, q, dq, data)
+    Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
+    body_inertias(model, data, Ib, has_mass)
+    composites_from_bodies(model, data, Ib, has_mass)
+    A, Ap, h, F, tau = (np.empty((nf, 6)), np.empty((n, 6)), np.empty((nf, 6)),
+                        np.empty((nf, 6)), np.empty(n))
+    newton_euler(model, data, Ib, has_mass, dq, ddq, A, Ap, h, F, tau)
+    if not derivatives:
+        return tau
+    M, dq_, dv_ = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    mass_matrix(model, data, M)
+    inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dq_, dv_)
+    grad, hess = np.empty(n), np.empty((n, n))
+    spring_potential_derivatives(model, data, q, grad, hess)
+    return tau, M, dq_, dv_, grad, hess
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_newton_euler_matches_the_euler_lagrange_form(seed):
+    system, q, dq, _ = _system(seed)
+    rng = np.random.default_rng(seed)
+    ddq = rng.normal(size=q.size)
+    tau, M, _, _, spring_grad, _ = _pass(system, q, dq, ddq, derivatives=True)
+    d = system.lagrangian_derivatives(q, dq, 2)
+    # L_q includes the springs (-dV_s/dq); the Newton-Euler pass covers kinetic energy and gravity
+    lagrange = d.Lvv @ ddq + d.Lqv.T @ dq - (d.Lq + spring_grad)
+    assert_close(tau, lagrange, "tau vs Euler-Lagrange", tol=1e-10)
+    assert_close(M, d.Lvv, "mass matrix vs L_vv", tol=1e-12)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_inverse_dynamics_derivatives_match_finite_differences(seed):
+    system, q, dq, _ = _system(seed)
+    rng = np.random.default_rng(seed + 1)
+    ddq = rng.normal(size=q.size)
+    _, _, dtau_dq, dtau_dv, _, spring_hess = _pass(system, q, dq, ddq, derivatives=True)
+    assert_close(dtau_dq, fd(lambda x: _pass(system, x, dq, ddq), q), "dtau/dq")
+    assert_close(dtau_dv, fd(lambda x: _pass(system, q, x, ddq), dq), "dtau/d dq")
+    # the spring Hessian is the derivative of the spring gradient
+    grad_of = lambda x: _pass(system, x, dq, ddq, derivatives=True)[4]  # noqa: E731
+    assert_close(spring_hess, fd(grad_of, q), "spring Hessian")
