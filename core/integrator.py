@@ -41,7 +41,7 @@ from .dynamics import check_vector, workspace
 from .forces import generalized_force
 from .kinematics import copy_data, create_data, forward_kinematics
 from .lagrangian import copy_derivs, create_derivs, gradient_hessian, prepare, third_order
-from .linalg import condition_1norm, lu_checked, lu_solve
+from .linalg import condition_1norm, condition_from_lu, lu_checked, lu_solve
 
 OK, NEWTON_FAILED, SINGULAR_JACOBIAN, SINGULAR_M, SINGULAR_CONSTRAINT = 0, 1, 2, 3, 4
 
@@ -273,34 +273,40 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
             Ry[nd + r, b] = Dh1[r, dyn[b]]
         for j in range(nk):
             Rz[nd + r, cr + j] = Dh1[r, kin[j]]
-    # Sec. VII checks: M_k+1 and Dh(q_k+1) M_k+1^-1 Dh(q_k)^T
+    # Sec. VII checks: M_k+1 and Dh(q_k+1) M_k+1^-1 Dh(q_k)^T (one LU of M_k+1 serves the
+    # condition number, the Schur complement and, without constraints, the solve below)
     Mk = Ry[:nd, :nd].copy()
-    conds[0] = condition_1norm(Mk)
+    LUm = np.empty((nd, nd))
+    pivm = np.empty(nd, np.int64)
+    if nd > 0 and lu_checked(Mk, LUm, pivm) >= 0:
+        conds[0] = np.inf
+    else:
+        conds[0] = condition_from_lu(Mk, LUm, pivm) if nd > 0 else 1.0
     if not conds[0] < cond_limit:
         status[0], status[1] = SINGULAR_M, -1
         return
     if nc > 0:
         MinvDh0t = np.ascontiguousarray(-Ry[:nd, nd:])
-        LUm = np.empty((nd, nd))
-        pivm = np.empty(nd, np.int64)
-        lu_checked(Mk, LUm, pivm)
         lu_solve(LUm, pivm, MinvDh0t)
         conds[1] = condition_1norm(np.ascontiguousarray(Ry[nd:, :nd]) @ MinvDh0t)
         if not conds[1] < cond_limit:
             status[0], status[1] = SINGULAR_CONSTRAINT, -1
             return
-    LU = np.empty((ny, ny))
-    piv = np.empty(ny, np.int64)
-    if lu_checked(Ry, LU, piv) >= 0:
-        status[0], status[1] = SINGULAR_CONSTRAINT if nc > 0 else SINGULAR_M, -1
-        return
+        LU = np.empty((ny, ny))
+        piv = np.empty(ny, np.int64)
+        if lu_checked(Ry, LU, piv) >= 0:
+            status[0], status[1] = SINGULAR_CONSTRAINT, -1
+            return
+    else:
+        LU, piv = LUm, pivm
     Y = -Rz
     lu_solve(LU, piv, Y)
     for a in range(nd):
         Q1[dyn[a]] = Y[a]
     Lam = Y[nd:]
     # first-order outputs
-    P1 = Pq0 @ Q0 + Pq1 @ Q1
+    P1 = Pq1 @ Q1
+    P1[:, :n] += Pq0          # Pq0 @ Q0 with Q0 = [I 0]
     A[:, :] = 0.0
     B[:, :] = 0.0
     for i in range(n):

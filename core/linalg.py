@@ -123,6 +123,15 @@ def lu_solve(LU, piv, B):
 
 
 @njit(cache=True, nogil=True)
+def condition_from_lu(A, LU, piv):
+    """Exact 1-norm condition number ``|A|_1 |A^-1|_1`` of ``A`` from its LU factors."""
+    n = A.shape[0]
+    inv = np.eye(n)
+    lu_solve(LU, piv, inv)
+    return np.abs(A).sum(axis=0).max() * np.abs(inv).sum(axis=0).max()
+
+
+@njit(cache=True, nogil=True)
 def condition_1norm(A):
     """Exact 1-norm condition number ``|A|_1 |A^-1|_1`` (inf when singular)."""
     n = A.shape[0]
@@ -132,6 +141,4 @@ def condition_1norm(A):
     piv = np.empty(n, np.int64)
     if lu_checked(A, LU, piv) >= 0:
         return np.inf
-    inv = np.eye(n)
-    lu_solve(LU, piv, inv)
-    return np.abs(A).sum(axis=0).max() * np.abs(inv).sum(axis=0).max()
+    return condition_from_lu(A, LU, piv)
