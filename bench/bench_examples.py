@@ -15,7 +15,7 @@ Prints figures only; asserts nothing.
 
 BLAS threads matter: the kernels call BLAS (scipy's OpenBLAS) for their matrix products, and on a
 busy 2-core machine OpenBLAS's own threads make the marionette's second-order linearization
-vary from 0.05 to 1.4 s per step; with ``OPENBLAS_NUM_THREADS=1`` it is a steady ~33 ms (and
+vary by an order of magnitude per step; with ``OPENBLAS_NUM_THREADS=1`` it is a steady ~5 ms (and
 the Riccati pass ~30 % faster). The setting in effect is printed first.
 """
 import argparse
