@@ -571,6 +571,10 @@ class Plant:
         dq = np.zeros(self.n)
         x = self.to_discrete(q, dq)
         self.legendre_jacobian(q, dq)
+        try:                         # the continuous Linearize service (one kernel for qdd too)
+            self.system.linearize(q, dq, np.zeros(self.system.nu))
+        except core.SingularMatrixError:
+            pass
         try:
             self.to_continuous(x)
         except core.SingularMatrixError:
