@@ -343,7 +343,10 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
                 TG[a, n + j, n + k] = half * der.Lqvv[i, j, k]
                 TP[a, n + j, n + k] = half * der.Lqvv[i, j, k]
     dyn_rows = np.arange(nd)
-    RHS_G = np.zeros((nd, nz, nz))
+    # the big arrays are written in place (views, no temporaries): at n = 40 each is several MB
+    # and copying them cost more than the matrix products
+    RHS = np.zeros((ny, nz * nz))
+    RHS_G = RHS[:nd].reshape(nd, nz, nz)
     _contract_sym(TG, Xi, dyn_rows, RHS_G)
     if m > 0:  # forcing's q-u cross terms: Fqu(Xi_q, U) + transpose; U selects the u columns
         Xq = Xi[:n]
@@ -364,25 +367,27 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
                 E[r, :n] = D2h0[r, dyn[a]]
             EL = E.T @ Lam
             RHS_G[a] -= EL + EL.T
-    RHS = np.empty((ny, nz * nz))
-    RHS[:nd] = RHS_G.reshape(nd, nz * nz)
     for r in range(nc):
         RHS[nd + r] = (Q1.T @ (D2h1[r] @ Q1)).ravel()
+    # q1_dyn,zz = -(R_y^-1 RHS)[:nd] (the multipliers' second derivatives are not needed)
     Ry_inv = np.eye(ny)
     lu_solve(LU, piv, Ry_inv)
-    Yzz = -(Ry_inv @ RHS)  # ny x nz^2
-    H[:, :, :] = 0.0
+    neg_inv = -np.ascontiguousarray(Ry_inv[:nd])
+    Yzz = np.empty((nd, nz * nz))
+    np.dot(neg_inv, RHS, Yzz)
     for a in range(nd):
         H[dyn[a]] = Yzz[a].reshape(nz, nz)
+    for j in range(nk):  # q1_kin = rho1 and v1 are linear in z
+        H[kin[j]] = 0.0
+        H[n + nd + j] = 0.0
     # p_k+1 = P(qm, v): P_q1 q1_zz + P_xixi(Xi, Xi); q1_zz is non-zero on dynamic rows only
     Pq1d = np.empty((nd, nd))
     for a in range(nd):
         for b in range(nd):
             Pq1d[a, b] = Pq1[dyn[a], dyn[b]]
-    Pzz = (Pq1d @ np.ascontiguousarray(Yzz[:nd])).reshape(nd, nz, nz)
+    Pzz = H[n:n + nd]
+    np.dot(Pq1d, Yzz, Pzz.reshape(nd, nz * nz))
     _contract_sym(TP, Xi, dyn_rows, Pzz)
-    for a in range(nd):
-        H[n + a] = Pzz[a]
 
 
 @njit(cache=True, nogil=True)
