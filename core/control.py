@@ -33,6 +33,8 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
+from .linalg import cholesky_checked, cholesky_solve
+
 __all__ = [
     "RiccatiError", "Controllability", "DiscreteSystem", "TrajectoryOptimizationResult",
     "tvlqr", "dlqr", "controllability", "simulate_open_loop", "simulate_closed_loop",
@@ -57,33 +59,6 @@ class RiccatiError(np.linalg.LinAlgError):
 
 # ================================================================================ njit kernels
 @njit(cache=True, nogil=True)
-def _is_positive_definite(S):
-    """True if the symmetric matrix ``S`` passes a Cholesky factorization with pivots above a
-    relative threshold of 1e-12 · max|diag S| (so exactly and numerically singular ``S`` fail)."""
-    n = S.shape[0]
-    scale = 0.0
-    for i in range(n):
-        scale = max(scale, abs(S[i, i]))
-    threshold = 1e-12 * scale
-    if scale == 0.0:
-        return n == 0
-    L = np.zeros((n, n))
-    for j in range(n):
-        pivot = S[j, j]
-        for m in range(j):
-            pivot -= L[j, m] * L[j, m]
-        if not pivot > threshold:
-            return False
-        L[j, j] = np.sqrt(pivot)
-        for i in range(j + 1, n):
-            s = S[i, j]
-            for m in range(j):
-                s -= L[i, m] * L[j, m]
-            L[i, j] = s / L[j, j]
-    return True
-
-
-@njit(cache=True, nogil=True)
 def _lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
     """Backward Riccati pass of the linear-quadratic problem
 
@@ -99,6 +74,7 @@ def _lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
     N, nx, nu = B.shape
     P[N] = P_N
     p = p_N.copy()
+    Lu = np.empty((nu, nu))
     for k in range(N - 1, -1, -1):
         Ak, Bk, Pn = A[k], B[k], P[k + 1]
         PA = Pn @ Ak
@@ -109,12 +85,12 @@ def _lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
         Qu = wu[k if wu.shape[0] > 1 else 0] + Bk.T @ p
         Qx = wx[k if wx.shape[0] > 1 else 0] + Ak.T @ p
         Quu = 0.5 * (Quu + Quu.T)
-        if not _is_positive_definite(Quu):
+        if cholesky_checked(Quu, Lu) >= 0:     # not (numerically) positive definite
             return k
-        rhs = np.empty((nu, nx + 1))
-        rhs[:, :nx] = Qux
-        rhs[:, nx] = -Qu
-        sol = np.linalg.solve(Quu, rhs)
+        sol = np.empty((nu, nx + 1))
+        sol[:, :nx] = Qux
+        sol[:, nx] = -Qu
+        cholesky_solve(Lu, sol)
         K[k] = sol[:, :nx]
         kff[k] = sol[:, nx]
         Pk = Qxx - Qux.T @ K[k]
@@ -620,12 +596,8 @@ def _solve_lq(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
 def _projection_gains(A, B) -> np.ndarray:
     """Feedback of the projection operator: time-varying LQR with identity weights (trep's
     default ``Qproj = I``, ``Rproj = I``) along the current linearization."""
-    N, nx, nu = B.shape
-    policy = _solve_lq(A, B, np.eye(nx)[None], np.eye(nu)[None], np.zeros((1, nu, nx)),
-                       np.zeros((1, nx)), np.zeros((1, nu)), np.eye(nx), np.zeros(nx))
-    if policy is None:   # only with non-finite A, B: R = I makes every stage convex
-        raise RiccatiError(0, "the projection's LQR (Q = I, R = I)")
-    return policy[0]
+    nx, nu = A.shape[1], B.shape[2]
+    return tvlqr(A, B, np.eye(nx), np.eye(nu), np.eye(nx))[0]
 
 
 def _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N) -> _Direction:
@@ -641,7 +613,7 @@ def _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N) -> 
     """
     nx, nu = A.shape[1], B.shape[2]
     Kp = _projection_gains(A, B) if projection == "lqr" else None
-    gauss_newton = (pb.Qs, pb.Rs, np.zeros((1, nu, nx)), pb.Q_N)
+    no_cross = np.zeros((1, nu, nx))
     policy = None
     if method == "second_order":
         lam_model = lam if Kp is None else _closed_loop_costate(A, B, Kp, wx, wu, w_N)
@@ -650,12 +622,12 @@ def _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N) -> 
     if method == "steepest_descent":
         # trep's "steepest" model: identity weights on the whole tangent trajectory (z_k, v_k),
         # i.e. the gradient in the metric Σ |z_k|² + |v_k|².
-        weights, model = (np.eye(nx)[None], np.eye(nu)[None], gauss_newton[2], np.eye(nx)), \
-            "identity"
-        policy = _solve_lq(A, B, *weights[:3], wx, wu, weights[3], w_N)
-    elif policy is None:
-        policy, model = _solve_lq(A, B, *gauss_newton[:3], wx, wu, gauss_newton[3], w_N), \
-            "gauss_newton"
+        policy = _solve_lq(A, B, np.eye(nx)[None], np.eye(nu)[None], no_cross, wx, wu,
+                           np.eye(nx), w_N)
+        model = "identity"
+    elif policy is None:     # first_order, or the Newton model is not convex here
+        policy = _solve_lq(A, B, pb.Qs, pb.Rs, no_cross, wx, wu, pb.Q_N, w_N)
+        model = "gauss_newton"
     if policy is None:
         raise RiccatiError(0, "the LQ subproblem (Q, Q_N positive semi-definite and R positive "
                               "definite make it convex; are the linearizations finite?)")

@@ -71,8 +71,8 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     mass_matrix(model, data, M)
     Vs_q, Ks = np.empty(n), np.empty((n, n))
     spring_potential_derivatives(model, data, q, Vs_q, Ks)
-    Af, Ap, hf, Ff, tau0 = np.empty((nf, 6)), np.empty((n, 6)), np.empty((nf, 6)), np.empty((nf, 6)), np.empty(n)
-    newton_euler(model, data, Ib, has_mass, dq, np.zeros(n), Af, Ap, hf, Ff, tau0)
+    Ap, Ff, tau0 = np.empty((n, 6)), np.empty((nf, 6)), np.empty(n)
+    newton_euler(model, data, Ib, has_mass, dq, np.zeros(n), Ap, Ff, tau0)
     forder = 1 if linearize else 0
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     empty3 = np.empty((0, 0, 0))
@@ -118,7 +118,7 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     if not linearize:
         return
     # derivatives of the inverse dynamics M ddq + L_vq dq - L_q at fixed ddq
-    newton_euler(model, data, Ib, has_mass, dq, ddq, Af, Ap, hf, Ff, tau0)
+    newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, Ff, tau0)
     dtau_dq, dtau_dv = np.empty((n, n)), np.empty((n, n))
     inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, Ff, dtau_dq, dtau_dv)
     for r in range(nh):

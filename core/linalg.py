@@ -9,14 +9,14 @@ PIVOT_TOLERANCE = 1e-12
 
 
 @njit(cache=True, nogil=True)
-def cholesky_checked(A, L):
+def cholesky_checked(A, L, rel_tol=PIVOT_TOLERANCE):
     """Cholesky factor ``A = L L^T``; returns -1, or the index of the first pivot that is not
-    positive relative to the largest diagonal entry (the matrix is singular there)."""
+    above ``rel_tol`` times the largest diagonal entry (the matrix is singular there)."""
     n = A.shape[0]
     scale = 0.0
     for i in range(n):
         scale = max(scale, abs(A[i, i]))
-    tol = PIVOT_TOLERANCE * max(scale, 1e-300)
+    tol = rel_tol * max(scale, 1e-300)
     L[:, :] = 0.0
     for j in range(n):
         d = A[j, j]

@@ -64,11 +64,13 @@ def mass_matrix(model, data, M):
 
 
 @njit(cache=True, nogil=True)
-def newton_euler(model, data, Ib, has_mass, dq, ddq, A, Ap, h, F, tau):
-    """One Newton-Euler pass: frame accelerations ``A`` (gravity included), the acceleration
-    ``Ap[j]`` of each joint's parent, body momenta ``h = I V``, composite wrenches ``F`` and
-    ``tau[j] = S_j . F_(frame of j)`` (0 for a variable that drives no frame)."""
+def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
+    """One Newton-Euler pass: the acceleration ``Ap[j]`` of each joint's parent (gravity
+    included), composite wrenches ``F`` and ``tau[j] = S_j . F_(frame of j)`` (0 for a variable
+    that drives no frame)."""
     g = model.gravity
+    A = np.empty((model.nf, 6))      # frame accelerations
+    h = np.empty(6)                  # body momentum I V
     tmp = np.empty(6)
     vxs = np.empty(6)
     for f in range(model.nf):
@@ -88,13 +90,12 @@ def newton_euler(model, data, Ib, has_mass, dq, ddq, A, Ap, h, F, tau):
                 A[f, i] += data.S[j, i] * ddq[j] + vxs[i] * dq[j]
     for f in range(model.nf):
         if has_mass[f]:
-            matvec6(Ib[f], data.V[f], h[f])
+            matvec6(Ib[f], data.V[f], h)
             matvec6(Ib[f], A[f], F[f])
-            cross_force(data.V[f], h[f], tmp)
+            cross_force(data.V[f], h, tmp)
             for i in range(6):
                 F[f, i] += tmp[i]
         else:
-            h[f, :] = 0.0
             F[f, :] = 0.0
     for f in range(model.nf - 1, -1, -1):
         par = model.frame_parent[f]

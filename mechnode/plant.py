@@ -34,6 +34,7 @@ from core.dynamics import check_vector, workspace
 from core.forces import generalized_force
 from core.integrator import OK, IntegratorError, del_linearize, del_step
 from core.lagrangian import gradient_hessian, prepare
+from core.linalg import cholesky_checked, cholesky_solve
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Relative model paths are looked up in the working directory, then here.
@@ -89,35 +90,13 @@ def _inverse_legendre(model, data, der, dyn, kin, q, p, v, dq):
         for b in range(nd):
             Mdd[a, b] = M[dyn[a], dyn[b]]
     # symmetric positive definite when regular: Cholesky with a relative pivot test
-    L = np.zeros((nd, nd))
-    scale = 0.0
+    L = np.empty((nd, nd))
+    if cholesky_checked(Mdd, L, 1e-14) >= 0:
+        return False
+    y = rhs.reshape(nd, 1)
+    cholesky_solve(L, y)
     for a in range(nd):
-        scale = max(scale, abs(Mdd[a, a]))
-    for a in range(nd):
-        s = Mdd[a, a]
-        for c in range(a):
-            s -= L[a, c] * L[a, c]
-        if not s > 1e-14 * scale:
-            return False
-        L[a, a] = np.sqrt(s)
-        for b in range(a + 1, nd):
-            t = Mdd[b, a]
-            for c in range(a):
-                t -= L[b, c] * L[a, c]
-            L[b, a] = t / L[a, a]
-    y = np.empty(nd)
-    for a in range(nd):
-        s = rhs[a]
-        for c in range(a):
-            s -= L[a, c] * y[c]
-        y[a] = s / L[a, a]
-    for a in range(nd - 1, -1, -1):
-        s = y[a]
-        for c in range(a + 1, nd):
-            s -= L[c, a] * y[c]
-        y[a] = s / L[a, a]
-    for a in range(nd):
-        dq[dyn[a]] = y[a]
+        dq[dyn[a]] = y[a, 0]
     return True
 
 

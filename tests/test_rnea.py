@@ -34,9 +34,8 @@ def _pass(system, q, dq, ddq, derivatives=False):
     Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
     body_inertias(model, data, Ib, has_mass)
     composites_from_bodies(model, data, Ib, has_mass)
-    A, Ap, h, F, tau = (np.empty((nf, 6)), np.empty((n, 6)), np.empty((nf, 6)),
-                        np.empty((nf, 6)), np.empty(n))
-    newton_euler(model, data, Ib, has_mass, dq, ddq, A, Ap, h, F, tau)
+    Ap, F, tau = np.empty((n, 6)), np.empty((nf, 6)), np.empty(n)
+    newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau)
     if not derivatives:
         return tau
     M, dq_, dv_ = np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
