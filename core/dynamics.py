@@ -30,9 +30,9 @@ from .kinematics import body_inertias, composites_from_bodies, create_data, forw
 from .lagrangian import (create_derivs, gradient_hessian, prepare, spring_potential_derivatives,
                          third_order)
 from .rnea import inverse_dynamics_derivatives, mass_matrix, newton_euler
-from .linalg import cholesky_checked, cholesky_solve
+from .linalg import cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
 
-OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS = 0, 1, 2
+OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS, NONFINITE_INPUT = 0, 1, 2, 3
 
 #: Plain-Python copy of the Lagrangian derivatives returned to users (see core.lagrangian).
 Derivatives = namedtuple("Derivatives", ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv",
@@ -50,12 +50,23 @@ class SingularMatrixError(np.linalg.LinAlgError):
 
 # ------------------------------------------------------------------------------ kernel
 @njit(cache=True, nogil=True)
+def _first_nonfinite(q, dq, u):
+    """Index of the first NaN or infinite entry of ``[q, dq, u]``, or -1."""
+    for offset, x in ((0, q), (q.shape[0], dq), (2 * q.shape[0], u)):
+        for i in range(x.shape[0]):
+            if not np.isfinite(x[i]):
+                return offset + i
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, status):
     """Solve for ``ddq`` and ``lam``; with ``linearize``, fill ``A_lin`` and ``B_lin``.
 
     ``dlam`` (nc x (2n + m)) receives the derivatives of ``lam`` with respect to ``[q, dq, u]``.
-    ``status[0]`` is OK, SINGULAR_MASS or SINGULAR_CONSTRAINTS, ``status[1]`` the index of the
-    offending variable or constraint row.
+    ``status[0]`` is OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS or NONFINITE_INPUT, ``status[1]`` the
+    index of the offending variable or constraint row (of ``[q, dq, u]`` for a non-finite entry;
+    checked here rather than in Python, where it costs more than it does in the kernel).
 
     The tree terms come from :mod:`core.rnea`: ``M`` from composite inertias, the bias forces
     from a Newton-Euler pass, their derivatives in O(n d).
@@ -63,6 +74,10 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     n, m, nf = model.nq, model.nu, model.nf
     nh, nv = model.hc_kind.shape[0], model.vc_frame.shape[0]
     nc = nh + nv
+    bad = _first_nonfinite(q, dq, u)
+    if bad >= 0:
+        status[0], status[1] = NONFINITE_INPUT, bad
+        return
     forward_kinematics(model, q, dq, data)
     Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
     body_inertias(model, data, Ib, has_mass)
@@ -79,9 +94,10 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     generalized_force(model, data, dq, u, forder, F, Fq, Fv, Fu, empty3, empty3)
     tau = F - tau0 - Vs_q
     Lm = np.empty((n, n))
-    bad = cholesky_checked(M, Lm)
-    if bad >= 0:
-        status[0], status[1] = SINGULAR_MASS, bad
+    bad = tree_cholesky(M, model.joint_parent, model.joint_order, Lm)
+    if bad >= 0:    # name the pivot the plain (root-first) factorization would name
+        dense = cholesky_checked(M, np.empty((n, n)))
+        status[0], status[1] = SINGULAR_MASS, dense if dense >= 0 else bad
         return
     # constraint rows: A ddq + b = 0
     Ac = np.zeros((nc, n))
@@ -97,10 +113,11 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     if nv > 0:
         velocity_rows(model, data, dq, zeros_n, np.zeros(nc), nh, Ac, b, Cq, Cv, lam_dA)
     # ddq = M^-1 (tau + A^T lam), lam = -(A M^-1 A^T)^-1 (b + A M^-1 tau)
-    Minv_tau = tau.reshape(n, 1).copy()
-    cholesky_solve(Lm, Minv_tau)
-    Minv_At = Ac.T.copy()
-    cholesky_solve(Lm, Minv_At)
+    Minv_tau_At = np.empty((n, 1 + nc))      # one solve for M^-1 [tau, A^T]
+    Minv_tau_At[:, 0] = tau
+    Minv_tau_At[:, 1:] = Ac.T
+    tree_cholesky_solve(Lm, model.joint_parent, model.joint_order, Minv_tau_At)
+    Minv_tau, Minv_At = Minv_tau_At[:, :1], np.ascontiguousarray(Minv_tau_At[:, 1:])
     Ls = np.empty((nc, nc))
     if nc > 0:
         schur = Ac @ Minv_At
@@ -137,8 +154,8 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     R2[:, :n] = Cq
     R2[:, n:2 * n] = Cv
     # d ddq = M^-1 (-R1 + A^T d lam), d lam = (A M^-1 A^T)^-1 (A M^-1 R1 - R2)
-    Minv_R1 = R1.copy()
-    cholesky_solve(Lm, Minv_R1)
+    Minv_R1 = R1
+    tree_cholesky_solve(Lm, model.joint_parent, model.joint_order, Minv_R1)
     dddq = -Minv_R1
     if nc > 0:
         dlam_z = Ac @ Minv_R1 - R2
@@ -188,21 +205,31 @@ def workspace(system, third_order: bool = False):
     return entries[slot]
 
 
-def check_vector(name: str, x, n: int, names=None) -> np.ndarray:
-    """``x`` as a float64 vector of length ``n``, or a ValueError naming what is wrong."""
+def check_vector(name: str, x, n: int, names=None, finite: bool = True) -> np.ndarray:
+    """``x`` as a float64 vector of length ``n``, or a ValueError naming what is wrong.
+
+    ``finite=False`` leaves the NaN/inf check to a kernel that reports it (see
+    :func:`refuse_nonfinite`)."""
     if (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,)
-            and x.flags.c_contiguous and math.isfinite(x.sum())):
+            and x.flags.c_contiguous and (not finite or math.isfinite(x.sum()))):
         return x    # fast path (a finite sum means finite entries; overflow falls through)
     arr = np.asarray(x if x is not None else np.zeros(n), dtype=float)
     if arr.ndim != 1 or arr.shape[0] != n:
         label = f" ({', '.join(names)})" if names is not None and n <= 12 else ""
         raise ValueError(f"{name} must be a vector of {n} entries{label}, got shape {arr.shape}")
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if bad.size:
+    bad = np.flatnonzero(~np.isfinite(arr)) if finite else ()
+    if len(bad):
         i = int(bad[0])
         what = f" ({names[i]})" if names is not None else ""
         raise ValueError(f"{name}[{i}]{what} is not finite: {arr[i]}")
     return np.ascontiguousarray(arr)
+
+
+def refuse_nonfinite(vectors) -> None:
+    """Raise :func:`check_vector`'s error for the first non-finite entry of ``vectors``, a
+    sequence of ``(name, x, names)``."""
+    for name, x, names in vectors:
+        check_vector(name, x, x.shape[0], names)
 
 
 def raise_for_status(system, status, where: str) -> None:
@@ -217,21 +244,25 @@ def raise_for_status(system, status, where: str) -> None:
         raise SingularMatrixError(
             f"{where}: the constraint Jacobian is rank deficient at constraint row {index} "
             "(A M^-1 A^T is singular): redundant or degenerate constraints", "constraint Jacobian", index)
+    if code == NONFINITE_INPUT:
+        raise ValueError(f"{where}: entry {index} of [q, dq, u] is not finite")
 
 
 def _dynamics(system, q, dq, u, linearize):
     model = system.model
     n, m = model.nq, model.nu
     names = system.config_names
-    q = check_vector("q", q, n, names)
-    dq = check_vector("dq", dq, n, names)
-    u = check_vector("u", u, m, system.input_names)
+    q = check_vector("q", q, n, names, finite=False)
+    dq = check_vector("dq", dq, n, names, finite=False)
+    u = check_vector("u", u, m, system.input_names, finite=False)
     data, der = workspace(system)
     ddq, lam = np.empty(n), np.zeros(model.nh + model.nv)
     A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, m))
     dlam = np.zeros((lam.shape[0], 2 * n + m))
     status = np.zeros(2, np.int64)
     continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A, B, dlam, status)
+    if status[0] == NONFINITE_INPUT:
+        refuse_nonfinite((("q", q, names), ("dq", dq, names), ("u", u, system.input_names)))
     raise_for_status(system, status, "continuous dynamics")
     return ddq, lam, A, B, dlam
 

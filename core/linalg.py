@@ -62,6 +62,79 @@ def cholesky_solve(L, B):
 
 
 @njit(cache=True, nogil=True)
+def tree_cholesky(A, parent, order, L, rel_tol=PIVOT_TOLERANCE):
+    """Factor ``A = L^T L`` for a matrix with the sparsity of a tree (Featherstone's LTL).
+
+    ``A[i, k]`` may be nonzero only when ``i`` is ``k`` or an ancestor of ``k`` in the tree given by
+    ``parent`` (-1 for a root), as the mass matrix of a kinematic tree is; ``order`` lists the
+    indices parents-first. Eliminating leaves first keeps ``L``'s pattern equal to ``A``'s (no
+    fill-in, O(n d^2) for depth d): ``L[k, i]`` is nonzero only for ``i`` at or above ``k``.
+    Returns -1, or the first index (leaves first) whose pivot is not above ``rel_tol`` times
+    the largest diagonal entry. ``L`` is zero outside the pattern.
+    """
+    n = A.shape[0]
+    scale = 0.0
+    for i in range(n):
+        scale = max(scale, abs(A[i, i]))
+    tol = rel_tol * max(scale, 1e-300)
+    L[:, :] = 0.0
+    for k in range(n):
+        i = k
+        while i >= 0:
+            L[k, i] = A[k, i]
+            i = parent[i]
+    for idx in range(n - 1, -1, -1):
+        k = order[idx]
+        d = L[k, k]
+        if not d > tol:
+            return k
+        lkk = np.sqrt(d)
+        L[k, k] = lkk
+        i = parent[k]
+        while i >= 0:
+            L[k, i] /= lkk
+            i = parent[i]
+        i = parent[k]
+        while i >= 0:          # A_ij -= L_ki L_kj for i, j above k (j at or above i)
+            lki = L[k, i]
+            j = i
+            while j >= 0:
+                L[i, j] -= lki * L[k, j]
+                j = parent[j]
+            i = parent[i]
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def tree_cholesky_solve(L, parent, order, B):
+    """Solve ``L^T L X = B`` in place from :func:`tree_cholesky` (B is n x m, C-ordered): the
+    two substitutions walk each index's ancestors only, a row of ``B`` at a time."""
+    n, m = B.shape
+    for idx in range(n - 1, -1, -1):      # L^T Y = B, leaves first
+        k = order[idx]
+        inv = 1.0 / L[k, k]
+        for c in range(m):
+            B[k, c] *= inv
+        i = parent[k]
+        while i >= 0:
+            lki = L[k, i]
+            for c in range(m):
+                B[i, c] -= lki * B[k, c]
+            i = parent[i]
+    for idx in range(n):                  # L X = Y, root first
+        k = order[idx]
+        i = parent[k]
+        while i >= 0:
+            lki = L[k, i]
+            for c in range(m):
+                B[k, c] -= lki * B[i, c]
+            i = parent[i]
+        inv = 1.0 / L[k, k]
+        for c in range(m):
+            B[k, c] *= inv
+
+
+@njit(cache=True, nogil=True)
 def lu_checked(A, LU, piv):
     """LU factorization with partial pivoting, ``P A = L U`` stored in ``LU``; returns -1, or the
     first column whose pivot is zero relative to the largest entry of ``A`` (singular there)."""

@@ -63,6 +63,9 @@ MODEL_FIELDS = [
     "frame_offset_R", "frame_offset_p", "frame_mass", "frame_inertia", "frame_joint",
     # joints (configuration variables that drive a frame); -1 where a variable drives none
     "joint_frame", "anc_ptr", "anc_idx", "joint_depth",
+    # nearest ancestor variable of each variable (-1: none) and the variables parents-first
+    # (the sparsity pattern of M: the tree Cholesky in core.linalg factors it without fill-in)
+    "joint_parent", "joint_order",
     "gravity",
     # potentials and damping
     "spring_q", "spring_k", "spring_rest", "damping",
@@ -500,6 +503,10 @@ def _compile(system: System) -> Model:
         anc_ptr[j + 1] = anc_ptr[j] + len(anc_lists[j])
     anc_idx = np.array([a for lst in anc_lists for a in lst], np.int64)
     joint_depth = np.array([len(lst) for lst in anc_lists], np.int64)
+    joint_parent = np.array([lst[-2] if len(lst) > 1 else -1 for lst in anc_lists], np.int64)
+    # frames are parents-first, so ordering variables by their frame puts parents first;
+    # variables that drive no frame (no mass, no parent) go last
+    joint_order = np.array(sorted(range(nq), key=lambda j: (joint_frame[j] < 0, joint_frame[j], j)), np.int64)
 
     springs_q, fsprings = [], []
     for si, s in enumerate(system._springs):
@@ -567,6 +574,7 @@ def _compile(system: System) -> Model:
         frame_inertia=np.array([f["inertia"] for f in frames]).reshape(nf, 3, 3),
         frame_joint=frame_joint,
         joint_frame=joint_frame, anc_ptr=anc_ptr, anc_idx=anc_idx, joint_depth=joint_depth,
+        joint_parent=joint_parent, joint_order=joint_order,
         gravity=system.gravity.copy(),
         spring_q=col(springs_q, 0, np.int64), spring_k=col(springs_q, 1, float), spring_rest=col(springs_q, 2, float),
         damping=damping,

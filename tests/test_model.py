@@ -149,6 +149,12 @@ def test_declaration_order_only_permutes_variables():
         assert perm != list(range(len(perm))) or len(perm) == 1
         np.testing.assert_allclose(t.qdd(q[perm], dq[perm], u), s.qdd(q, dq, u)[perm], rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(t.energy(q[perm], dq[perm]), s.energy(q, dq), rtol=1e-12)
+        # the linearization too (the tree Cholesky of M walks the variables parents-first)
+        At, Bt = t.linearize(q[perm], dq[perm], u)
+        As, Bs = s.linearize(q, dq, u)
+        xperm = perm + [len(perm) + i for i in perm]
+        np.testing.assert_allclose(At, As[np.ix_(xperm, xperm)], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(Bt, Bs[xperm], rtol=1e-9, atol=1e-9)
 
 
 def test_input_order_and_wrench_expansion():

@@ -1,0 +1,89 @@
+"""The small factorizations of core.linalg, checked against numpy on random matrices: the tree
+Cholesky (``M = L^T L`` without fill-in) on random trees whose indices are not parents-first,
+and the pivots it names when the matrix is singular."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.linalg import cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
+
+
+def random_tree(rng, n):
+    """``parent`` (-1 for roots, possibly several) with shuffled labels, and a parents-first order."""
+    labels = rng.permutation(n)
+    parent = -np.ones(n, np.int64)
+    for pos in range(1, n):
+        if rng.random() < 0.85:
+            parent[labels[pos]] = labels[rng.integers(pos)]
+    return parent, labels.astype(np.int64)
+
+
+def ancestors_or_self(parent, k):
+    out = []
+    while k >= 0:
+        out.append(k)
+        k = parent[k]
+    return out
+
+
+def tree_factor(rng, parent):
+    """A random ``L`` with the tree pattern (L[k, i] != 0 only for i at or above k)."""
+    n = parent.shape[0]
+    L = np.zeros((n, n))
+    for k in range(n):
+        for i in ancestors_or_self(parent, k):
+            L[k, i] = rng.uniform(0.5, 2.0) if i == k else rng.normal()
+    return L
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_tree_cholesky_recovers_the_factor_and_solves(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30))
+    parent, order = random_tree(rng, n)
+    L0 = tree_factor(rng, parent)
+    A = L0.T @ L0
+    # the product has the tree pattern: entries only between an index and its ancestors
+    for k in range(n):
+        for i in range(n):
+            if i not in ancestors_or_self(parent, k) and k not in ancestors_or_self(parent, i):
+                assert A[k, i] == 0.0
+    L = np.full((n, n), np.nan)
+    assert tree_cholesky(A, parent, order, L) == -1
+    np.testing.assert_allclose(L, L0, rtol=1e-9, atol=1e-9)   # unique with a positive diagonal
+    B = rng.normal(size=(n, 7))
+    X = B.copy()
+    tree_cholesky_solve(L, parent, order, X)
+    np.testing.assert_allclose(A @ X, B, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(X, np.linalg.solve(A, B), rtol=1e-8, atol=1e-8)
+
+
+def test_tree_cholesky_names_the_singular_pivot():
+    rng = np.random.default_rng(4)
+    parent = np.array([-1, 0, 1, 0, 3], np.int64)   # two branches under 0
+    order = np.arange(5, dtype=np.int64)
+    A = tree_factor(rng, parent)
+    A = A.T @ A
+    for leaf in (2, 4):                              # a leaf that moves nothing
+        S = A.copy()
+        S[leaf, :] = S[:, leaf] = 0.0
+        assert tree_cholesky(S, parent, order, np.empty((5, 5))) == leaf
+        assert cholesky_checked(S, np.empty((5, 5))) == leaf
+    S = A.copy()                                     # rank deficient only through the subtree
+    S[1] = S[2]
+    S[:, 1] = S[:, 2]
+    S[1, 1] = S[2, 2]
+    assert tree_cholesky(S, parent, order, np.empty((5, 5))) == 1
+
+
+def test_dense_cholesky_solve_agrees():
+    rng = np.random.default_rng(1)
+    G = rng.normal(size=(9, 9))
+    A = G @ G.T + 9 * np.eye(9)
+    L = np.empty((9, 9))
+    assert cholesky_checked(A, L) == -1
+    B = rng.normal(size=(9, 4))
+    X = B.copy()
+    cholesky_solve(L, X)
+    np.testing.assert_allclose(X, np.linalg.solve(A, B), rtol=1e-10, atol=1e-12)
