@@ -352,6 +352,8 @@ def test_wrong_sizes_and_non_finite_entries(pendulum, method):
         f(np.zeros((2, 1)), DQ, U)
     with pytest.raises(ValueError, match=r"q\[1\].*theta2"):
         f([0.5, np.nan], DQ, U)
+    with pytest.raises(ValueError, match=r"dq\[1\].*theta2"):   # float64 arrays: found in the kernel
+        f(Q, np.array([0.0, -np.inf]), U)
     with pytest.raises(ValueError, match=r"dq\[0\].*theta1"):
         f(Q, [np.inf, 0.0], U)
     with pytest.raises(ValueError, match=r"u\[0\].*theta1"):
