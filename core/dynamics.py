@@ -94,7 +94,9 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     generalized_force(model, data, dq, u, forder, F, Fq, Fv, Fu, empty3, empty3)
     tau = F - tau0 - Vs_q
     Lm = np.empty((n, n))
-    bad = tree_cholesky(M, model.joint_parent, model.joint_order, Lm)
+    tree = (model.tree_order, model.tree_anc_ptr, model.tree_anc_idx, model.tree_desc_ptr,
+            model.tree_desc_idx)
+    bad = tree_cholesky(M, tree, Lm)
     if bad >= 0:    # name the pivot the plain (root-first) factorization would name
         dense = cholesky_checked(M, np.empty((n, n)))
         status[0], status[1] = SINGULAR_MASS, dense if dense >= 0 else bad
@@ -116,7 +118,7 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     Minv_tau_At = np.empty((n, 1 + nc))      # one solve for M^-1 [tau, A^T]
     Minv_tau_At[:, 0] = tau
     Minv_tau_At[:, 1:] = Ac.T
-    tree_cholesky_solve(Lm, model.joint_parent, model.joint_order, Minv_tau_At)
+    tree_cholesky_solve(Lm, tree, Minv_tau_At)
     Minv_tau, Minv_At = Minv_tau_At[:, :1], np.ascontiguousarray(Minv_tau_At[:, 1:])
     Ls = np.empty((nc, nc))
     if nc > 0:
@@ -144,30 +146,33 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
         lam_dA += lam[r] * H2[r]
     if nv > 0:
         velocity_rows(model, data, dq, ddq, lam, nh, Ac, b, Cq, Cv, lam_dA)
-    # residual derivatives R1 = M ddq + L_vq dq - L_q - F - A^T lam, R2 = A ddq + b
+    # Residual derivatives R1 = M ddq + L_vq dq - L_q - F - A^T lam (n x (2n + m)), negated
+    # into X and solved in place (one solve for all columns): d ddq = X + M^-1 A^T d lam.
     nz = 2 * n + m
-    R1 = np.empty((n, nz))
-    R1[:, :n] = dtau_dq + Ks - Fq - lam_dA
-    R1[:, n:2 * n] = dtau_dv - Fv
-    R1[:, 2 * n:] = -Fu
-    R2 = np.zeros((nc, nz))
-    R2[:, :n] = Cq
-    R2[:, n:2 * n] = Cv
-    # d ddq = M^-1 (-R1 + A^T d lam), d lam = (A M^-1 A^T)^-1 (A M^-1 R1 - R2)
-    Minv_R1 = R1
-    tree_cholesky_solve(Lm, model.joint_parent, model.joint_order, Minv_R1)
-    dddq = -Minv_R1
+    X = np.empty((n, nz))
+    for i in range(n):
+        for k in range(n):
+            X[i, k] = Fq[i, k] + lam_dA[i, k] - dtau_dq[i, k] - Ks[i, k]
+            X[i, n + k] = Fv[i, k] - dtau_dv[i, k]
+        for r in range(m):
+            X[i, 2 * n + r] = Fu[i, r]
+    tree_cholesky_solve(Lm, tree, X)
     if nc > 0:
-        dlam_z = Ac @ Minv_R1 - R2
+        # d lam = (A M^-1 A^T)^-1 (A M^-1 R1 - R2), R2 = d(A ddq + b) = [Cq, Cv, 0]
+        dlam_z = -(Ac @ X)
+        dlam_z[:, :n] -= Cq
+        dlam_z[:, n:2 * n] -= Cv
         cholesky_solve(Ls, dlam_z)
-        dddq += Minv_At @ dlam_z
+        X += Minv_At @ dlam_z
         dlam[:, :] = dlam_z
-    A_lin[:, :] = 0.0
-    B_lin[:, :] = 0.0
+    A_lin[:n, :] = 0.0
+    B_lin[:n, :] = 0.0
     for i in range(n):
         A_lin[i, n + i] = 1.0
-    A_lin[n:, :] = dddq[:, :2 * n]
-    B_lin[n:, :] = dddq[:, 2 * n:]
+        for k in range(2 * n):
+            A_lin[n + i, k] = X[i, k]
+        for r in range(m):
+            B_lin[n + i, r] = X[i, 2 * n + r]
 
 
 @njit(cache=True, nogil=True)
@@ -195,7 +200,9 @@ def workspace(system, third_order: bool = False):
     with the system and never shared between threads.
     """
     model = system.model
-    local = system.__dict__.setdefault("_workspaces", threading.local())
+    local = system.__dict__.get("_workspaces")
+    if local is None:
+        local = system.__dict__.setdefault("_workspaces", threading.local())
     entries = getattr(local, "entries", None)
     if entries is None or entries[0] is not model:  # recompiled: drop the old scratch
         entries = local.entries = [model, None, None]
@@ -251,10 +258,10 @@ def raise_for_status(system, status, where: str) -> None:
 def _dynamics(system, q, dq, u, linearize):
     model = system.model
     n, m = model.nq, model.nu
-    names = system.config_names
+    names = system._config_names     # not the property: it copies the list on every call
     q = check_vector("q", q, n, names, finite=False)
     dq = check_vector("dq", dq, n, names, finite=False)
-    u = check_vector("u", u, m, system.input_names, finite=False)
+    u = check_vector("u", u, m, system._input_names, finite=False)
     data, der = workspace(system)
     ddq, lam = np.empty(n), np.zeros(model.nh + model.nv)
     A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, m))
@@ -262,7 +269,7 @@ def _dynamics(system, q, dq, u, linearize):
     status = np.zeros(2, np.int64)
     continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A, B, dlam, status)
     if status[0] == NONFINITE_INPUT:
-        refuse_nonfinite((("q", q, names), ("dq", dq, names), ("u", u, system.input_names)))
+        refuse_nonfinite((("q", q, names), ("dq", dq, names), ("u", u, system._input_names)))
     raise_for_status(system, status, "continuous dynamics")
     return ddq, lam, A, B, dlam
 

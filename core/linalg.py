@@ -61,17 +61,47 @@ def cholesky_solve(L, B):
             B[i, c] *= inv
 
 
+def tree_index(parent) -> tuple:
+    """Index arrays of the forest given by ``parent`` (-1 for a root), in the form that
+    :func:`tree_cholesky` and :func:`tree_cholesky_solve` take: ``(order, anc_ptr, anc_idx,
+    desc_ptr, desc_idx)`` with ``order`` parents-first (by depth), the strict ancestors of ``k``
+    in ``anc_idx[anc_ptr[k]:anc_ptr[k + 1]]`` (root first) and its strict descendants in
+    ``desc_idx[desc_ptr[k]:desc_ptr[k + 1]]``."""
+    n = len(parent)
+    ancestors = []
+    for k in range(n):
+        chain, i = [], int(parent[k])
+        while i >= 0:
+            chain.append(i)
+            i = int(parent[i])
+            if len(chain) > n:
+                raise ValueError(f"parent array has a cycle through index {k}")
+        ancestors.append(chain[::-1])
+    descendants = [[] for _ in range(n)]
+    for k in range(n):
+        for i in ancestors[k]:
+            descendants[i].append(k)
+
+    def csr(lists):
+        ptr = np.zeros(n + 1, np.int64)
+        ptr[1:] = np.cumsum([len(x) for x in lists])
+        return ptr, np.array([i for x in lists for i in x], np.int64)
+
+    order = np.array(sorted(range(n), key=lambda k: len(ancestors[k])), np.int64)
+    return (order, *csr(ancestors), *csr(descendants))
+
+
 @njit(cache=True, nogil=True)
-def tree_cholesky(A, parent, order, L, rel_tol=PIVOT_TOLERANCE):
+def tree_cholesky(A, tree, L, rel_tol=PIVOT_TOLERANCE):
     """Factor ``A = L^T L`` for a matrix with the sparsity of a tree (Featherstone's LTL).
 
-    ``A[i, k]`` may be nonzero only when ``i`` is ``k`` or an ancestor of ``k`` in the tree given by
-    ``parent`` (-1 for a root), as the mass matrix of a kinematic tree is; ``order`` lists the
-    indices parents-first. Eliminating leaves first keeps ``L``'s pattern equal to ``A``'s (no
-    fill-in, O(n d^2) for depth d): ``L[k, i]`` is nonzero only for ``i`` at or above ``k``.
-    Returns -1, or the first index (leaves first) whose pivot is not above ``rel_tol`` times
-    the largest diagonal entry. ``L`` is zero outside the pattern.
+    ``A[i, k]`` may be nonzero only when ``i`` is ``k`` or an ancestor of ``k`` in ``tree`` (from
+    :func:`tree_index`), as for the mass matrix of a kinematic tree. Eliminating leaves first keeps
+    ``L``'s pattern equal to ``A``'s (no fill-in, O(n d^2) for depth d): ``L[k, i]`` is nonzero
+    only for ``i`` at or above ``k``, and zero elsewhere. Returns -1, or the first index (leaves
+    first) whose pivot is not above ``rel_tol`` times the largest diagonal entry.
     """
+    order, anc_ptr, anc_idx = tree[0], tree[1], tree[2]
     n = A.shape[0]
     scale = 0.0
     for i in range(n):
@@ -79,59 +109,72 @@ def tree_cholesky(A, parent, order, L, rel_tol=PIVOT_TOLERANCE):
     tol = rel_tol * max(scale, 1e-300)
     L[:, :] = 0.0
     for k in range(n):
-        i = k
-        while i >= 0:
-            L[k, i] = A[k, i]
-            i = parent[i]
+        L[k, k] = A[k, k]
+        for t in range(anc_ptr[k], anc_ptr[k + 1]):
+            L[k, anc_idx[t]] = A[k, anc_idx[t]]
     for idx in range(n - 1, -1, -1):
         k = order[idx]
+        lo, hi = anc_ptr[k], anc_ptr[k + 1]
         d = L[k, k]
         if not d > tol:
             return k
         lkk = np.sqrt(d)
         L[k, k] = lkk
-        i = parent[k]
-        while i >= 0:
-            L[k, i] /= lkk
-            i = parent[i]
-        i = parent[k]
-        while i >= 0:          # A_ij -= L_ki L_kj for i, j above k (j at or above i)
+        inv = 1.0 / lkk           # one division per pivot, not per entry
+        for t in range(lo, hi):
+            L[k, anc_idx[t]] *= inv
+        for t in range(lo, hi):     # A_ij -= L_ki L_kj for i above k and j at or above i
+            i = anc_idx[t]
             lki = L[k, i]
-            j = i
-            while j >= 0:
+            L[i, i] -= lki * lki
+            for s in range(lo, t):
+                j = anc_idx[s]
                 L[i, j] -= lki * L[k, j]
-                j = parent[j]
-            i = parent[i]
     return -1
 
 
 @njit(cache=True, nogil=True)
-def tree_cholesky_solve(L, parent, order, B):
-    """Solve ``L^T L X = B`` in place from :func:`tree_cholesky` (B is n x m, C-ordered): the
-    two substitutions walk each index's ancestors only, a row of ``B`` at a time."""
-    n, m = B.shape
+def tree_cholesky_solve(L, tree, B):
+    """Solve ``L^T L X = B`` in place from :func:`tree_cholesky` (B is n x m, C-ordered).
+
+    Both substitutions gather: a row of ``B`` minus its solved descendants' rows (leaves first),
+    then minus its ancestors' rows (root first), four source rows per sweep along the contiguous
+    row, so the cost is the arithmetic and not the loop overhead.
+    """
+    order, anc_ptr, anc_idx, desc_ptr, desc_idx = tree
+    n = B.shape[0]
     for idx in range(n - 1, -1, -1):      # L^T Y = B, leaves first
         k = order[idx]
-        inv = 1.0 / L[k, k]
-        for c in range(m):
-            B[k, c] *= inv
-        i = parent[k]
-        while i >= 0:
-            lki = L[k, i]
-            for c in range(m):
-                B[i, c] -= lki * B[k, c]
-            i = parent[i]
+        _subtract_rows(L, B, k, desc_idx, desc_ptr[k], desc_ptr[k + 1], True)
     for idx in range(n):                  # L X = Y, root first
         k = order[idx]
-        i = parent[k]
-        while i >= 0:
-            lki = L[k, i]
-            for c in range(m):
-                B[k, c] -= lki * B[i, c]
-            i = parent[i]
-        inv = 1.0 / L[k, k]
+        _subtract_rows(L, B, k, anc_idx, anc_ptr[k], anc_ptr[k + 1], False)
+
+
+@njit(cache=True, nogil=True)
+def _subtract_rows(L, B, k, rows, lo, hi, transposed):
+    """``B[k] = (B[k] - sum_r c_r B[r]) / L[k, k]`` over ``r`` in ``rows[lo:hi]``, where
+    ``c_r = L[r, k]`` (``transposed``) or ``L[k, r]``."""
+    m = B.shape[1]
+    t = lo
+    while t + 3 < hi:
+        r1, r2, r3, r4 = rows[t], rows[t + 1], rows[t + 2], rows[t + 3]
+        if transposed:
+            c1, c2, c3, c4 = L[r1, k], L[r2, k], L[r3, k], L[r4, k]
+        else:
+            c1, c2, c3, c4 = L[k, r1], L[k, r2], L[k, r3], L[k, r4]
         for c in range(m):
-            B[k, c] *= inv
+            B[k, c] -= c1 * B[r1, c] + c2 * B[r2, c] + c3 * B[r3, c] + c4 * B[r4, c]
+        t += 4
+    while t < hi:
+        r1 = rows[t]
+        c1 = L[r1, k] if transposed else L[k, r1]
+        for c in range(m):
+            B[k, c] -= c1 * B[r1, c]
+        t += 1
+    inv = 1.0 / L[k, k]
+    for c in range(m):
+        B[k, c] *= inv
 
 
 @njit(cache=True, nogil=True)

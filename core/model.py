@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from .linalg import tree_index
 from .structs import record_type, set_constructor
 
 WORLD = "world"
@@ -63,9 +64,9 @@ MODEL_FIELDS = [
     "frame_offset_R", "frame_offset_p", "frame_mass", "frame_inertia", "frame_joint",
     # joints (configuration variables that drive a frame); -1 where a variable drives none
     "joint_frame", "anc_ptr", "anc_idx", "joint_depth",
-    # nearest ancestor variable of each variable (-1: none) and the variables parents-first
-    # (the sparsity pattern of M: the tree Cholesky in core.linalg factors it without fill-in)
-    "joint_parent", "joint_order",
+    # the variables' tree (each variable's parent: the nearest variable above its frame) as
+    # core.linalg.tree_index lays it out; M has its pattern, so the tree Cholesky has no fill-in
+    "tree_order", "tree_anc_ptr", "tree_anc_idx", "tree_desc_ptr", "tree_desc_idx",
     "gravity",
     # potentials and damping
     "spring_q", "spring_k", "spring_rest", "damping",
@@ -275,19 +276,16 @@ class System:
     # ----------------------------------------------------------------------------- numerics
     def qdd(self, q, dq, u=None):
         """Accelerations of the constrained, forced dynamics (see :mod:`core.dynamics`)."""
-        from .dynamics import qdd
-        return qdd(self, q, dq, u)
+        return _dynamics().qdd(self, q, dq, u)
 
     def constraint_forces(self, q, dq, u=None):
         """Constraint multipliers lambda (holonomic rows, then velocity rows)."""
-        from .dynamics import constraint_forces
-        return constraint_forces(self, q, dq, u)
+        return _dynamics().constraint_forces(self, q, dq, u)
 
     def linearize(self, q, dq, u=None, multipliers: bool = False):
         """Exact continuous linearization ``(A, B)`` for ``x = [q, dq]`` (and the multipliers'
         derivatives with ``multipliers=True``)."""
-        from .dynamics import linearize
-        return linearize(self, q, dq, u, multipliers)
+        return _dynamics().linearize(self, q, dq, u, multipliers)
 
     def linearize_minimal(self, q, dq, u=None, independent=None, condition_limit: float = 1e8, *,
                           residual_limit: float = 1e-6):
@@ -300,23 +298,19 @@ class System:
 
     def momentum(self, q, dq):
         """Generalized momentum ``dL/d dq``."""
-        from .dynamics import momentum
-        return momentum(self, q, dq)
+        return _dynamics().momentum(self, q, dq)
 
     def energy(self, q, dq):
         """Total mechanical energy ``KE + V``."""
-        from .dynamics import energy
-        return energy(self, q, dq)
+        return _dynamics().energy(self, q, dq)
 
     def constraint(self, q, order: int = 0):
         """Holonomic constraint values ``h(q)`` (and ``Dh``, ``D2h`` with ``order`` 1, 2)."""
-        from .dynamics import constraint
-        return constraint(self, q, order)
+        return _dynamics().constraint(self, q, order)
 
     def lagrangian_derivatives(self, q, dq, order: int = 2):
         """Derivatives of the Lagrangian up to third order (see :mod:`core.lagrangian`)."""
-        from .dynamics import lagrangian_derivatives
-        return lagrangian_derivatives(self, q, dq, order)
+        return _dynamics().lagrangian_derivatives(self, q, dq, order)
 
     # ----------------------------------------------------------------------------- names
     @property
@@ -324,7 +318,6 @@ class System:
         """The compiled, immutable model (compiled on first access)."""
         if self._model is None:
             self._model = _compile(self)
-            self._data_local = None
         return self._model
 
     @property
@@ -376,6 +369,19 @@ class System:
         m = self.model
         return (f"System({self.name!r}: {m.nf} frames, nq={m.nq}, nu={m.nu}, "
                 f"{m.nh} holonomic + {m.nv} velocity constraints)")
+
+
+def _dynamics():
+    """:mod:`core.dynamics`, which imports this module, so it is imported on first use; kept
+    in a global because an import statement per call costs more than a fast kernel call."""
+    global _DYNAMICS
+    if _DYNAMICS is None:
+        from . import dynamics
+        _DYNAMICS = dynamics
+    return _DYNAMICS
+
+
+_DYNAMICS = None
 
 
 # ------------------------------------------------------------------------------- compilation
@@ -503,10 +509,8 @@ def _compile(system: System) -> Model:
         anc_ptr[j + 1] = anc_ptr[j] + len(anc_lists[j])
     anc_idx = np.array([a for lst in anc_lists for a in lst], np.int64)
     joint_depth = np.array([len(lst) for lst in anc_lists], np.int64)
-    joint_parent = np.array([lst[-2] if len(lst) > 1 else -1 for lst in anc_lists], np.int64)
-    # frames are parents-first, so ordering variables by their frame puts parents first;
-    # variables that drive no frame (no mass, no parent) go last
-    joint_order = np.array(sorted(range(nq), key=lambda j: (joint_frame[j] < 0, joint_frame[j], j)), np.int64)
+    joint_parent = [lst[-2] if len(lst) > 1 else -1 for lst in anc_lists]
+    tree_order, tree_anc_ptr, tree_anc_idx, tree_desc_ptr, tree_desc_idx = tree_index(joint_parent)
 
     springs_q, fsprings = [], []
     for si, s in enumerate(system._springs):
@@ -574,7 +578,8 @@ def _compile(system: System) -> Model:
         frame_inertia=np.array([f["inertia"] for f in frames]).reshape(nf, 3, 3),
         frame_joint=frame_joint,
         joint_frame=joint_frame, anc_ptr=anc_ptr, anc_idx=anc_idx, joint_depth=joint_depth,
-        joint_parent=joint_parent, joint_order=joint_order,
+        tree_order=tree_order, tree_anc_ptr=tree_anc_ptr, tree_anc_idx=tree_anc_idx,
+        tree_desc_ptr=tree_desc_ptr, tree_desc_idx=tree_desc_idx,
         gravity=system.gravity.copy(),
         spring_q=col(springs_q, 0, np.int64), spring_k=col(springs_q, 1, float), spring_rest=col(springs_q, 2, float),
         damping=damping,

@@ -52,14 +52,15 @@ def mass_matrix(model, data, M):
     """``M[a, b] = S_a . Ic_b S_b`` for ``a`` at or above ``b`` (needs :func:`composites`)."""
     M[:, :] = 0.0
     IS = np.empty(6)
+    S, Ic = data.S, data.Ic      # hoisted: each access to a Data field costs a reference count
     for b in range(model.nq):
         fb = model.joint_frame[b]
         if fb < 0:
             continue
-        matvec6(data.Ic[fb], data.S[b], IS)
+        matvec6(Ic[fb], S[b], IS)
         for ia in range(model.anc_ptr[b], model.anc_ptr[b + 1]):
             a = model.anc_idx[ia]
-            M[a, b] = dot6(data.S[a], IS)
+            M[a, b] = dot6(S[a], IS)
             M[b, a] = M[a, b]
 
 
@@ -108,32 +109,25 @@ def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
 
 
 @njit(cache=True, nogil=True)
-def _motion_cross_matrix(x, out):
-    """``out`` such that ``out @ y = x × y`` (the Lie bracket ``[x, y]`` of twists ``(v, w)``)."""
-    v0, v1, v2, w0, w1, w2 = x[0], x[1], x[2], x[3], x[4], x[5]
-    out[:, :] = 0.0
-    for blk in (0, 3):   # w^ on both diagonal blocks
-        out[blk + 0, blk + 1], out[blk + 0, blk + 2] = -w2, w1
-        out[blk + 1, blk + 0], out[blk + 1, blk + 2] = w2, -w0
-        out[blk + 2, blk + 0], out[blk + 2, blk + 1] = -w1, w0
-    out[0, 4], out[0, 5] = -v2, v1   # v^ in the upper right block
-    out[1, 3], out[1, 5] = v2, -v0
-    out[2, 3], out[2, 4] = -v1, v0
-
-
-@njit(cache=True, nogil=True)
 def _composite_velocity_coupling(model, data, Ib, has_mass, P):
-    """``P_f = Σ_(g below f) I_g (V_g ×)`` for every frame (composite, like ``Ic``)."""
-    X = np.empty((6, 6))
+    """``P_f = Σ_(g below f) I_g (V_g ×)`` for every frame (composite, like ``Ic``).
+
+    Row ``r = (r_a, r_b)`` of ``I`` times ``V× = [[w^, v^], [0, w^]]`` is
+    ``(r_a × w, r_a × v + r_b × w)`` (as ``r w^ = (r × w)ᵀ``): three cross products a row
+    instead of a dense 6x6 product."""
     for f in range(model.nf):
         if has_mass[f]:
-            _motion_cross_matrix(data.V[f], X)
-            for i in range(6):        # 6x6 product by hand: BLAS call overhead dominates here
-                for k in range(6):
-                    s = 0.0
-                    for l in range(6):
-                        s += Ib[f, i, l] * X[l, k]
-                    P[f, i, k] = s
+            V = data.V[f]
+            v0, v1, v2, w0, w1, w2 = V[0], V[1], V[2], V[3], V[4], V[5]
+            for i in range(6):
+                a0, a1, a2 = Ib[f, i, 0], Ib[f, i, 1], Ib[f, i, 2]
+                b0, b1, b2 = Ib[f, i, 3], Ib[f, i, 4], Ib[f, i, 5]
+                P[f, i, 0] = a1 * w2 - a2 * w1
+                P[f, i, 1] = a2 * w0 - a0 * w2
+                P[f, i, 2] = a0 * w1 - a1 * w0
+                P[f, i, 3] = a1 * v2 - a2 * v1 + b1 * w2 - b2 * w1
+                P[f, i, 4] = a2 * v0 - a0 * v2 + b2 * w0 - b0 * w2
+                P[f, i, 5] = a0 * v1 - a1 * v0 + b0 * w1 - b1 * w0
         else:
             P[f, :, :] = 0.0
     for f in range(model.nf - 1, -1, -1):
@@ -169,54 +163,67 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
     dtau_dv[:, :] = 0.0
     P = np.empty((nf, 6, 6))
     _composite_velocity_coupling(model, data, Ib, has_mass, P)
-    IS, G = np.zeros((n, 6)), np.zeros((n, 6))          # per joint: Ic_j S_j and G_j
-    c1, c2, c3 = np.zeros((n, 6)), np.zeros((n, 6)), np.zeros((n, 6))
+    # Per joint, packed so that every pair costs two 12-long and two 6-long dot products:
+    #   row_j = (Ic_j S_j, G_j),  col_q_a = (c3 - c1, c2)_a,  col_v_a = (-2 c2, -S)_a
+    row, col_q, col_v = np.zeros((n, 12)), np.zeros((n, 12)), np.zeros((n, 12))
     dF, dFv = np.zeros((n, 6)), np.zeros((n, 6))        # subtree wrench derivatives per joint
-    t1, t2, t3 = np.empty(6), np.empty(6), np.empty(6)
+    c1, c2, c3 = np.empty(6), np.empty(6), np.empty(6)
+    t1, t2, SxH = np.empty(6), np.empty(6), np.empty(6)
+    Psym = np.empty((6, 6))
+    S, Ic, Hc, Vp = data.S, data.Ic, data.Hc, data.Vp
     for j in range(n):
         fj = model.joint_frame[j]
         if fj < 0:
             continue
-        Sj, Icj, Pj, Hcj = data.S[j], data.Ic[fj], P[fj], data.Hc[fj]
-        Vpj = data.Vp[j]
-        matvec6(Icj, Sj, IS[j])
-        cross_force(Sj, Hcj, t1)
+        Sj, Icj, Pj, Hcj, Vpj = S[j], Ic[fj], P[fj], Hc[fj], Vp[j]
         for i in range(6):
-            s = t1[i]
             for k in range(6):
-                s += Pj[k, i] * Sj[k] + Pj[i, k] * Sj[k]
-            G[j, i] = s
-        bracket(Sj, Ap[j], c1[j])
-        bracket(Sj, Vpj, c2[j])
-        bracket(c2[j], Vpj, c3[j])
+                Psym[i, k] = Pj[i, k] + Pj[k, i]
+        bracket(Sj, Ap[j], c1)
+        bracket(Sj, Vpj, c2)
+        bracket(c2, Vpj, c3)
+        cross_force(Sj, Hcj, SxH)
+        matvec6(Icj, Sj, t1)
+        for i in range(6):                       # G_j = (P_j + P_jᵀ) S_j + S_j ×* Hc_j
+            s = SxH[i]
+            for k in range(6):
+                s += Psym[i, k] * Sj[k]
+            row[j, i] = t1[i]
+            row[j, 6 + i] = s
+            col_q[j, i] = c3[i] - c1[i]
+            col_q[j, 6 + i] = c2[i]
+            col_v[j, i] = -2.0 * c2[i]
+            col_v[j, 6 + i] = -Sj[i]
         # dF_j = S_j ×* F_j - Ic_j (c1 - c3) + (P_j + P_jᵀ) c2 - c2 ×* Hc_j
         cross_force(Sj, F[fj], dF[j])
-        for i in range(6):
-            t2[i] = c1[j, i] - c3[j, i]
-        matvec6(Icj, t2, t1)
-        cross_force(c2[j], Hcj, t3)
+        matvec6(Icj, col_q[j, :6], t1)
+        cross_force(c2, Hcj, t2)
         for i in range(6):
             s = 0.0
             for k in range(6):
-                s += (Pj[i, k] + Pj[k, i]) * c2[j, k]
-            dF[j, i] += s - t1[i] - t3[i]
-        # dFv_j = -(P_j + P_jᵀ) S_j - 2 Ic_j c2 + S_j ×* Hc_j
-        matvec6(Icj, c2[j], t1)
-        cross_force(Sj, Hcj, t3)
+                s += Psym[i, k] * c2[k]
+            dF[j, i] += s + t1[i] - t2[i]
+        # dFv_j = -(P_j + P_jᵀ) S_j - 2 Ic_j c2 + S_j ×* Hc_j = 2 S_j ×* Hc_j - G_j - 2 Ic_j c2
+        matvec6(Icj, c2, t1)
         for i in range(6):
-            s = 0.0
-            for k in range(6):
-                s += (Pj[i, k] + Pj[k, i]) * Sj[k]
-            dFv[j, i] = t3[i] - s - 2.0 * t1[i]
+            dFv[j, i] = 2.0 * (SxH[i] - t1[i]) - row[j, 6 + i]
     for j in range(n):
         if model.joint_frame[j] < 0:
             continue
+        # j's packed vectors in locals (registers): the stores into dtau_* below could alias the
+        # arrays, so indexing them inside the loop would reload them for every pair
+        r0, r1, r2, r3, r4, r5 = row[j, 0], row[j, 1], row[j, 2], row[j, 3], row[j, 4], row[j, 5]
+        g0, g1, g2, g3, g4, g5 = row[j, 6], row[j, 7], row[j, 8], row[j, 9], row[j, 10], row[j, 11]
+        f0, f1, f2, f3, f4, f5 = dF[j, 0], dF[j, 1], dF[j, 2], dF[j, 3], dF[j, 4], dF[j, 5]
+        h0, h1, h2, h3, h4, h5 = dFv[j, 0], dFv[j, 1], dFv[j, 2], dFv[j, 3], dFv[j, 4], dFv[j, 5]
         for ia in range(model.anc_ptr[j], model.anc_ptr[j + 1]):
             a = model.anc_idx[ia]
-            for i in range(6):
-                t1[i] = c3[a, i] - c1[a, i]
-            dtau_dq[j, a] = dot6(IS[j], t1) + dot6(G[j], c2[a])
-            dtau_dv[j, a] = -dot6(G[j], data.S[a]) - 2.0 * dot6(IS[j], c2[a])
+            cq, cv = col_q[a], col_v[a]
+            dtau_dq[j, a] = ((r0 * cq[0] + r1 * cq[1] + r2 * cq[2]) + (r3 * cq[3] + r4 * cq[4] + r5 * cq[5])
+                             + (g0 * cq[6] + g1 * cq[7] + g2 * cq[8]) + (g3 * cq[9] + g4 * cq[10] + g5 * cq[11]))
+            dtau_dv[j, a] = ((r0 * cv[0] + r1 * cv[1] + r2 * cv[2]) + (r3 * cv[3] + r4 * cv[4] + r5 * cv[5])
+                             + (g0 * cv[6] + g1 * cv[7] + g2 * cv[8]) + (g3 * cv[9] + g4 * cv[10] + g5 * cv[11]))
             if a != j:
-                dtau_dq[a, j] = dot6(data.S[a], dF[j])
-                dtau_dv[a, j] = dot6(data.S[a], dFv[j])
+                Sa = S[a]
+                dtau_dq[a, j] = ((Sa[0] * f0 + Sa[1] * f1 + Sa[2] * f2) + (Sa[3] * f3 + Sa[4] * f4 + Sa[5] * f5))
+                dtau_dv[a, j] = ((Sa[0] * h0 + Sa[1] * h1 + Sa[2] * h2) + (Sa[3] * h3 + Sa[4] * h4 + Sa[5] * h5))

@@ -6,17 +6,28 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.linalg import cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
+from core.linalg import cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve, tree_index
 
 
 def random_tree(rng, n):
-    """``parent`` (-1 for roots, possibly several) with shuffled labels, and a parents-first order."""
+    """``parent`` (-1 for roots, possibly several) with shuffled labels, and its tree_index."""
     labels = rng.permutation(n)
     parent = -np.ones(n, np.int64)
     for pos in range(1, n):
         if rng.random() < 0.85:
             parent[labels[pos]] = labels[rng.integers(pos)]
-    return parent, labels.astype(np.int64)
+    return parent, tree_index(parent)
+
+
+def test_tree_index_lists_ancestors_descendants_and_a_parents_first_order():
+    parent = np.array([2, -1, 1, 2, -1], np.int64)      # 1 -> 2 -> {0, 3}; 4 alone
+    order, anc_ptr, anc_idx, desc_ptr, desc_idx = tree_index(parent)
+    assert [list(anc_idx[anc_ptr[k]:anc_ptr[k + 1]]) for k in range(5)] == [[1, 2], [], [1], [1, 2], []]
+    assert [sorted(desc_idx[desc_ptr[k]:desc_ptr[k + 1]]) for k in range(5)] == [[], [0, 2, 3], [0, 3], [], []]
+    position = {int(k): i for i, k in enumerate(order)}
+    assert all(position[int(parent[k])] < position[k] for k in range(5) if parent[k] >= 0)
+    with pytest.raises(ValueError, match="cycle"):
+        tree_index(np.array([1, 0]))
 
 
 def ancestors_or_self(parent, k):
@@ -41,7 +52,7 @@ def tree_factor(rng, parent):
 def test_tree_cholesky_recovers_the_factor_and_solves(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 30))
-    parent, order = random_tree(rng, n)
+    parent, tree = random_tree(rng, n)
     L0 = tree_factor(rng, parent)
     A = L0.T @ L0
     # the product has the tree pattern: entries only between an index and its ancestors
@@ -50,11 +61,11 @@ def test_tree_cholesky_recovers_the_factor_and_solves(seed):
             if i not in ancestors_or_self(parent, k) and k not in ancestors_or_self(parent, i):
                 assert A[k, i] == 0.0
     L = np.full((n, n), np.nan)
-    assert tree_cholesky(A, parent, order, L) == -1
+    assert tree_cholesky(A, tree, L) == -1
     np.testing.assert_allclose(L, L0, rtol=1e-9, atol=1e-9)   # unique with a positive diagonal
     B = rng.normal(size=(n, 7))
     X = B.copy()
-    tree_cholesky_solve(L, parent, order, X)
+    tree_cholesky_solve(L, tree, X)
     np.testing.assert_allclose(A @ X, B, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(X, np.linalg.solve(A, B), rtol=1e-8, atol=1e-8)
 
@@ -62,19 +73,19 @@ def test_tree_cholesky_recovers_the_factor_and_solves(seed):
 def test_tree_cholesky_names_the_singular_pivot():
     rng = np.random.default_rng(4)
     parent = np.array([-1, 0, 1, 0, 3], np.int64)   # two branches under 0
-    order = np.arange(5, dtype=np.int64)
+    tree = tree_index(parent)
     A = tree_factor(rng, parent)
     A = A.T @ A
     for leaf in (2, 4):                              # a leaf that moves nothing
         S = A.copy()
         S[leaf, :] = S[:, leaf] = 0.0
-        assert tree_cholesky(S, parent, order, np.empty((5, 5))) == leaf
+        assert tree_cholesky(S, tree, np.empty((5, 5))) == leaf
         assert cholesky_checked(S, np.empty((5, 5))) == leaf
     S = A.copy()                                     # rank deficient only through the subtree
     S[1] = S[2]
     S[:, 1] = S[:, 2]
     S[1, 1] = S[2, 2]
-    assert tree_cholesky(S, parent, order, np.empty((5, 5))) == 1
+    assert tree_cholesky(S, tree, np.empty((5, 5))) == 1
 
 
 def test_dense_cholesky_solve_agrees():
