@@ -29,7 +29,7 @@ from .forces import generalized_force
 from .kinematics import body_inertias, composites_from_bodies, create_data, forward_kinematics
 from .lagrangian import (create_derivs, gradient_hessian, prepare, spring_potential_derivatives,
                          third_order)
-from .rnea import inverse_dynamics_derivatives, mass_matrix, newton_euler
+from .rnea import add_joint_accelerations, inverse_dynamics_derivatives, mass_matrix, newton_euler
 from .linalg import cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
 
 OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS, NONFINITE_INPUT = 0, 1, 2, 3
@@ -137,7 +137,7 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     if not linearize:
         return
     # derivatives of the inverse dynamics M ddq + L_vq dq - L_q at fixed ddq
-    newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, Ff, tau0)
+    add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, Ff)
     dtau_dq, dtau_dv = np.empty((n, n)), np.empty((n, n))
     inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, Ff, dtau_dq, dtau_dv)
     for r in range(nh):

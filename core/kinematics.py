@@ -125,14 +125,16 @@ def _axis_rotation(axis, angle, out):
 def forward_kinematics(model, q, dq, data):
     """World poses, spatial velocities of all frames and world screws of all joints."""
     R, p, V, S, Vp = data.R, data.p, data.V, data.S, data.Vp
+    frame_parent, frame_kind, frame_qindex = model.frame_parent, model.frame_kind, model.frame_qindex
+    frame_offset_R, frame_offset_p, frame_value = model.frame_offset_R, model.frame_offset_p, model.frame_value
     Rpre = np.empty((3, 3))
     ppre = np.empty(3)
     Rloc = np.empty((3, 3))
     S[:, :] = 0.0
     Vp[:, :] = 0.0
     for f in range(model.nf):
-        par = model.frame_parent[f]
-        oR, op = model.frame_offset_R[f], model.frame_offset_p[f]
+        par = frame_parent[f]
+        oR, op = frame_offset_R[f], frame_offset_p[f]
         if par < 0:
             Rpre[:, :] = oR
             ppre[:] = op
@@ -148,9 +150,9 @@ def forward_kinematics(model, q, dq, data):
                 for k in range(3):
                     ppre[i] += R[par, i, k] * op[k]
             V[f, :] = V[par, :]
-        kind = model.frame_kind[f]
-        qi = model.frame_qindex[f]
-        value = q[qi] if qi >= 0 else model.frame_value[f]
+        kind = frame_kind[f]
+        qi = frame_qindex[f]
+        value = q[qi] if qi >= 0 else frame_value[f]
         R[f, :, :] = Rpre
         p[f, :] = ppre
         if kind == KIND_CONST:
@@ -202,31 +204,33 @@ def spatial_inertia(m, I_body, R, p, out):
 def body_inertias(model, data, Ib, has_mass):
     """World spatial inertia ``Ib[f]`` of every frame's own mass (needs forward kinematics);
     ``has_mass[f]`` is False (and ``Ib[f]`` unset) for frames without mass or inertia."""
+    frame_mass, frame_inertia, R, p = model.frame_mass, model.frame_inertia, data.R, data.p
     for f in range(model.nf):
-        m = model.frame_mass[f]
-        has_mass[f] = m > 0.0 or model.frame_inertia[f].any()
+        m = frame_mass[f]
+        has_mass[f] = m > 0.0 or frame_inertia[f].any()
         if has_mass[f]:
-            spatial_inertia(m, model.frame_inertia[f], data.R[f], data.p[f], Ib[f])
+            spatial_inertia(m, frame_inertia[f], R[f], p[f], Ib[f])
 
 
 @njit(cache=True, nogil=True)
 def composites_from_bodies(model, data, Ib, has_mass):
     """Composite inertia, momentum, mass and first moment of the subtree under every frame."""
-    Ic, Hc, mc, mp = data.Ic, data.Hc, data.mc, data.mp
+    Ic, Hc, mc, mp, V, p = data.Ic, data.Hc, data.mc, data.mp, data.V, data.p
+    frame_mass, frame_parent = model.frame_mass, model.frame_parent
     for f in range(model.nf):
-        m = model.frame_mass[f]
+        m = frame_mass[f]
         if has_mass[f]:
             Ic[f, :, :] = Ib[f]
-            matvec6(Ib[f], data.V[f], Hc[f])
+            matvec6(Ib[f], V[f], Hc[f])
         else:
             Ic[f, :, :] = 0.0
             Hc[f, :] = 0.0
         mc[f] = m
         for i in range(3):
-            mp[f, i] = m * data.p[f, i]
+            mp[f, i] = m * p[f, i]
     # explicit loops: numba's slice-wise += costs more than the arithmetic at this size
     for f in range(model.nf - 1, -1, -1):
-        par = model.frame_parent[f]
+        par = frame_parent[f]
         if par >= 0:
             for i in range(6):
                 for j in range(6):

@@ -52,14 +52,17 @@ def mass_matrix(model, data, M):
     """``M[a, b] = S_a . Ic_b S_b`` for ``a`` at or above ``b`` (needs :func:`composites`)."""
     M[:, :] = 0.0
     IS = np.empty(6)
-    S, Ic = data.S, data.Ic      # hoisted: each access to a Data field costs a reference count
+    # fields read into locals once: each read of a record's field inside a loop costs
+    # reference counting (about 1 us per kernel here)
+    S, Ic = data.S, data.Ic
+    joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     for b in range(model.nq):
-        fb = model.joint_frame[b]
+        fb = joint_frame[b]
         if fb < 0:
             continue
         matvec6(Ic[fb], S[b], IS)
-        for ia in range(model.anc_ptr[b], model.anc_ptr[b + 1]):
-            a = model.anc_idx[ia]
+        for ia in range(anc_ptr[b], anc_ptr[b + 1]):
+            a = anc_idx[ia]
             M[a, b] = dot6(S[a], IS)
             M[b, a] = M[a, b]
 
@@ -70,42 +73,76 @@ def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
     included), composite wrenches ``F`` and ``tau[j] = S_j . F_(frame of j)`` (0 for a variable
     that drives no frame)."""
     g = model.gravity
+    frame_parent, frame_qindex, joint_frame = model.frame_parent, model.frame_qindex, model.joint_frame
+    S, V, Vp = data.S, data.V, data.Vp
     A = np.empty((model.nf, 6))      # frame accelerations
     h = np.empty(6)                  # body momentum I V
     tmp = np.empty(6)
     vxs = np.empty(6)
     for f in range(model.nf):
-        par = model.frame_parent[f]
+        par = frame_parent[f]
         if par < 0:
             A[f, 0], A[f, 1], A[f, 2] = -g[0], -g[1], -g[2]
             A[f, 3] = A[f, 4] = A[f, 5] = 0.0
         else:
             for i in range(6):
                 A[f, i] = A[par, i]
-        j = model.frame_qindex[f]
+        j = frame_qindex[f]
         if j >= 0:
             for i in range(6):
                 Ap[j, i] = A[f, i]
-            bracket(data.Vp[j], data.S[j], vxs)
+            bracket(Vp[j], S[j], vxs)
             for i in range(6):
-                A[f, i] += data.S[j, i] * ddq[j] + vxs[i] * dq[j]
+                A[f, i] += S[j, i] * ddq[j] + vxs[i] * dq[j]
     for f in range(model.nf):
         if has_mass[f]:
-            matvec6(Ib[f], data.V[f], h)
+            matvec6(Ib[f], V[f], h)
             matvec6(Ib[f], A[f], F[f])
-            cross_force(data.V[f], h, tmp)
+            cross_force(V[f], h, tmp)
             for i in range(6):
                 F[f, i] += tmp[i]
         else:
             F[f, :] = 0.0
     for f in range(model.nf - 1, -1, -1):
-        par = model.frame_parent[f]
+        par = frame_parent[f]
         if par >= 0:
             for i in range(6):
                 F[par, i] += F[f, i]
     for j in range(model.nq):
-        fj = model.joint_frame[j]
-        tau[j] = dot6(data.S[j], F[fj]) if fj >= 0 else 0.0
+        fj = joint_frame[j]
+        tau[j] = dot6(S[j], F[fj]) if fj >= 0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, F):
+    """Turn a :func:`newton_euler` pass at ``ddq = 0`` into the pass at ``ddq``: both outputs
+    are affine in ``ddq``, so add the joint accelerations ``a_f = Σ_(j above f) S_j ddq_j`` to
+    ``Ap`` and the composite wrenches ``Σ_(g below f) I_g a_g`` to ``F`` (a third of a pass)."""
+    frame_parent, frame_qindex, S = model.frame_parent, model.frame_qindex, data.S
+    nf = model.nf
+    a = np.empty((nf, 6))
+    W = np.empty((nf, 6))
+    for f in range(nf):
+        par = frame_parent[f]
+        for i in range(6):
+            a[f, i] = a[par, i] if par >= 0 else 0.0
+        j = frame_qindex[f]
+        if j >= 0:
+            for i in range(6):
+                Ap[j, i] += a[f, i]
+                a[f, i] += S[j, i] * ddq[j]
+    for f in range(nf):
+        if has_mass[f]:
+            matvec6(Ib[f], a[f], W[f])
+        else:
+            W[f, :] = 0.0
+    for f in range(nf - 1, -1, -1):
+        par = frame_parent[f]
+        if par >= 0:
+            for i in range(6):
+                W[par, i] += W[f, i]
+        for i in range(6):
+            F[f, i] += W[f, i]
 
 
 @njit(cache=True, nogil=True)
@@ -115,9 +152,10 @@ def _composite_velocity_coupling(model, data, Ib, has_mass, P):
     Row ``r = (r_a, r_b)`` of ``I`` times ``V× = [[w^, v^], [0, w^]]`` is
     ``(r_a × w, r_a × v + r_b × w)`` (as ``r w^ = (r × w)ᵀ``): three cross products a row
     instead of a dense 6x6 product."""
+    frame_parent, Vall = model.frame_parent, data.V
     for f in range(model.nf):
         if has_mass[f]:
-            V = data.V[f]
+            V = Vall[f]
             v0, v1, v2, w0, w1, w2 = V[0], V[1], V[2], V[3], V[4], V[5]
             for i in range(6):
                 a0, a1, a2 = Ib[f, i, 0], Ib[f, i, 1], Ib[f, i, 2]
@@ -131,7 +169,7 @@ def _composite_velocity_coupling(model, data, Ib, has_mass, P):
         else:
             P[f, :, :] = 0.0
     for f in range(model.nf - 1, -1, -1):
-        par = model.frame_parent[f]
+        par = frame_parent[f]
         if par >= 0:
             for i in range(6):
                 for k in range(6):
@@ -171,8 +209,9 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
     t1, t2, SxH = np.empty(6), np.empty(6), np.empty(6)
     Psym = np.empty((6, 6))
     S, Ic, Hc, Vp = data.S, data.Ic, data.Hc, data.Vp
+    joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     for j in range(n):
-        fj = model.joint_frame[j]
+        fj = joint_frame[j]
         if fj < 0:
             continue
         Sj, Icj, Pj, Hcj, Vpj = S[j], Ic[fj], P[fj], Hc[fj], Vp[j]
@@ -208,7 +247,7 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
         for i in range(6):
             dFv[j, i] = 2.0 * (SxH[i] - t1[i]) - row[j, 6 + i]
     for j in range(n):
-        if model.joint_frame[j] < 0:
+        if joint_frame[j] < 0:
             continue
         # j's packed vectors in locals (registers): the stores into dtau_* below could alias the
         # arrays, so indexing them inside the loop would reload them for every pair
@@ -216,8 +255,8 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
         g0, g1, g2, g3, g4, g5 = row[j, 6], row[j, 7], row[j, 8], row[j, 9], row[j, 10], row[j, 11]
         f0, f1, f2, f3, f4, f5 = dF[j, 0], dF[j, 1], dF[j, 2], dF[j, 3], dF[j, 4], dF[j, 5]
         h0, h1, h2, h3, h4, h5 = dFv[j, 0], dFv[j, 1], dFv[j, 2], dFv[j, 3], dFv[j, 4], dFv[j, 5]
-        for ia in range(model.anc_ptr[j], model.anc_ptr[j + 1]):
-            a = model.anc_idx[ia]
+        for ia in range(anc_ptr[j], anc_ptr[j + 1]):
+            a = anc_idx[ia]
             cq, cv = col_q[a], col_v[a]
             dtau_dq[j, a] = ((r0 * cq[0] + r1 * cq[1] + r2 * cq[2]) + (r3 * cq[3] + r4 * cq[4] + r5 * cq[5])
                              + (g0 * cq[6] + g1 * cq[7] + g2 * cq[8]) + (g3 * cq[9] + g4 * cq[10] + g5 * cq[11]))

@@ -14,7 +14,7 @@ import pytest
 
 from core.kinematics import body_inertias, composites_from_bodies, create_data, forward_kinematics
 from core.lagrangian import spring_potential_derivatives
-from core.rnea import inverse_dynamics_derivatives, mass_matrix, newton_euler
+from core.rnea import add_joint_accelerations, inverse_dynamics_derivatives, mass_matrix, newton_euler
 from randsys import assert_close, fd, random_system
 
 SEEDS = list(range(12)) + [200, 201]
@@ -57,6 +57,28 @@ def test_newton_euler_matches_the_euler_lagrange_form(seed):
     lagrange = d.Lvv @ ddq + d.Lqv.T @ dq - (d.Lq + spring_grad)
     assert_close(tau, lagrange, "tau vs Euler-Lagrange", tol=1e-10)
     assert_close(M, d.Lvv, "mass matrix vs L_vv", tol=1e-12)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_adding_joint_accelerations_equals_a_pass_at_those_accelerations(seed):
+    system, q, dq, _ = _system(seed)
+    model = system.model
+    n, nf = model.nq, model.nf
+    ddq = np.random.default_rng(seed + 2).normal(size=n)
+    data = create_data(model)
+    forward_kinematics(model, q, dq, data)
+    Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
+    body_inertias(model, data, Ib, has_mass)
+    composites_from_bodies(model, data, Ib, has_mass)
+    Ap, F, tau = np.empty((n, 6)), np.empty((nf, 6)), np.empty(n)
+    newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau)
+    Ap0, F0 = np.empty((n, 6)), np.empty((nf, 6))
+    newton_euler(model, data, Ib, has_mass, dq, np.zeros(n), Ap0, F0, tau)
+    assert np.abs(F0 - F).max() > 1e-3        # the accelerations matter in this comparison
+    add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap0, F0)
+    driven = model.joint_frame >= 0
+    assert_close(Ap0[driven], Ap[driven], "parent accelerations", tol=1e-12)
+    assert_close(F0, F, "composite wrenches", tol=1e-12)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
