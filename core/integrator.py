@@ -39,8 +39,10 @@ from numba import njit, prange
 from .constraints import holonomic
 from .dynamics import check_vector, workspace
 from .forces import generalized_force
-from .kinematics import copy_data, create_data, forward_kinematics
-from .lagrangian import copy_derivs, create_derivs, gradient_hessian, prepare, third_order
+from .kinematics import composites, copy_data, create_data, forward_kinematics
+from .lagrangian import (copy_derivs, create_derivs, gradient_hessian, prepare, prepare_gradient,
+                         third_order)
+from .rnea import mass_matrix
 from .linalg import condition_1norm, condition_from_lu, lu_checked, lu_solve
 
 OK, NEWTON_FAILED, SINGULAR_JACOBIAN, SINGULAR_M, SINGULAR_CONSTRAINT = 0, 1, 2, 3, 4
@@ -62,7 +64,10 @@ def _midpoint(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, Fqq, Fqu):
     """Lagrangian (up to ``order``) and force derivatives at the midpoint of (q0, q1)."""
     qm = 0.5 * (q0 + q1)
     v = (q1 - q0) / dt
-    prepare(model, data, qm, v)
+    if order >= 2:
+        prepare(model, data, qm, v)
+    else:
+        prepare_gradient(model, data, qm, v)
     gradient_hessian(model, data, qm, min(order, 2), der)
     if order >= 3:
         third_order(model, data, True, v, v, der)
@@ -96,6 +101,10 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
              q1, p1, lam, status, info):
     """Solve the DEL equations for ``q1`` (all variables), ``p1`` (dynamic) and ``lam``.
 
+    Newton's method in its chord form: the Jacobian (the Hessian of L and its LU) is computed
+    at the first iterate and kept while the residual falls at least fourfold per iteration;
+    otherwise it is recomputed at the current iterate (a plain Newton step). Each chord step
+    needs only L's gradient, O(n) instead of the O(n d) Hessian tables.
     Converged when every momentum row is below ``tol`` relative to the largest term of the
     equation and every constraint row below ``tol`` absolutely.
     ``status``: OK, NEWTON_FAILED or SINGULAR_JACOBIAN (``status[1]`` = row);
@@ -107,20 +116,22 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     e3 = np.empty((0, 0, 0))
     h0, Dh0, D2 = np.empty(nc), np.zeros((nc, n)), np.zeros((nc, n, n))
     _constraint_rows(model, data, q0, 1, lam, h0, Dh0, D2, e3)
-    # initial guess: q1_dyn = q0 + dt M^-1 (p0 - M_dk v_kin) at q0
+    # initial guess: q1_dyn = q0 + dt M^-1 (p0 - M_dk v_kin) at q0 (M = L_vv from composites)
     q1[:] = q0
     for j in range(nk):
         q1[kin[j]] = rho1[j]
-    prepare(model, data, q0, np.zeros(n))
-    gradient_hessian(model, data, q0, 2, der)
+    forward_kinematics(model, q0, np.zeros(n), data)
+    composites(model, data)
+    M = np.empty((n, n))
+    mass_matrix(model, data, M)
     Mdd = np.empty((nd, nd))
     rhs = np.empty((nd, 1))
     for a in range(nd):
         rhs[a, 0] = p0[a]
         for j in range(nk):
-            rhs[a, 0] -= der.Lvv[dyn[a], kin[j]] * (rho1[j] - q0[kin[j]]) / dt
+            rhs[a, 0] -= M[dyn[a], kin[j]] * (rho1[j] - q0[kin[j]]) / dt
         for b in range(nd):
-            Mdd[a, b] = der.Lvv[dyn[a], dyn[b]]
+            Mdd[a, b] = M[dyn[a], dyn[b]]
     LU0 = np.empty((nd, nd))
     piv0 = np.empty(nd, np.int64)
     if lu_checked(Mdd, LU0, piv0) < 0:
@@ -135,19 +146,18 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     piv = np.empty(ny, np.int64)
     h1, Dh1 = np.empty(nc), np.zeros((nc, n))
     it = 0
+    fresh = True            # evaluate the Jacobian at this iterate
+    last_res = np.inf
     while True:
-        _midpoint(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, e3, e3)
-        G = 0.5 * dt * der.Lq - der.Lv + dt * F
+        _midpoint(model, data, der, dt, q0, q1, u_force, 2 if fresh else 1, F, Fq, Fv, Fu, e3, e3)
+        Lq, Lv = der.Lq, der.Lv
         for a in range(nd):
             i = dyn[a]
-            s = p0[a] + G[i]
+            s = p0[a] + 0.5 * dt * Lq[i] - Lv[i] + dt * F[i]
             for r in range(nc):
                 s -= Dh0[r, i] * lam[r]
             R[a, 0] = s
-        P = 0.5 * dt * der.Lq + der.Lv
-        for a in range(nd):
-            p1[a] = P[dyn[a]]
-        Gq1 = _slot_jacobians(der, dt, Fq, Fv, Fu)[1]
+            p1[a] = 0.5 * dt * Lq[i] + Lv[i]
         if nc > 0:
             _constraint_rows(model, data, q1, 1, lam, h1, Dh1, D2, e3)
             for r in range(nc):
@@ -157,7 +167,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
         scale = 1.0
         for a in range(nd):
             i = dyn[a]
-            scale = max(scale, abs(p0[a]), abs(der.Lv[i]), abs(0.5 * dt * der.Lq[i]), abs(dt * F[i]))
+            scale = max(scale, abs(p0[a]), abs(Lv[i]), abs(0.5 * dt * Lq[i]), abs(dt * F[i]))
         res = 0.0
         for a in range(nd):
             res = max(res, abs(R[a, 0]) / scale)
@@ -170,26 +180,33 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
         if it >= max_iter or not np.isfinite(res):
             status[0], status[1] = NEWTON_FAILED, -1
             return
-        for a in range(nd):
-            for b in range(nd):
-                Ry[a, b] = Gq1[dyn[a], dyn[b]]
+        if not fresh and not res <= 0.25 * last_res:
+            fresh = True    # the chord stalls: a Newton step from here (same iterate)
+            continue
+        if fresh:
+            Gq1 = _slot_jacobians(der, dt, Fq, Fv, Fu)[1]
+            for a in range(nd):
+                for b in range(nd):
+                    Ry[a, b] = Gq1[dyn[a], dyn[b]]
+                for r in range(nc):
+                    Ry[a, nd + r] = -Dh0[r, dyn[a]]
             for r in range(nc):
-                Ry[a, nd + r] = -Dh0[r, dyn[a]]
-        for r in range(nc):
-            for b in range(nd):
-                Ry[nd + r, b] = Dh1[r, dyn[b]]
-            for s in range(nc):
-                Ry[nd + r, nd + s] = 0.0
-        bad = lu_checked(Ry, LU, piv)
-        if bad >= 0:
-            status[0], status[1] = SINGULAR_JACOBIAN, bad
-            return
+                for b in range(nd):
+                    Ry[nd + r, b] = Dh1[r, dyn[b]]
+                for s in range(nc):
+                    Ry[nd + r, nd + s] = 0.0
+            bad = lu_checked(Ry, LU, piv)
+            if bad >= 0:
+                status[0], status[1] = SINGULAR_JACOBIAN, bad
+                return
         lu_solve(LU, piv, R)
         for a in range(nd):
             q1[dyn[a]] -= R[a, 0]
         for r in range(nc):
             lam[r] -= R[nd + r, 0]
         it += 1
+        last_res = res
+        fresh = False
 
 
 # ------------------------------------------------------------------------------ linearization

@@ -58,36 +58,45 @@ def copy_derivs(d):
 
 # ------------------------------------------------------------------------------ preparation
 @njit(cache=True, nogil=True)
-def prepare(model, data, q, dq):
-    """Forward kinematics, composites and the per-joint derivative tables.
-
-    ``D[a] = [Vp_a, S_a]`` (dV/dq_a for any body below a), ``DD[a, b] = [D_a, S_b]`` for
-    a <= b (d2V/dq_a dq_b), ``dJ[i, a] = [S_i, S_a]`` for i above a (zero otherwise),
-    ``IcS[m, j] = Ic_m S_j`` and ``IcD[m, j] = Ic_m D_j`` for j at or above m.
-    """
+def prepare_gradient(model, data, q, dq):
+    """Forward kinematics, composites and ``D[a] = [Vp_a, S_a]`` (dV/dq_a for any body below
+    a): all that L and its gradient need (O(n), no pair tables)."""
     forward_kinematics(model, q, dq, data)
     composites(model, data)
-    S, D, DD, dJ = data.S, data.D, data.DD, data.dJ
+    S, D, Vp, joint_frame = data.S, data.D, data.Vp, model.joint_frame
     for b in range(model.nq):
-        if model.joint_frame[b] >= 0:
-            bracket(data.Vp[b], S[b], D[b])
+        if joint_frame[b] >= 0:
+            bracket(Vp[b], S[b], D[b])
+
+
+@njit(cache=True, nogil=True)
+def prepare(model, data, q, dq):
+    """:func:`prepare_gradient` and the per-joint-pair derivative tables that the Hessian and
+    third order need: ``DD[a, b] = [D_a, S_b]`` for a <= b (d2V/dq_a dq_b), ``dJ[i, a] = [S_i, S_a]``
+    for i above a (zero otherwise), ``IcS[m, j] = Ic_m S_j`` and ``IcD[m, j] = Ic_m D_j`` for j
+    at or above m.
+    """
+    prepare_gradient(model, data, q, dq)
+    # record fields read into locals once (a field read inside a loop costs reference counting)
+    S, D, DD, dJ, Ic, IcS, IcD = data.S, data.D, data.DD, data.dJ, data.Ic, data.IcS, data.IcD
+    joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     for b in range(model.nq):
-        fb = model.joint_frame[b]
+        fb = joint_frame[b]
         if fb < 0:
             continue
-        Icb = data.Ic[fb]
-        for ia in range(model.anc_ptr[b], model.anc_ptr[b + 1]):
-            a = model.anc_idx[ia]
+        Icb = Ic[fb]
+        for ia in range(anc_ptr[b], anc_ptr[b + 1]):
+            a = anc_idx[ia]
             bracket(D[a], S[b], DD[a, b])
             bracket(S[a], S[b], dJ[a, b])  # zero when a == b
             if a != b:
                 dJ[b, a, :] = 0.0
-            matvec6(Icb, S[a], data.IcS[b, a])
-            matvec6(Icb, D[a], data.IcD[b, a])
+            matvec6(Icb, S[a], IcS[b, a])
+            matvec6(Icb, D[a], IcD[b, a])
 
 
 @njit(cache=True, nogil=True)
-def _gravity_moment(model, data, f, x, out):
+def _gravity_moment(data, f, x, out):
     """Composite of m (w x p + v) contracted as a world vector: S * (first moment) (3)."""
     mp, mc = data.mp[f], data.mc[f]
     out[0] = x[4] * mp[2] - x[5] * mp[1] + mc * x[0]
@@ -118,7 +127,8 @@ def lagrangian_value(model, data, q):
 
 @njit(cache=True, nogil=True)
 def gradient_hessian(model, data, q, order, out):
-    """Fill ``out.L`` (order 0), ``Lq, Lv`` (order >= 1), ``Lqq, Lqv, Lvv`` (order >= 2)."""
+    """Fill ``out.L`` (order 0), ``Lq, Lv`` (order >= 1), ``Lqq, Lqv, Lvv`` (order >= 2);
+    order 2 needs :func:`prepare`, lower orders :func:`prepare_gradient`."""
     out.L[0] = lagrangian_value(model, data, q)
     if order >= 1:
         _tree_gradient_hessian(model, data, order, out)
@@ -133,43 +143,45 @@ def gradient_hessian(model, data, q, order, out):
 @njit(cache=True, nogil=True)
 def _tree_gradient_hessian(model, data, order, out):
     """Gradient and Hessian of the kinetic energy and gravity over comparable joint pairs."""
-    S, D, DD, dJ, IcS, IcD = data.S, data.D, data.DD, data.dJ, data.IcS, data.IcD
+    S, D, DD, dJ, IcS, IcD, Hc = data.S, data.D, data.DD, data.dJ, data.IcS, data.IcD, data.Hc
+    joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
+    Lq, Lv, Lqq, Lqv, Lvv = out.Lq, out.Lv, out.Lqq, out.Lqv, out.Lvv
     g = model.gravity
     t3 = np.empty(3)
     u3 = np.empty(3)
-    out.Lq[:] = 0.0
-    out.Lv[:] = 0.0
+    Lq[:] = 0.0
+    Lv[:] = 0.0
     for a in range(model.nq):
-        fa = model.joint_frame[a]
+        fa = joint_frame[a]
         if fa < 0:
             continue
-        out.Lv[a] = dot6(S[a], data.Hc[fa])
-        _gravity_moment(model, data, fa, S[a], t3)
-        out.Lq[a] = dot6(D[a], data.Hc[fa]) + g[0] * t3[0] + g[1] * t3[1] + g[2] * t3[2]
+        Lv[a] = dot6(S[a], Hc[fa])
+        _gravity_moment(data, fa, S[a], t3)
+        Lq[a] = dot6(D[a], Hc[fa]) + g[0] * t3[0] + g[1] * t3[1] + g[2] * t3[2]
     if order < 2:
         return
-    out.Lqq[:, :] = 0.0
-    out.Lqv[:, :] = 0.0
-    out.Lvv[:, :] = 0.0
+    Lqq[:, :] = 0.0
+    Lqv[:, :] = 0.0
+    Lvv[:, :] = 0.0
     for b in range(model.nq):
-        fb = model.joint_frame[b]
+        fb = joint_frame[b]
         if fb < 0:
             continue
-        Hb = data.Hc[fb]
-        _gravity_moment(model, data, fb, S[b], t3)
-        for ia in range(model.anc_ptr[b], model.anc_ptr[b + 1]):
-            a = model.anc_idx[ia]
+        Hb = Hc[fb]
+        _gravity_moment(data, fb, S[b], t3)
+        for ia in range(anc_ptr[b], anc_ptr[b + 1]):
+            a = anc_idx[ia]
             mvv = dot6(IcS[b, a], S[b])
             omega_cross(S[a], t3, u3)
             mqq = dot6(IcD[b, b], D[a]) + dot6(DD[a, b], Hb) + g[0] * u3[0] + g[1] * u3[1] + g[2] * u3[2]
-            out.Lvv[a, b] = mvv
-            out.Lvv[b, a] = mvv
-            out.Lqq[a, b] = mqq
-            out.Lqq[b, a] = mqq
+            Lvv[a, b] = mvv
+            Lvv[b, a] = mvv
+            Lqq[a, b] = mqq
+            Lqq[b, a] = mqq
             # Lqv[q, v]: (q=b, v=a) uses dJ(a; b); (q=a, v=b) has dJ(b; a) = 0
-            out.Lqv[b, a] = dot6(dJ[a, b], Hb) + dot6(IcS[b, a], D[b])
+            Lqv[b, a] = dot6(dJ[a, b], Hb) + dot6(IcS[b, a], D[b])
             if a != b:
-                out.Lqv[a, b] = dot6(IcS[b, b], D[a])
+                Lqv[a, b] = dot6(IcS[b, b], D[a])
 
 
 @njit(cache=True, nogil=True)
@@ -244,7 +256,7 @@ def spring_potential_derivatives(model, data, q, grad, hess):
 
 # ------------------------------------------------------------------------------ third order
 @njit(cache=True, nogil=True)
-def _emit_qqq(val, a, b, c, full, out, wq):
+def _emit_qqq(val, a, b, c, full, Lqqq, dLqq, wq):
     trip = ((a, b, c), (a, c, b), (b, a, c), (b, c, a), (c, a, b), (c, b, a))
     for k in range(6):
         x, y, z = trip[k]
@@ -255,35 +267,35 @@ def _emit_qqq(val, a, b, c, full, out, wq):
         if dup:
             continue
         if full:
-            out.Lqqq[x, y, z] = val
+            Lqqq[x, y, z] = val
         else:
-            out.dLqq[x, y] += val * wq[z]
+            dLqq[x, y] += val * wq[z]
 
 
 @njit(cache=True, nogil=True)
-def _emit_qqv(val, lo, hi, i, full, out, wq, wv):
+def _emit_qqv(val, lo, hi, i, full, Lqqv, dLqq, dLqv, wq, wv):
     for k in range(2):
         x, y = (lo, hi) if k == 0 else (hi, lo)
         if k == 1 and lo == hi:
             break
         if full:
-            out.Lqqv[x, y, i] = val
+            Lqqv[x, y, i] = val
         else:
-            out.dLqq[x, y] += val * wv[i]
-            out.dLqv[x, i] += val * wq[y]
+            dLqq[x, y] += val * wv[i]
+            dLqv[x, i] += val * wq[y]
 
 
 @njit(cache=True, nogil=True)
-def _emit_qvv(val, a, i, j, full, out, wq, wv):
+def _emit_qvv(val, a, i, j, full, Lqvv, dLqv, dLvv, wq, wv):
     for k in range(2):
         x, y = (i, j) if k == 0 else (j, i)
         if k == 1 and i == j:
             break
         if full:
-            out.Lqvv[a, x, y] = val
+            Lqvv[a, x, y] = val
         else:
-            out.dLqv[a, x] += val * wv[y]
-            out.dLvv[x, y] += val * wq[a]
+            dLqv[a, x] += val * wv[y]
+            dLvv[x, y] += val * wq[a]
 
 
 @njit(cache=True, nogil=True)
@@ -293,39 +305,41 @@ def third_order(model, data, full, wq, wv, out):
     ``full``: fill ``Lqqq, Lqqv, Lqvv``; otherwise accumulate the directional derivatives
     ``dLqq, dLqv, dLvv`` along ``(wq, wv)`` without forming the tensors.
     """
-    S, D, DD, dJ, IcS, IcD = data.S, data.D, data.DD, data.dJ, data.IcS, data.IcD
+    S, D, DD, dJ, IcS, IcD, Hcs = data.S, data.D, data.DD, data.dJ, data.IcS, data.IcD, data.Hc
+    joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
+    Lqqq, Lqqv, Lqvv, dLqq, dLqv, dLvv = out.Lqqq, out.Lqqv, out.Lqvv, out.dLqq, out.dLqv, out.dLvv
     g = model.gravity
     if full:
-        out.Lqqq[:, :, :] = 0.0
-        out.Lqqv[:, :, :] = 0.0
-        out.Lqvv[:, :, :] = 0.0
+        Lqqq[:, :, :] = 0.0
+        Lqqv[:, :, :] = 0.0
+        Lqvv[:, :, :] = 0.0
     else:
-        out.dLqq[:, :] = 0.0
-        out.dLqv[:, :] = 0.0
-        out.dLvv[:, :] = 0.0
+        dLqq[:, :] = 0.0
+        dLqv[:, :] = 0.0
+        dLvv[:, :] = 0.0
     ddd = np.empty(6)
     ddj = np.empty(6)
     t3 = np.empty(3)
     u3 = np.empty(3)
     v3 = np.empty(3)
     for c in range(model.nq):
-        fc = model.joint_frame[c]
+        fc = joint_frame[c]
         if fc < 0:
             continue
-        Hc = data.Hc[fc]
-        _gravity_moment(model, data, fc, S[c], t3)
-        lo, hi = model.anc_ptr[c], model.anc_ptr[c + 1]
+        Hc = Hcs[fc]
+        _gravity_moment(data, fc, S[c], t3)
+        lo, hi = anc_ptr[c], anc_ptr[c + 1]
         for ib in range(lo, hi):
-            b = model.anc_idx[ib]
+            b = anc_idx[ib]
             omega_cross(S[b], t3, u3)
             for ia in range(lo, ib + 1):
-                a = model.anc_idx[ia]
+                a = anc_idx[ia]
                 # Lqqq: DDD.Hc + DD(a,b).Ic D_c + DD(a,c).Ic D_b + DD(b,c).Ic D_a + gravity
                 bracket(DD[a, b], S[c], ddd)
                 omega_cross(S[a], u3, v3)
                 val = (dot6(ddd, Hc) + dot6(DD[a, b], IcD[c, c]) + dot6(DD[a, c], IcD[c, b])
                        + dot6(DD[b, c], IcD[c, a]) + g[0] * v3[0] + g[1] * v3[1] + g[2] * v3[2])
-                _emit_qqq(val, a, b, c, full, out, wq)
+                _emit_qqq(val, a, b, c, full, Lqqq, dLqq, wq)
                 trip = (a, b, c)
                 for r in range(3):
                     if r > 0 and trip[r] == trip[r - 1]:
@@ -337,8 +351,8 @@ def third_order(model, data, full, wq, wv, out):
                     bracket(dJ[i, x], S[y], ddj)
                     val = (dot6(ddj, Hc) + dot6(dJ[i, x], IcD[c, y]) + dot6(dJ[i, y], IcD[c, x])
                            + dot6(IcS[c, i], DD[x, y]))
-                    _emit_qqv(val, x, y, i, full, out, wq, wv)
+                    _emit_qqv(val, x, y, i, full, Lqqv, dLqq, dLqv, wq, wv)
                     # Lqvv[i, x, y] = dJ(x;i).Ic S_y + dJ(y;i).Ic S_x
                     val = dot6(dJ[x, i], IcS[c, y]) + dot6(dJ[y, i], IcS[c, x])
-                    _emit_qvv(val, i, x, y, full, out, wq, wv)
+                    _emit_qvv(val, i, x, y, full, Lqvv, dLqv, dLvv, wq, wv)
     _frame_springs(model, data, 3, full, wq, out.L, out.Lq, out.Lqq, out.Lqqq, out.dLqq)

@@ -95,12 +95,12 @@ def _random_vi_system(rng):
     return s, np.append(q, string)
 
 
-def consistent_state(vi, q, rng):
+def consistent_state(vi, q, rng, speed=0.5):
     s = vi.system
     h, Dh, _ = s.constraint(q, order=2)
     assert np.abs(h).max() < 1e-12
     # velocity tangent to the constraints with the kinematic velocities prescribed
-    dq = rng.normal(size=s.nq) * 0.5
+    dq = rng.normal(size=s.nq) * speed
     kin = vi.kinematic_index
     dq[kin] = rng.normal(size=len(kin)) * 0.2
     dyn = vi.dynamic_index
@@ -142,6 +142,38 @@ def test_first_and_second_order_match_finite_differences(seed):
     H_fd = fd_jacobian(AB, z, 1e-4)  # [i, a, b] = d(dx_i/dz_a)/dz_b
     assert rel_err(H, H_fd) < 1e-4
     assert np.allclose(H, H.transpose(0, 2, 1), atol=1e-10 * max(1.0, np.abs(H).max()))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_step_solves_the_del_equations(seed):
+    """The chord-Newton DEL solve, checked against the equations rebuilt from the public
+    Lagrangian derivatives at the midpoint: the momentum rows up to a constraint force
+    (D2 L_d + D1 L_d' + dt F = Dh(q0)^T lam), h(q1) = 0 and p1 = D2 L_d. Large steps and fast
+    motion, so the solve needs several iterations."""
+    s, q, rng = random_vi_system(seed)
+    dyn_names = [nm for nm in s.config_names if nm not in ("hand_y", "string")]
+    for nm in dyn_names:
+        s.add_damping(nm, 0.4)
+    dt = 0.05
+    vi = core.MidpointVI(s, dt, tolerance=1e-12)
+    x, u = consistent_state(vi, q, rng, speed=3.0)
+    u[:s.nu] = 0.0                     # no inputs: the only generalized force is the damping
+    n, dyn = s.nq, vi.dynamic_index
+    x1 = vi.f(x, u)
+    q0, p0, q1, p1 = x[:n], x[n:n + vi.nd], x1[:n], x1[n:n + vi.nd]
+    assert np.abs(q1 - q0).max() > 0.01
+    qm, v = 0.5 * (q0 + q1), (q1 - q0) / dt
+    d = s.lagrangian_derivatives(qm, v, 1)
+    F = np.zeros(n)
+    for nm in dyn_names:
+        F[s.config_index(nm)] = -0.4 * v[s.config_index(nm)]
+    residual = p0 + (0.5 * dt * d.Lq - d.Lv + dt * F)[dyn]
+    Dh0 = s.constraint(q0, order=1)[1][:, dyn]
+    lam = np.linalg.lstsq(Dh0.T, residual, rcond=None)[0]
+    scale = max(1.0, np.abs(d.Lv).max())
+    assert np.abs(residual - Dh0.T @ lam).max() < 1e-10 * scale
+    assert np.abs(s.constraint(q1)).max() < 1e-10
+    np.testing.assert_allclose(p1, (0.5 * dt * d.Lq + d.Lv)[dyn], rtol=1e-10, atol=1e-10 * scale)
 
 
 def test_linearize_trajectory_matches_pointwise():
