@@ -40,8 +40,7 @@ from .constraints import holonomic
 from .dynamics import check_vector, workspace
 from .forces import generalized_force
 from .kinematics import composites, copy_data, create_data, forward_kinematics
-from .lagrangian import (copy_derivs, create_derivs, gradient_hessian, prepare, prepare_gradient,
-                         third_order)
+from .lagrangian import copy_derivs, create_derivs, gradient_hessian, prepare, third_order
 from .rnea import mass_matrix
 from .linalg import condition_1norm, condition_from_lu, lu_checked, lu_solve
 
@@ -64,10 +63,7 @@ def _midpoint(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, Fqq, Fqu):
     """Lagrangian (up to ``order``) and force derivatives at the midpoint of (q0, q1)."""
     qm = 0.5 * (q0 + q1)
     v = (q1 - q0) / dt
-    if order >= 2:
-        prepare(model, data, qm, v)
-    else:
-        prepare_gradient(model, data, qm, v)
+    prepare(model, data, qm, v)
     gradient_hessian(model, data, qm, min(order, 2), der)
     if order >= 3:
         third_order(model, data, True, v, v, der)
@@ -104,7 +100,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     Newton's method in its chord form: the Jacobian (the Hessian of L and its LU) is computed
     at the first iterate and kept while the residual falls at least fourfold per iteration;
     otherwise it is recomputed at the current iterate (a plain Newton step). Each chord step
-    needs only L's gradient, O(n) instead of the O(n d) Hessian tables.
+    needs only L's gradient, O(n), and no factorization.
     Converged when every momentum row is below ``tol`` relative to the largest term of the
     equation and every constraint row below ``tol`` absolutely.
     ``status``: OK, NEWTON_FAILED or SINGULAR_JACOBIAN (``status[1]`` = row);

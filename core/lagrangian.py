@@ -58,9 +58,10 @@ def copy_derivs(d):
 
 # ------------------------------------------------------------------------------ preparation
 @njit(cache=True, nogil=True)
-def prepare_gradient(model, data, q, dq):
+def prepare(model, data, q, dq):
     """Forward kinematics, composites and ``D[a] = [Vp_a, S_a]`` (dV/dq_a for any body below
-    a): all that L and its gradient need (O(n), no pair tables)."""
+    a): all that L, its gradient and its Hessian need. O(n); the third order builds its own
+    pair tables (:func:`_pair_tables`)."""
     forward_kinematics(model, q, dq, data)
     composites(model, data)
     S, D, Vp, joint_frame = data.S, data.D, data.Vp, model.joint_frame
@@ -70,13 +71,10 @@ def prepare_gradient(model, data, q, dq):
 
 
 @njit(cache=True, nogil=True)
-def prepare(model, data, q, dq):
-    """:func:`prepare_gradient` and the per-joint-pair derivative tables that the Hessian and
-    third order need: ``DD[a, b] = [D_a, S_b]`` for a <= b (d2V/dq_a dq_b), ``dJ[i, a] = [S_i, S_a]``
-    for i above a (zero otherwise), ``IcS[m, j] = Ic_m S_j`` and ``IcD[m, j] = Ic_m D_j`` for j
-    at or above m.
-    """
-    prepare_gradient(model, data, q, dq)
+def _pair_tables(model, data):
+    """Per-joint-pair tables for the third order (after :func:`prepare`): ``DD[a, b] = [D_a, S_b]``
+    for a <= b (d2V/dq_a dq_b), ``dJ[i, a] = [S_i, S_a]`` for i above a (zero otherwise),
+    ``IcS[m, j] = Ic_m S_j`` and ``IcD[m, j] = Ic_m D_j`` for j at or above m."""
     # record fields read into locals once (a field read inside a loop costs reference counting)
     S, D, DD, dJ, Ic, IcS, IcD = data.S, data.D, data.DD, data.dJ, data.Ic, data.IcS, data.IcD
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
@@ -127,8 +125,8 @@ def lagrangian_value(model, data, q):
 
 @njit(cache=True, nogil=True)
 def gradient_hessian(model, data, q, order, out):
-    """Fill ``out.L`` (order 0), ``Lq, Lv`` (order >= 1), ``Lqq, Lqv, Lvv`` (order >= 2);
-    order 2 needs :func:`prepare`, lower orders :func:`prepare_gradient`."""
+    """Fill ``out.L`` (order 0), ``Lq, Lv`` (order >= 1), ``Lqq, Lqv, Lvv`` (order >= 2)
+    (after :func:`prepare`)."""
     out.L[0] = lagrangian_value(model, data, q)
     if order >= 1:
         _tree_gradient_hessian(model, data, order, out)
@@ -143,7 +141,7 @@ def gradient_hessian(model, data, q, order, out):
 @njit(cache=True, nogil=True)
 def _tree_gradient_hessian(model, data, order, out):
     """Gradient and Hessian of the kinetic energy and gravity over comparable joint pairs."""
-    S, D, DD, dJ, IcS, IcD, Hc = data.S, data.D, data.DD, data.dJ, data.IcS, data.IcD, data.Hc
+    S, D, Hc, Ic = data.S, data.D, data.Hc, data.Ic
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     Lq, Lv, Lqq, Lqv, Lvv = out.Lq, out.Lv, out.Lqq, out.Lqv, out.Lvv
     g = model.gravity
@@ -163,25 +161,45 @@ def _tree_gradient_hessian(model, data, order, out):
     Lqq[:, :] = 0.0
     Lqv[:, :] = 0.0
     Lvv[:, :] = 0.0
+    # Per pair a at or above b, with Ic_b, Hc_b the composites of b's subtree, IS = Ic_b S_b,
+    # ID = Ic_b D_b and w = S_b x* Hc_b (so [x, S_b] . Hc_b = x . w):
+    #   Lvv[a, b] = S_a . IS,   Lqq[a, b] = D_a . (ID + w) + gravity,
+    #   Lqv[b, a] = S_a . (ID + w),   Lqv[a, b] = D_a . IS   (a != b)
+    IS, IDw = np.empty(6), np.empty(6)
     for b in range(model.nq):
         fb = joint_frame[b]
         if fb < 0:
             continue
-        Hb = Hc[fb]
+        matvec6(Ic[fb], S[b], IS)
+        matvec6(Ic[fb], D[b], IDw)
+        _cross_force_add(S[b], Hc[fb], IDw)
         _gravity_moment(data, fb, S[b], t3)
         for ia in range(anc_ptr[b], anc_ptr[b + 1]):
             a = anc_idx[ia]
-            mvv = dot6(IcS[b, a], S[b])
-            omega_cross(S[a], t3, u3)
-            mqq = dot6(IcD[b, b], D[a]) + dot6(DD[a, b], Hb) + g[0] * u3[0] + g[1] * u3[1] + g[2] * u3[2]
+            Sa, Da = S[a], D[a]
+            mvv = dot6(Sa, IS)
+            omega_cross(Sa, t3, u3)
+            mqq = dot6(Da, IDw) + g[0] * u3[0] + g[1] * u3[1] + g[2] * u3[2]
             Lvv[a, b] = mvv
             Lvv[b, a] = mvv
             Lqq[a, b] = mqq
             Lqq[b, a] = mqq
-            # Lqv[q, v]: (q=b, v=a) uses dJ(a; b); (q=a, v=b) has dJ(b; a) = 0
-            Lqv[b, a] = dot6(dJ[a, b], Hb) + dot6(IcS[b, a], D[b])
+            Lqv[b, a] = dot6(Sa, IDw)
             if a != b:
-                Lqv[a, b] = dot6(IcS[b, b], D[a])
+                Lqv[a, b] = dot6(Da, IS)
+
+
+@njit(cache=True, nogil=True)
+def _cross_force_add(x, F, out):
+    """``out += x ×* F`` (dual action of the twist ``x = (v, w)`` on the wrench ``F = (f, n)``)."""
+    v0, v1, v2, w0, w1, w2 = x[0], x[1], x[2], x[3], x[4], x[5]
+    f0, f1, f2, n0, n1, n2 = F[0], F[1], F[2], F[3], F[4], F[5]
+    out[0] += w1 * f2 - w2 * f1
+    out[1] += w2 * f0 - w0 * f2
+    out[2] += w0 * f1 - w1 * f0
+    out[3] += v1 * f2 - v2 * f1 + w1 * n2 - w2 * n1
+    out[4] += v2 * f0 - v0 * f2 + w2 * n0 - w0 * n2
+    out[5] += v0 * f1 - v1 * f0 + w0 * n1 - w1 * n0
 
 
 @njit(cache=True, nogil=True)
@@ -305,6 +323,7 @@ def third_order(model, data, full, wq, wv, out):
     ``full``: fill ``Lqqq, Lqqv, Lqvv``; otherwise accumulate the directional derivatives
     ``dLqq, dLqv, dLvv`` along ``(wq, wv)`` without forming the tensors.
     """
+    _pair_tables(model, data)
     S, D, DD, dJ, IcS, IcD, Hcs = data.S, data.D, data.DD, data.dJ, data.IcS, data.IcD, data.Hc
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     Lqqq, Lqqv, Lqvv, dLqq, dLqv, dLvv = out.Lqqq, out.Lqqv, out.Lqvv, out.dLqq, out.dLqv, out.dLvv
