@@ -76,12 +76,23 @@ def _slot_jacobians(der, dt, Fq, Fv, Fu):
 
     With G = dt/2 Lq - Lv + dt F and P = dt/2 Lq + Lv at (qm, v):
     dG/dq0 = Gq/2 - Gv/dt, dG/dq1 = Gq/2 + Gv/dt (likewise P); dG/du = dt Fu.
+    (One loop instead of array expressions: those built a dozen n x n temporaries.)
     """
-    Gq = 0.5 * dt * der.Lqq - der.Lqv.T + dt * Fq
-    Gv = 0.5 * dt * der.Lqv - der.Lvv + dt * Fv
-    Pq = 0.5 * dt * der.Lqq + der.Lqv.T
-    Pv = 0.5 * dt * der.Lqv + der.Lvv
-    return (0.5 * Gq - Gv / dt, 0.5 * Gq + Gv / dt, 0.5 * Pq - Pv / dt, 0.5 * Pq + Pv / dt, dt * Fu)
+    Lqq, Lqv, Lvv = der.Lqq, der.Lqv, der.Lvv
+    n = Lqq.shape[0]
+    Gq0, Gq1, Pq0, Pq1 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    half, inv_dt = 0.5 * dt, 1.0 / dt
+    for i in range(n):
+        for j in range(n):
+            gq = half * Lqq[i, j] - Lqv[j, i] + dt * Fq[i, j]
+            gv = half * Lqv[i, j] - Lvv[i, j] + dt * Fv[i, j]
+            pq = half * Lqq[i, j] + Lqv[j, i]
+            pv = half * Lqv[i, j] + Lvv[i, j]
+            Gq0[i, j] = 0.5 * gq - gv * inv_dt
+            Gq1[i, j] = 0.5 * gq + gv * inv_dt
+            Pq0[i, j] = 0.5 * pq - pv * inv_dt
+            Pq1[i, j] = 0.5 * pq + pv * inv_dt
+    return Gq0, Gq1, Pq0, Pq1, dt * Fu
 
 
 @njit(cache=True, nogil=True)
@@ -466,23 +477,33 @@ class MidpointVI:
 
     @property
     def state_names(self):
-        names = self.system.config_names
-        return (names + ["p_" + names[i] for i in self.dynamic_index]
-                + ["v_" + names[i] for i in self.kinematic_index])
+        return list(self._names()[0])
 
     @property
     def input_names(self):
-        names = self.system.config_names
-        return self.system.input_names + [names[i] + "_next" for i in self.kinematic_index]
+        return list(self._names()[1])
+
+    def _names(self):
+        """(state names, input names) as tuples, built once per model compilation: the
+        vector checks on every call take them, and building 100 strings costs microseconds."""
+        model = self.system.model
+        cached = self.__dict__.get("_names_cache")
+        if cached is None or cached[0] is not model:
+            names = self.system.config_names
+            state = (names + ["p_" + names[i] for i in self.dynamic_index]
+                     + ["v_" + names[i] for i in self.kinematic_index])
+            inputs = self.system.input_names + [names[i] + "_next" for i in self.kinematic_index]
+            cached = self.__dict__["_names_cache"] = (model, tuple(state), tuple(inputs))
+        return cached[1], cached[2]
 
     # ---------------------------------------------------------------- conversions
     def split_state(self, x):
-        x = check_vector("x", x, self.nx, self.state_names)
+        x = check_vector("x", x, self.nx, self._names()[0])
         n, nd = self.nq, self.nd
         return x[:n], x[n:n + nd], x[n + nd:]
 
     def split_input(self, u):
-        u = check_vector("u", u, self.nu, self.input_names)
+        u = check_vector("u", u, self.nu, self._names()[1])
         m = self.system.nu
         return u[:m].copy(), u[m:].copy()
 
