@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .kinematics import (PAIR_AXIS_DIFFERENCE, PAIR_PLANE, PAIR_SQUARED_DISTANCE,
+from .kinematics import (PAIR_AXIS_DIFFERENCE, PAIR_PLANE, PAIR_SQUARED_DISTANCE, dot3,
                          joint_union, pair_jet, point_jet)
 from .model import HC_COINCIDE, HC_DISTANCE, HC_PLANE
 
@@ -109,9 +109,9 @@ def velocity_rows(model, data, dq, ddq, lam, row0, A, b, Cq, Cv, lam_dA):
         # d2a_i/dq_k dq_l = N2_kl . X1_i + N1_k . X2_li + N1_l . X2_ki + n . X3_kli
         da = np.zeros((k, k))  # [i, k]
         for i in range(k):
-            A[row, idx[i]] = n @ X1[i]
+            A[row, idx[i]] = dot3(n, X1[i])
             for kk in range(k):
-                da[i, kk] = N1[kk] @ X1[i] + n @ X2[kk, i]
+                da[i, kk] = dot3(N1[kk], X1[i]) + dot3(n, X2[kk, i])
         bval = 0.0
         for i in range(k):
             for kk in range(k):
@@ -123,7 +123,8 @@ def velocity_rows(model, data, dq, ddq, lam, row0, A, b, Cq, Cv, lam_dA):
             for i in range(k):
                 s += da[i, l] * ddq[idx[i]]
                 for kk in range(k):
-                    d2 = N2[kk, l] @ X1[i] + N1[kk] @ X2[l, i] + N1[l] @ X2[kk, i] + n @ X3[kk, l, i]
+                    d2 = (dot3(N2[kk, l], X1[i]) + dot3(N1[kk], X2[l, i]) + dot3(N1[l], X2[kk, i])
+                          + dot3(n, X3[kk, l, i]))
                     s += d2 * dq[idx[i]] * dq[idx[kk]]
             Cq[row, idx[l]] = s
             s = 0.0
