@@ -302,10 +302,11 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     Mk = Ry[:nd, :nd].copy()
     LUm = np.empty((nd, nd))
     pivm = np.empty(nd, np.int64)
+    Minv = np.empty((nd, nd))
     if nd > 0 and lu_checked(Mk, LUm, pivm) >= 0:
         conds[0] = np.inf
     else:
-        conds[0] = condition_from_lu(Mk, LUm, pivm) if nd > 0 else 1.0
+        conds[0] = condition_from_lu(Mk, LUm, pivm, Minv) if nd > 0 else 1.0
     if not conds[0] < cond_limit:
         status[0], status[1] = SINGULAR_M, -1
         return
@@ -321,24 +322,35 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         if lu_checked(Ry, LU, piv) >= 0:
             status[0], status[1] = SINGULAR_CONSTRAINT, -1
             return
+        Y = -Rz
+        lu_solve(LU, piv, Y)
     else:
         LU, piv = LUm, pivm
-    Y = -Rz
-    lu_solve(LU, piv, Y)
+        # the inverse is at hand (condition number): one BLAS product
+        Y = -(Minv @ Rz) if nd > 0 else -Rz
     for a in range(nd):
         Q1[dyn[a]] = Y[a]
     Lam = Y[nd:]
-    # first-order outputs
-    P1 = Pq1 @ Q1
-    P1[:, :n] += Pq0          # Pq0 @ Q0 with Q0 = [I 0]
+    # first-order outputs: p_k+1 = P(q0, q1) on the dynamic rows, P1 = Pq1 Q1 + Pq0 Q0 with
+    # Q1's dynamic rows Y, its kinematic rows selecting rho1 and Q0 = [I 0]
+    Pq1d = np.empty((nd, nd))
+    for a in range(nd):
+        for b in range(nd):
+            Pq1d[a, b] = Pq1[dyn[a], dyn[b]]
+    P1 = Pq1d @ np.ascontiguousarray(Y[:nd]) if nd > 0 else np.zeros((0, nz))
+    for a in range(nd):
+        for j in range(n):
+            P1[a, j] += Pq0[dyn[a], j]
+        for j in range(nk):
+            P1[a, cr + j] += Pq1[dyn[a], kin[j]]
     A[:, :] = 0.0
     B[:, :] = 0.0
     for i in range(n):
         A[i] = Q1[i, :nx]
         B[i] = Q1[i, nx:]
     for a in range(nd):
-        A[n + a] = P1[dyn[a], :nx]
-        B[n + a] = P1[dyn[a], nx:]
+        A[n + a] = P1[a, :nx]
+        B[n + a] = P1[a, nx:]
     for j in range(nk):  # v1 = (rho1 - q0_kin)/dt
         A[n + nd + j, kin[j]] = -1.0 / dt
         B[n + nd + j, m + j] = 1.0 / dt
@@ -405,10 +417,6 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         H[kin[j]] = 0.0
         H[n + nd + j] = 0.0
     # p_k+1 = P(qm, v): P_q1 q1_zz + P_xixi(Xi, Xi); q1_zz is non-zero on dynamic rows only
-    Pq1d = np.empty((nd, nd))
-    for a in range(nd):
-        for b in range(nd):
-            Pq1d[a, b] = Pq1[dyn[a], dyn[b]]
     Pzz = H[n:n + nd]
     np.dot(Pq1d, Yzz, Pzz.reshape(nd, nz * nz))
     _contract_sym(TP, Xi, dyn_rows, Pzz)
@@ -453,27 +461,30 @@ class MidpointVI:
         self._last = threading.local()
         self.kinematic_index = np.array([i for i, nm in enumerate(names) if nm in kin_names], np.int64)
         self.dynamic_index = np.array([i for i, nm in enumerate(names) if nm not in kin_names], np.int64)
+        # dimensions are fixed with the index arrays (plain attributes: read on every call)
+        self._nq, self._nd, self._nk = len(names), len(self.dynamic_index), len(self.kinematic_index)
+        self._nu = system.nu + self._nk
 
     # ---------------------------------------------------------------- dimensions and names
     @property
     def nq(self):
-        return self.system.nq
+        return self._nq
 
     @property
     def nd(self):
-        return len(self.dynamic_index)
+        return self._nd
 
     @property
     def nk(self):
-        return len(self.kinematic_index)
+        return self._nk
 
     @property
     def nx(self):
-        return self.nq + self.nd + self.nk
+        return self._nq + self._nd + self._nk
 
     @property
     def nu(self):
-        return self.system.nu + self.nk
+        return self._nu
 
     @property
     def state_names(self):
@@ -528,7 +539,8 @@ class MidpointVI:
     # ---------------------------------------------------------------- stepping
     def _solve(self, q, p, u_force, rho):
         """DEL solve; the last result is remembered per thread, so ``f(x, u)`` followed by
-        ``linearize(x, u)`` (the usual pattern along a trajectory) solves once."""
+        ``linearize(x, u)`` (the usual pattern along a trajectory) solves once. The arrays
+        returned are the cache's own: copy them before handing them out."""
         key = (q.tobytes(), p.tobytes(), u_force.tobytes(), rho.tobytes())
         cache = self._last.__dict__
         if cache.get("key") == key and cache.get("model") is self.system.model:
@@ -546,8 +558,8 @@ class MidpointVI:
         del_step(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
                  u_force, rho, self.tolerance, self.max_iterations, q1, p1, lam, status, info)
         self._raise(status, info, None)
-        for a in (q1, p1, lam):  # shared through the cache: callers get read-only arrays
-            a.setflags(write=False)
+        # Shared through the cache: callers copy them or only pass them to kernels. (Kept
+        # writable: numba types read-only arrays apart and types them slowly, ~9 us a call.)
         return q1, p1, lam
 
     def _raise(self, status, info, step):

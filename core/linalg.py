@@ -239,10 +239,13 @@ def lu_solve(LU, piv, B):
 
 
 @njit(cache=True, nogil=True)
-def condition_from_lu(A, LU, piv):
-    """Exact 1-norm condition number ``|A|_1 |A^-1|_1`` of ``A`` from its LU factors."""
+def condition_from_lu(A, LU, piv, inv):
+    """Exact 1-norm condition number ``|A|_1 |A^-1|_1`` of ``A`` from its LU factors; the
+    inverse it needs is left in ``inv`` (n x n) for the caller."""
     n = A.shape[0]
-    inv = np.eye(n)
+    inv[:, :] = 0.0
+    for i in range(n):
+        inv[i, i] = 1.0
     lu_solve(LU, piv, inv)
     return np.abs(A).sum(axis=0).max() * np.abs(inv).sum(axis=0).max()
 
@@ -257,4 +260,4 @@ def condition_1norm(A):
     piv = np.empty(n, np.int64)
     if lu_checked(A, LU, piv) >= 0:
         return np.inf
-    return condition_from_lu(A, LU, piv)
+    return condition_from_lu(A, LU, piv, np.empty((n, n)))
