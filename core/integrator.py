@@ -97,7 +97,10 @@ def _slot_jacobians(der, dt, Fq, Fv, Fu):
 
 @njit(cache=True, nogil=True)
 def _constraint_rows(model, data, q, order, lam, h, H1, H2, H3lam):
-    """Holonomic constraints at ``q`` (positions and joint screws are all they need)."""
+    """Holonomic constraints at ``q`` (positions and joint screws are all they need); nothing
+    to do, not even the kinematics, without constraints."""
+    if model.hc_kind.shape[0] == 0:
+        return
     forward_kinematics(model, q, np.zeros(q.shape[0]), data)
     holonomic(model, data, q, order, lam, q, h, H1, H2, H3lam, np.empty((0, q.shape[0])))
 

@@ -146,7 +146,6 @@ def _tree_gradient_hessian(model, data, order, out):
     Lq, Lv, Lqq, Lqv, Lvv = out.Lq, out.Lv, out.Lqq, out.Lqv, out.Lvv
     g = model.gravity
     t3 = np.empty(3)
-    u3 = np.empty(3)
     Lq[:] = 0.0
     Lv[:] = 0.0
     for a in range(model.nq):
@@ -163,9 +162,10 @@ def _tree_gradient_hessian(model, data, order, out):
     Lvv[:, :] = 0.0
     # Per pair a at or above b, with Ic_b, Hc_b the composites of b's subtree, IS = Ic_b S_b,
     # ID = Ic_b D_b and w = S_b x* Hc_b (so [x, S_b] . Hc_b = x . w):
-    #   Lvv[a, b] = S_a . IS,   Lqq[a, b] = D_a . (ID + w) + gravity,
+    #   Lvv[a, b] = S_a . IS,   Lqq[a, b] = D_a . (ID + w) + g . (w_a x t3),
     #   Lqv[b, a] = S_a . (ID + w),   Lqv[a, b] = D_a . IS   (a != b)
     IS, IDw = np.empty(6), np.empty(6)
+    g0, g1, g2 = g[0], g[1], g[2]
     for b in range(model.nq):
         fb = joint_frame[b]
         if fb < 0:
@@ -174,19 +174,27 @@ def _tree_gradient_hessian(model, data, order, out):
         matvec6(Ic[fb], D[b], IDw)
         _cross_force_add(S[b], Hc[fb], IDw)
         _gravity_moment(data, fb, S[b], t3)
+        # b's vectors in locals (registers) for the O(n d) pair loop
+        i0, i1, i2, i3, i4, i5 = IS[0], IS[1], IS[2], IS[3], IS[4], IS[5]
+        w0, w1, w2, w3, w4, w5 = IDw[0], IDw[1], IDw[2], IDw[3], IDw[4], IDw[5]
+        # gravity term g . (w_a x t3) = w_a . (t3 x g)
+        c0 = t3[1] * g2 - t3[2] * g1
+        c1 = t3[2] * g0 - t3[0] * g2
+        c2 = t3[0] * g1 - t3[1] * g0
         for ia in range(anc_ptr[b], anc_ptr[b + 1]):
             a = anc_idx[ia]
-            Sa, Da = S[a], D[a]
-            mvv = dot6(Sa, IS)
-            omega_cross(Sa, t3, u3)
-            mqq = dot6(Da, IDw) + g[0] * u3[0] + g[1] * u3[1] + g[2] * u3[2]
+            s0, s1, s2, s3, s4, s5 = S[a, 0], S[a, 1], S[a, 2], S[a, 3], S[a, 4], S[a, 5]
+            d0, d1, d2, d3, d4, d5 = D[a, 0], D[a, 1], D[a, 2], D[a, 3], D[a, 4], D[a, 5]
+            mvv = (s0 * i0 + s1 * i1 + s2 * i2) + (s3 * i3 + s4 * i4 + s5 * i5)
+            mqq = ((d0 * w0 + d1 * w1 + d2 * w2) + (d3 * w3 + d4 * w4 + d5 * w5)
+                   + (s3 * c0 + s4 * c1 + s5 * c2))
             Lvv[a, b] = mvv
             Lvv[b, a] = mvv
             Lqq[a, b] = mqq
             Lqq[b, a] = mqq
-            Lqv[b, a] = dot6(Sa, IDw)
+            Lqv[b, a] = (s0 * w0 + s1 * w1 + s2 * w2) + (s3 * w3 + s4 * w4 + s5 * w5)
             if a != b:
-                Lqv[a, b] = dot6(Da, IS)
+                Lqv[a, b] = (d0 * i0 + d1 * i1 + d2 * i2) + (d3 * i3 + d4 * i4 + d5 * i5)
 
 
 @njit(cache=True, nogil=True)
