@@ -26,6 +26,7 @@ from numba import njit
 from .kinematics import (PAIR_SQUARED_DISTANCE, bracket, composites, compose_scalar, dot6,
                          forward_kinematics, joint_union, matvec6, omega_cross, pair_jet,
                          spatial_inertia)
+from .rnea import cross_force
 from .structs import record_type, set_constructor
 
 DERIV_FIELDS = ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv", "dLqq", "dLqv", "dLvv"]
@@ -164,7 +165,7 @@ def _tree_gradient_hessian(model, data, order, out):
     # ID = Ic_b D_b and w = S_b x* Hc_b (so [x, S_b] . Hc_b = x . w):
     #   Lvv[a, b] = S_a . IS,   Lqq[a, b] = D_a . (ID + w) + g . (w_a x t3),
     #   Lqv[b, a] = S_a . (ID + w),   Lqv[a, b] = D_a . IS   (a != b)
-    IS, IDw = np.empty(6), np.empty(6)
+    IS, IDw, SxH = np.empty(6), np.empty(6), np.empty(6)
     g0, g1, g2 = g[0], g[1], g[2]
     for b in range(model.nq):
         fb = joint_frame[b]
@@ -172,7 +173,9 @@ def _tree_gradient_hessian(model, data, order, out):
             continue
         matvec6(Ic[fb], S[b], IS)
         matvec6(Ic[fb], D[b], IDw)
-        _cross_force_add(S[b], Hc[fb], IDw)
+        cross_force(S[b], Hc[fb], SxH)
+        for i in range(6):
+            IDw[i] += SxH[i]
         _gravity_moment(data, fb, S[b], t3)
         # b's vectors in locals (registers) for the O(n d) pair loop
         i0, i1, i2, i3, i4, i5 = IS[0], IS[1], IS[2], IS[3], IS[4], IS[5]
@@ -195,19 +198,6 @@ def _tree_gradient_hessian(model, data, order, out):
             Lqv[b, a] = (s0 * w0 + s1 * w1 + s2 * w2) + (s3 * w3 + s4 * w4 + s5 * w5)
             if a != b:
                 Lqv[a, b] = (d0 * i0 + d1 * i1 + d2 * i2) + (d3 * i3 + d4 * i4 + d5 * i5)
-
-
-@njit(cache=True, nogil=True)
-def _cross_force_add(x, F, out):
-    """``out += x ×* F`` (dual action of the twist ``x = (v, w)`` on the wrench ``F = (f, n)``)."""
-    v0, v1, v2, w0, w1, w2 = x[0], x[1], x[2], x[3], x[4], x[5]
-    f0, f1, f2, n0, n1, n2 = F[0], F[1], F[2], F[3], F[4], F[5]
-    out[0] += w1 * f2 - w2 * f1
-    out[1] += w2 * f0 - w0 * f2
-    out[2] += w0 * f1 - w1 * f0
-    out[3] += v1 * f2 - v2 * f1 + w1 * n2 - w2 * n1
-    out[4] += v2 * f0 - v0 * f2 + w2 * n0 - w0 * n2
-    out[5] += v0 * f1 - v1 * f0 + w0 * n1 - w1 * n0
 
 
 @njit(cache=True, nogil=True)

@@ -9,14 +9,20 @@ PIVOT_TOLERANCE = 1e-12
 
 
 @njit(cache=True, nogil=True)
+def _diagonal_tolerance(A, rel_tol):
+    """Smallest acceptable Cholesky pivot: ``rel_tol`` times the largest diagonal entry."""
+    scale = 0.0
+    for i in range(A.shape[0]):
+        scale = max(scale, abs(A[i, i]))
+    return rel_tol * max(scale, 1e-300)
+
+
+@njit(cache=True, nogil=True)
 def cholesky_checked(A, L, rel_tol=PIVOT_TOLERANCE):
     """Cholesky factor ``A = L L^T``; returns -1, or the index of the first pivot that is not
     above ``rel_tol`` times the largest diagonal entry (the matrix is singular there)."""
     n = A.shape[0]
-    scale = 0.0
-    for i in range(n):
-        scale = max(scale, abs(A[i, i]))
-    tol = rel_tol * max(scale, 1e-300)
+    tol = _diagonal_tolerance(A, rel_tol)
     L[:, :] = 0.0
     for j in range(n):
         d = A[j, j]
@@ -103,10 +109,7 @@ def tree_cholesky(A, tree, L, rel_tol=PIVOT_TOLERANCE):
     """
     order, anc_ptr, anc_idx = tree[0], tree[1], tree[2]
     n = A.shape[0]
-    scale = 0.0
-    for i in range(n):
-        scale = max(scale, abs(A[i, i]))
-    tol = rel_tol * max(scale, 1e-300)
+    tol = _diagonal_tolerance(A, rel_tol)
     L[:, :] = 0.0
     for k in range(n):
         L[k, k] = A[k, k]

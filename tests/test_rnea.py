@@ -25,15 +25,22 @@ def _system(seed):
     return random_system(seed, n_frames=n_frames)
 
 
-def _pass(system, q, dq, ddq, derivatives=False):
-    """tau (and its derivatives) of the tree: kinetic energy and gravity only."""
+def _kinematics(system, q, dq):
+    """Model, data after the forward pass, body inertias and composites."""
     model = system.model
-    n, nf = model.nq, model.nf
+    nf = model.nf
     data = create_data(model)
     forward_kinematics(model, q, dq, data)
     Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
     body_inertias(model, data, Ib, has_mass)
     composites_from_bodies(model, data, Ib, has_mass)
+    return model, data, Ib, has_mass
+
+
+def _pass(system, q, dq, ddq, derivatives=False):
+    """tau (and its derivatives) of the tree: kinetic energy and gravity only."""
+    model, data, Ib, has_mass = _kinematics(system, q, dq)
+    n, nf = model.nq, model.nf
     Ap, F, tau = np.empty((n, 6)), np.empty((nf, 6)), np.empty(n)
     newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau)
     if not derivatives:
@@ -62,14 +69,9 @@ def test_newton_euler_matches_the_euler_lagrange_form(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_adding_joint_accelerations_equals_a_pass_at_those_accelerations(seed):
     system, q, dq, _ = _system(seed)
-    model = system.model
+    model, data, Ib, has_mass = _kinematics(system, q, dq)
     n, nf = model.nq, model.nf
     ddq = np.random.default_rng(seed + 2).normal(size=n)
-    data = create_data(model)
-    forward_kinematics(model, q, dq, data)
-    Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
-    body_inertias(model, data, Ib, has_mass)
-    composites_from_bodies(model, data, Ib, has_mass)
     Ap, F, tau = np.empty((n, 6)), np.empty((nf, 6)), np.empty(n)
     newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau)
     Ap0, F0 = np.empty((n, 6)), np.empty((nf, 6))
