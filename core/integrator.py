@@ -45,6 +45,7 @@ from .rnea import mass_matrix
 from .linalg import condition_1norm, condition_from_lu, lu_checked, lu_solve
 
 OK, NEWTON_FAILED, SINGULAR_JACOBIAN, SINGULAR_M, SINGULAR_CONSTRAINT = 0, 1, 2, 3, 4
+_NO_SCRATCH = np.empty(0)
 
 
 class IntegratorError(ArithmeticError):
@@ -221,36 +222,181 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
 
 # ------------------------------------------------------------------------------ linearization
 @njit(cache=True, nogil=True)
-def _contract_sym(T, X, rows, out):
-    """``out[r] += X^T T[rows[r]] X`` (i.e. ``sum_jk T[i, j, k] X[j, a] X[k, b]``) using only
-    the non-zero rows and columns of each slice ``T[i]``: the tree makes them sparse."""
-    nj = T.shape[1]
-    used = np.empty(nj, np.int64)
-    for r in range(rows.shape[0]):
-        Ti = T[rows[r]]
-        k = 0
-        for j in range(nj):
-            for l in range(nj):
-                if Ti[j, l] != 0.0:
-                    used[k] = j
-                    k += 1
-                    break
-        if k == 0:
-            continue
-        sub = np.empty((k, k))
-        Xs = np.empty((k, X.shape[1]))
-        for a in range(k):
-            Xs[a] = X[used[a]]
-            for b in range(k):
-                sub[a, b] = Ti[used[a], used[b]]
-        out[r] += Xs.T @ (sub @ Xs)
+def _pair_tensors(der, dt, dyn, Fqq, H3lam, TG, TP):
+    """Second derivatives of G = D1 L_d + F_d^- and P = D2 L_d (dynamic rows) in the slot
+    variables w = (q0, q1): ``TG[a, s, t] = d2 G_dyn[a] / dw_s dw_t`` (2n x 2n), likewise TP.
+
+    In the midpoint variables xi = (qm, v) (blocks qq, qv, vv; T_vq = T_qv^T) they are
+    G: dt/2 Lqqq_i - Lqqv_.i + dt Fqq_i,  dt/2 Lqqv_i.. - Lqvv_.i.,  dt/2 Lqvv_i..  (P: + for -,
+    no force); with dqm/dq0 = dqm/dq1 = 1/2, dv/dq0 = -1/dt, dv/dq1 = 1/dt the slot blocks are
+    T_00 = Tqq/4 - (Tqv + Tvq)/(2dt) + Tvv/dt^2, T_01 = Tqq/4 + (Tqv - Tvq)/(2dt) - Tvv/dt^2,
+    T_11 = Tqq/4 + (Tqv + Tvq)/(2dt) + Tvv/dt^2. ``- lam . D3h(q0)`` enters G's q0 block.
+    """
+    n = der.Lqqq.shape[0]
+    Lqqq, Lqqv, Lqvv = der.Lqqq, der.Lqqv, der.Lqvv
+    half, c1, c2 = 0.5 * dt, 0.5 / dt, 1.0 / (dt * dt)
+    for a in range(dyn.shape[0]):
+        i = dyn[a]
+        for j in range(n):
+            for k in range(j, n):
+                lqq = half * Lqqq[i, j, k]
+                lvv = half * Lqvv[i, j, k] * c2
+                # qv blocks (j from qm, k from v) and their transposes (k from qm, j from v)
+                qv_jk = half * Lqqv[i, j, k]
+                qv_kj = half * Lqqv[i, k, j]
+                gqv_jk, gqv_kj = (qv_jk - Lqvv[j, i, k]) * c1, (qv_kj - Lqvv[k, i, j]) * c1
+                pqv_jk, pqv_kj = (qv_jk + Lqvv[j, i, k]) * c1, (qv_kj + Lqvv[k, i, j]) * c1
+                gqq = 0.25 * (lqq - Lqqv[j, k, i] + dt * Fqq[i, j, k])
+                pqq = 0.25 * (lqq + Lqqv[j, k, i])
+                # G and P blocks: 00, 01 (j in q0, k in q1), 10 (j in q1, k in q0), 11
+                g00 = gqq - gqv_jk - gqv_kj + lvv - H3lam[i, j, k]
+                g11 = gqq + gqv_jk + gqv_kj + lvv
+                g01 = gqq + gqv_jk - gqv_kj - lvv
+                g10 = gqq + gqv_kj - gqv_jk - lvv
+                p00 = pqq - pqv_jk - pqv_kj + lvv
+                p11 = pqq + pqv_jk + pqv_kj + lvv
+                p01 = pqq + pqv_jk - pqv_kj - lvv
+                p10 = pqq + pqv_kj - pqv_jk - lvv
+                TG[a, j, k] = TG[a, k, j] = g00
+                TG[a, n + j, n + k] = TG[a, n + k, n + j] = g11
+                TG[a, j, n + k] = TG[a, n + k, j] = g01
+                TG[a, n + j, k] = TG[a, k, n + j] = g10
+                TP[a, j, k] = TP[a, k, j] = p00
+                TP[a, n + j, n + k] = TP[a, n + k, n + j] = p11
+                TP[a, j, n + k] = TP[a, n + k, j] = p01
+                TP[a, n + j, k] = TP[a, k, n + j] = p10
+
+
+@njit(cache=True, nogil=True)
+def second_order_scratch(n, nd, nc):
+    """Length of the work space of the second-order linearization: the (2n)^2 pair tensors
+    of the nd + nc residual rows, of P's nd rows and of the 2 nd output rows."""
+    return (nc + 4 * nd) * 4 * n * n
+
+
+@njit(cache=True, nogil=True)
+def _second_order(der, dt, dyn, kin, Fqq, Fqu, H3lam, D2h0, D2h1, LU, piv, Pq1d, Q1, Lam, H,
+                  scratch):
+    """Second derivatives of ``x_k+1`` (see the module docstring); H's kinematic rows are 0.
+
+    The unknowns y = (q1_dyn, lam) solve R(y, z) = 0, R = [G + p0 - Dh(q0)^T lam; h(q1)]; so
+    ``q1_dyn,zz = N RHS`` with ``N = -(R_y^-1)[:nd]`` and ``RHS_b = R_b,ww(J, J)`` + cross terms,
+    ``J = d(q0, q1)/dz``; and ``p1_zz = P_ww(J, J) + Pq1 q1_dyn,zz``. Every output row is thus
+    a combination of the pair tensors, formed first in the small (2n)^2 space (one product) and
+    contracted once. J's rows for q0 and the kinematic part of q1 select a column of z; only
+    its nd rows for q1_dyn (= Y) are dense, so per output row the work is two products with Y.
+    The pair tensors live in ``scratch`` (see :func:`second_order_scratch`; reallocated if too
+    small): allocating megabytes per call made glibc return them to the OS and fault them
+    back in, which cost as much as the arithmetic.
+    """
+    n, nd, nk, nc = Q1.shape[0], dyn.shape[0], kin.shape[0], Lam.shape[0]
+    nz, m = Q1.shape[1], Fqu.shape[2]
+    ny = nd + nc
+    nw = 2 * n
+    cu = n + nd + nk
+    if nd == 0:  # everything prescribed: x_k+1 is linear in z
+        H[:, :, :] = 0.0
+        return
+    cr = cu + m
+    # combination weights: rows 0..nd-1 give q1_dyn, rows nd..2nd-1 give p1
+    Ry_inv = np.eye(ny)
+    lu_solve(LU, piv, Ry_inv)
+    Nc = np.empty((2 * nd, ny))
+    Nc[:nd] = -Ry_inv[:nd]
+    Nc[nd:] = Pq1d @ np.ascontiguousarray(Nc[:nd])
+    # pair tensors of every residual row: G rows, then constraint rows (h(q1): q1 block only)
+    size = nw * nw
+    if scratch.shape[0] < (ny + 3 * nd) * size:
+        scratch = np.empty((ny + 3 * nd) * size)
+    Tin = scratch[:ny * size].reshape(ny, nw, nw)
+    TP = scratch[ny * size:(ny + nd) * size].reshape(nd, nw, nw)
+    Tout = scratch[(ny + nd) * size:(ny + 3 * nd) * size].reshape(2 * nd, size)
+    Tin[nd:] = 0.0
+    _pair_tensors(der, dt, dyn, Fqq, H3lam, Tin, TP)
+    for r in range(nc):
+        Tin[nd + r, n:, n:] = D2h1[r]
+    np.dot(Nc, Tin.reshape(ny, size), Tout)
+    Tout[nd:] += TP.reshape(nd, size)
+    # cross terms of the G rows, combined the same way: forcing dt Fqu(dqm/dz, du/dz) and the
+    # multipliers' -(D2h_r(q0) dq0/dz) x dlam_r/dz (both symmetrized)
+    Ncg = np.ascontiguousarray(Nc[:, :nd])
+    Xq = 0.5 * Q1  # dqm/dz = (Q0 + Q1)/2, Q0 selects the q0 columns
+    for i in range(n):
+        Xq[i, i] += 0.5
+    # forcing: C[o, r] = (sum_a Nc[o, a] dt Fqu[dyn a, :, r]) . dqm/dz (zero for torques on
+    # variables: only inputs at frames depend on q)
+    force_cross = m > 0 and np.any(Fqu != 0.0)
+    C = np.empty((2 * nd, m, nz))
+    if force_cross:
+        Fd = np.empty((nd, m * n))
+        for a in range(nd):
+            Fd[a] = dt * np.ascontiguousarray(Fqu[dyn[a]].T).ravel()
+        C = ((Ncg @ Fd).reshape(2 * nd * m, n) @ Xq).reshape(2 * nd, m, nz)
+    Ec = np.empty((2 * nd, nc, n))
+    if nc > 0:
+        Ed = np.empty((nd, nc * n))
+        for a in range(nd):
+            for r in range(nc):
+                Ed[a, r * n:(r + 1) * n] = D2h0[r, dyn[a]]
+        Ec = (Ncg @ Ed).reshape(2 * nd, nc, n)
+    EcT = np.empty((2 * nd, n, nc))  # per output row, for one product with Lam
+    for o in range(2 * nd):
+        EcT[o] = Ec[o].T
+    EL = np.empty((n, nz))
+    # J: selection rows (q0 -> its column, q1_kin -> its rho column) and dense rows Y
+    ns = n + nk
+    sel_w, sel_col = np.empty(ns, np.int64), np.empty(ns, np.int64)
+    for j in range(n):
+        sel_w[j], sel_col[j] = j, j
+    for j in range(nk):
+        sel_w[n + j], sel_col[n + j] = n + kin[j], cr + j
+    Y = np.empty((nd, nz))
+    for a in range(nd):
+        Y[a] = Q1[dyn[a]]
+    YT = np.ascontiguousarray(Y.T)
+    TSD, TDD = np.empty((ns, nd)), np.empty((nd, nd))
+    W, K = np.empty((ns, nz)), np.empty((nd, nz))
+    for j in range(nk):  # q1_kin = rho1 and v1 are linear in z
+        H[kin[j]] = 0.0
+        H[n + nd + j] = 0.0
+    for o in range(2 * nd):
+        out = H[dyn[o]] if o < nd else H[n + o - nd]
+        T = Tout[o].reshape(nw, nw)
+        for s in range(ns):
+            for b in range(nd):
+                TSD[s, b] = T[sel_w[s], n + dyn[b]]
+        for a in range(nd):
+            for b in range(nd):
+                TDD[a, b] = T[n + dyn[a], n + dyn[b]]
+        np.dot(TDD, Y, K)
+        np.dot(YT, K, out)                       # Y^T T_DD Y
+        np.dot(TSD, Y, W)
+        for s in range(ns):                      # Sel^T T_SD Y and its transpose
+            cs = sel_col[s]
+            for c in range(nz):
+                out[cs, c] += W[s, c]
+                out[c, cs] += W[s, c]
+            for t in range(ns):                  # Sel^T T_SS Sel
+                out[cs, sel_col[t]] += T[sel_w[s], sel_w[t]]
+        if force_cross:
+            for r in range(m):
+                for c in range(nz):
+                    out[cu + r, c] += C[o, r, c]
+                    out[c, cu + r] += C[o, r, c]
+        if nc > 0:                               # multiplier cross terms (q0 rows/columns)
+            np.dot(EcT[o], Lam, EL)
+            for j in range(n):
+                for c in range(nz):
+                    out[j, c] -= EL[j, c]
+                    out[c, j] -= EL[j, c]
 
 
 @njit(cache=True, nogil=True)
 def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam, second,
-                  cond_limit, A, B, H, status, conds):
+                  cond_limit, A, B, H, status, conds, scratch):
     """Exact derivatives of ``x_k+1 = f(x_k, u_k)`` at a solved step (``q1``, ``lam`` from
-    :func:`del_step`). Fills ``A``, ``B`` and, with ``second``, ``H`` (see module docstring).
+    :func:`del_step`). Fills ``A``, ``B`` and, with ``second``, ``H`` (see module docstring);
+    ``scratch`` is work space for the second order (:func:`second_order_scratch`).
     ``status``: OK, SINGULAR_M or SINGULAR_CONSTRAINT; ``conds`` = the two condition numbers."""
     n, nd, nk, nc, m = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0], model.nu
     nx = n + nd + nk
@@ -360,69 +506,8 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     status[0], status[1] = OK, -1
     if not second:
         return
-    # second order: Xi = d(qm, v)/dz, T = second derivatives of G and P in (qm, v)
-    Xi = np.empty((2 * n, nz))
-    Xi[:n] = 0.5 * (Q0 + Q1)
-    Xi[n:] = (Q1 - Q0) / dt
-    TG = np.zeros((nd, 2 * n, 2 * n))  # rows of the dynamic variables only
-    TP = np.zeros((nd, 2 * n, 2 * n))
-    half = 0.5 * dt
-    for a in range(nd):
-        i = dyn[a]
-        for j in range(n):
-            for k in range(n):
-                TG[a, j, k] = half * der.Lqqq[i, j, k] - der.Lqqv[j, k, i] + dt * Fqq[i, j, k]
-                TP[a, j, k] = half * der.Lqqq[i, j, k] + der.Lqqv[j, k, i]
-                gqv = half * der.Lqqv[i, j, k] - der.Lqvv[j, i, k]
-                pqv = half * der.Lqqv[i, j, k] + der.Lqvv[j, i, k]
-                TG[a, j, n + k] = gqv
-                TG[a, n + k, j] = gqv
-                TP[a, j, n + k] = pqv
-                TP[a, n + k, j] = pqv
-                TG[a, n + j, n + k] = half * der.Lqvv[i, j, k]
-                TP[a, n + j, n + k] = half * der.Lqvv[i, j, k]
-    dyn_rows = np.arange(nd)
-    # the big arrays are written in place (views, no temporaries): at n = 40 each is several MB
-    # and copying them cost more than the matrix products
-    RHS = np.zeros((ny, nz * nz))
-    RHS_G = RHS[:nd].reshape(nd, nz, nz)
-    _contract_sym(TG, Xi, dyn_rows, RHS_G)
-    if m > 0:  # forcing's q-u cross terms: Fqu(Xi_q, U) + transpose; U selects the u columns
-        Xq = Xi[:n]
-        for a in range(nd):
-            C = (dt * Fqu[dyn[a]]).T @ Xq  # m x nz
-            for r in range(m):
-                RHS_G[a, cu + r] += C[r]
-                RHS_G[a, :, cu + r] += C[r]
-    if nc > 0:
-        # -lam . D3h(q0)(Q0, Q0): Q0 selects the q0 columns
-        for a in range(nd):
-            RHS_G[a, :n, :n] -= H3lam[dyn[a]]
-        # -(D2h_r(q0) Q0) x Lam_r - transpose
-        E = np.empty((nc, nz))
-        for a in range(nd):
-            for r in range(nc):
-                E[r, :] = 0.0
-                E[r, :n] = D2h0[r, dyn[a]]
-            EL = E.T @ Lam
-            RHS_G[a] -= EL + EL.T
-    for r in range(nc):
-        RHS[nd + r] = (Q1.T @ (D2h1[r] @ Q1)).ravel()
-    # q1_dyn,zz = -(R_y^-1 RHS)[:nd] (the multipliers' second derivatives are not needed)
-    Ry_inv = np.eye(ny)
-    lu_solve(LU, piv, Ry_inv)
-    neg_inv = -np.ascontiguousarray(Ry_inv[:nd])
-    Yzz = np.empty((nd, nz * nz))
-    np.dot(neg_inv, RHS, Yzz)
-    for a in range(nd):
-        H[dyn[a]] = Yzz[a].reshape(nz, nz)
-    for j in range(nk):  # q1_kin = rho1 and v1 are linear in z
-        H[kin[j]] = 0.0
-        H[n + nd + j] = 0.0
-    # p_k+1 = P(qm, v): P_q1 q1_zz + P_xixi(Xi, Xi); q1_zz is non-zero on dynamic rows only
-    Pzz = H[n:n + nd]
-    np.dot(Pq1d, Yzz, Pzz.reshape(nd, nz * nz))
-    _contract_sym(TP, Xi, dyn_rows, Pzz)
+    _second_order(der, dt, dyn, kin, Fqq, Fqu, H3lam, D2h0, D2h1, LU, piv, Pq1d, Q1, Lam, H,
+                  scratch)
 
 
 @njit(cache=True, nogil=True)
@@ -631,9 +716,21 @@ class MidpointVI:
         H = np.empty((self.nx, nz, nz)) if second else np.empty((0, 0, 0))
         status, conds = np.zeros(2, np.int64), np.zeros(2)
         del_linearize(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
-                      u_force, rho, q1, lam, second, self.condition_limit, A, B, H, status, conds)
+                      u_force, rho, q1, lam, second, self.condition_limit, A, B, H, status, conds,
+                      self._scratch(second))
         self._raise_singular(int(status[0]), conds, None)
         return A, B, H
+
+    def _scratch(self, second):
+        """Per-thread work space of the second-order linearization (kept: see _second_order)."""
+        if not second:
+            return _NO_SCRATCH
+        cache = self._last.__dict__
+        size = second_order_scratch(self.nq, self.nd, self.system.model.nh)
+        scratch = cache.get("scratch")
+        if scratch is None or scratch.shape[0] != size:
+            scratch = cache["scratch"] = np.empty(size)
+        return scratch
 
     def _raise_singular(self, code, conds, step):
         at = f" at step {step}" if step is not None else ""
@@ -707,9 +804,12 @@ def _linearize_pairs(model, data_proto, der_proto, dt, dyn, kin, Q, Qnext, P, LA
         data = copy_data(data_proto)
         der = copy_derivs(der_proto)
         st = np.zeros(2, np.int64)
+        scratch = np.empty(second_order_scratch(model.nq, dyn.shape[0], model.hc_kind.shape[0])
+                           if second else 0)
         for k in range(c, N, nchunks):
             del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k],
-                          Qnext[k + 1], LAM[k], second, cond_limit, As[k], Bs[k], Hs[k], st, conds[k])
+                          Qnext[k + 1], LAM[k], second, cond_limit, As[k], Bs[k], Hs[k], st, conds[k],
+                          scratch)
             stat[k] = st[0]
 
 

@@ -32,7 +32,7 @@ from numba import njit
 import core
 from core.dynamics import check_vector, workspace
 from core.forces import generalized_force
-from core.integrator import OK, IntegratorError, del_linearize, del_step
+from core.integrator import OK, IntegratorError, del_linearize, del_step, second_order_scratch
 from core.lagrangian import gradient_hessian, prepare
 from core.linalg import cholesky_checked, cholesky_solve
 
@@ -135,9 +135,10 @@ def _control(model, data, der, dyn, kin, q, dq, x_ref, u_ref, K, x, u):
 
 @njit(cache=True, nogil=True)
 def _step_linearize(model, data, der, dt, dyn, kin, m, x, u, tol, max_iter, cond_limit, mode,
-                    xn, A, B, H, status, info, conds):
+                    xn, A, B, H, status, info, conds, scratch):
     """One integrator step from x with u (mode 0), plus (A, B) (mode 1) or (A, B, H) (mode 2).
-    status[0]: 0 ok, 1 step failed (status[1] = core status code), 2 linearization singular."""
+    status[0]: 0 ok, 1 step failed (status[1] = core status code), 2 linearization singular.
+    ``scratch``: second-order work space (core.integrator.second_order_scratch)."""
     n, nd, nk = model.nq, dyn.shape[0], kin.shape[0]
     q0 = x[:n].copy()
     p0 = x[n:n + nd].copy()
@@ -155,7 +156,7 @@ def _step_linearize(model, data, der, dt, dyn, kin, m, x, u, tol, max_iter, cond
         xn[n + nd + j] = (rho[j] - q0[kin[j]]) / dt
     if mode > 0:
         del_linearize(model, data, der, dt, dyn, kin, q0, p0, uf, rho, q1, lam, mode == 2,
-                      cond_limit, A, B, H, st, conds)
+                      cond_limit, A, B, H, st, conds, scratch)
         if st[0] != OK:
             status[0], status[1] = 2, st[0]
             return
@@ -171,9 +172,11 @@ def _linearize_along(model, data, der, dt, dyn, kin, m, X, U, tol, max_iter, con
     nx = X.shape[1]
     xn = np.empty(nx)
     st = np.zeros(2, np.int64)
+    scratch = np.empty(second_order_scratch(model.nq, dyn.shape[0], model.hc_kind.shape[0])
+                       if second else 0)
     for k in range(U.shape[0]):
         _step_linearize(model, data, der, dt, dyn, kin, m, X[k], U[k], tol, max_iter, cond_limit,
-                        2 if second else 1, xn, A[k], B[k], H[k], st, info, conds)
+                        2 if second else 1, xn, A[k], B[k], H[k], st, info, conds, scratch)
         if st[0] != 0:
             status[0], status[1], status[2] = st[0], st[1], k
             return
@@ -487,7 +490,7 @@ class Plant:
         vi = self.vi
         _step_linearize(self.model, data, der, self.dt, self.dyn, self.kin, self.m, x, u,
                         vi.tolerance, vi.max_iterations, vi.condition_limit, mode, xn, A, B, H,
-                        status, info, conds)
+                        status, info, conds, vi._scratch(mode == 2))
         if status[0] != 0:
             self._raise(status, info, conds)
         if not np.all(np.isfinite(xn)):
