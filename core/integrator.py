@@ -26,7 +26,8 @@ How the derivatives are exact: the next configuration and multipliers ``y = (q_k
 solve ``R(y, z) = 0``; so ``dy/dz = -R_y^-1 R_z`` and ``R_y y_zz = -R_ww(W, W)`` with ``W`` the
 first derivatives of every argument of ``R``. ``R`` depends on ``(q_k, q_k+1)`` only through
 the midpoint ``xi = (qm, v)``, so its second derivatives are third derivatives of ``L`` at ``xi``
-contracted with ``Xi = dxi/dz`` (and the constraint terms ``lam . D3h(q_k)``, ``D2h(q_k+1)``).
+(and the constraint terms ``lam . D3h(q_k)``, ``D2h(q_k+1)``), taken in the slot variables
+``w = (q_k, q_k+1)`` and contracted with ``J = dw/dz`` (see :func:`_second_order`).
 ``R_y`` is ``[[M_k+1, -Dh(q_k)^T], [Dh(q_k+1), 0]]`` restricted to dynamic columns; the
 singularity checks of Sec. VII test ``M_k+1`` and ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T``.
 """
