@@ -321,28 +321,27 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, H3lam, D2h0, D2h1, LU, piv, Pq1d,
     # cross terms of the G rows, combined the same way: forcing dt Fqu(dqm/dz, du/dz) and the
     # multipliers' -(D2h_r(q0) dq0/dz) x dlam_r/dz (both symmetrized)
     Ncg = np.ascontiguousarray(Nc[:, :nd])
-    Xq = 0.5 * Q1  # dqm/dz = (Q0 + Q1)/2, Q0 selects the q0 columns
-    for i in range(n):
-        Xq[i, i] += 0.5
     # forcing: C[o, r] = (sum_a Nc[o, a] dt Fqu[dyn a, :, r]) . dqm/dz (zero for torques on
     # variables: only inputs at frames depend on q)
     force_cross = m > 0 and np.any(Fqu != 0.0)
     C = np.empty((2 * nd, m, nz))
     if force_cross:
+        Xq = 0.5 * Q1  # dqm/dz = (dq0/dz + Q1)/2, dq0/dz selects the q0 columns
+        for i in range(n):
+            Xq[i, i] += 0.5
         Fd = np.empty((nd, m * n))
         for a in range(nd):
             Fd[a] = dt * np.ascontiguousarray(Fqu[dyn[a]].T).ravel()
         C = ((Ncg @ Fd).reshape(2 * nd * m, n) @ Xq).reshape(2 * nd, m, nz)
-    Ec = np.empty((2 * nd, nc, n))
+    # multipliers: E[o, j, r] = sum_a Nc[o, a] D2h_r(q0)[dyn a, j], then E[o] Lam per row
+    E = np.empty((2 * nd, n, nc))
     if nc > 0:
-        Ed = np.empty((nd, nc * n))
+        Ed = np.empty((nd, n * nc))
         for a in range(nd):
-            for r in range(nc):
-                Ed[a, r * n:(r + 1) * n] = D2h0[r, dyn[a]]
-        Ec = (Ncg @ Ed).reshape(2 * nd, nc, n)
-    EcT = np.empty((2 * nd, n, nc))  # per output row, for one product with Lam
-    for o in range(2 * nd):
-        EcT[o] = Ec[o].T
+            for j in range(n):
+                for r in range(nc):
+                    Ed[a, j * nc + r] = D2h0[r, dyn[a], j]
+        E = (Ncg @ Ed).reshape(2 * nd, n, nc)
     EL = np.empty((n, nz))
     # J: selection rows (q0 -> its column, q1_kin -> its rho column) and dense rows Y
     ns = n + nk
@@ -385,7 +384,7 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, H3lam, D2h0, D2h1, LU, piv, Pq1d,
                     out[cu + r, c] += C[o, r, c]
                     out[c, cu + r] += C[o, r, c]
         if nc > 0:                               # multiplier cross terms (q0 rows/columns)
-            np.dot(EcT[o], Lam, EL)
+            np.dot(E[o], Lam, EL)
             for j in range(n):
                 for c in range(nz):
                     out[j, c] -= EL[j, c]
@@ -415,10 +414,8 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     _constraint_rows(model, data, q1, 2 if second else 1, lam, h1, Dh1, D2h1, np.empty((0, 0, 0)))
     _midpoint(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, Fqq, Fqu)
     Gq0, Gq1, Pq0, Pq1, Gu = _slot_jacobians(der, dt, Fq, Fv, Fu)
-    # known first derivatives of the arguments: Q0 = dq0/dz, Qk1 = d q1_kin/dz, U = du/dz
-    Q0 = np.zeros((n, nz))
-    for i in range(n):
-        Q0[i, i] = 1.0
+    # Q1 = dq1/dz: kinematic rows select rho1 (dynamic rows: Y below); dq0/dz = [I 0] is used
+    # as a selection throughout
     Q1 = np.zeros((n, nz))
     for j in range(nk):
         Q1[kin[j], cr + j] = 1.0
