@@ -307,8 +307,8 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, H3lam, D2h0, D2h1, LU, piv, Pq1d,
     Nc[nd:] = Pq1d @ np.ascontiguousarray(Nc[:nd])
     # pair tensors of every residual row: G rows, then constraint rows (h(q1): q1 block only)
     size = nw * nw
-    if scratch.shape[0] < (ny + 3 * nd) * size:
-        scratch = np.empty((ny + 3 * nd) * size)
+    if scratch.shape[0] < second_order_scratch(n, nd, nc):
+        scratch = np.empty(second_order_scratch(n, nd, nc))
     Tin = scratch[:ny * size].reshape(ny, nw, nw)
     TP = scratch[ny * size:(ny + nd) * size].reshape(nd, nw, nw)
     Tout = scratch[(ny + nd) * size:(ny + 3 * nd) * size].reshape(2 * nd, size)

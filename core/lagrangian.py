@@ -23,10 +23,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .kinematics import (PAIR_SQUARED_DISTANCE, bracket, composites, compose_scalar, dot6,
-                         forward_kinematics, joint_union, matvec6, omega_cross, pair_jet,
-                         spatial_inertia)
-from .rnea import cross_force
+from .kinematics import (PAIR_SQUARED_DISTANCE, bracket, composites, compose_scalar,
+                         cross_force, dot6, forward_kinematics, joint_union, matvec6,
+                         omega_cross, pair_jet, spatial_inertia)
 from .structs import record_type, set_constructor
 
 DERIV_FIELDS = ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv", "dLqq", "dLqv", "dLvv"]

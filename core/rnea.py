@@ -31,20 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .kinematics import bracket, dot6, matvec6
-
-
-@njit(cache=True, nogil=True)
-def cross_force(x, F, out):
-    """Dual action of twist ``x = (v, w)`` on wrench ``F = (f, n)``: ``(w x f, v x f + w x n)``."""
-    v0, v1, v2, w0, w1, w2 = x[0], x[1], x[2], x[3], x[4], x[5]
-    f0, f1, f2, n0, n1, n2 = F[0], F[1], F[2], F[3], F[4], F[5]
-    out[0] = w1 * f2 - w2 * f1
-    out[1] = w2 * f0 - w0 * f2
-    out[2] = w0 * f1 - w1 * f0
-    out[3] = v1 * f2 - v2 * f1 + w1 * n2 - w2 * n1
-    out[4] = v2 * f0 - v0 * f2 + w2 * n0 - w0 * n2
-    out[5] = v0 * f1 - v1 * f0 + w0 * n1 - w1 * n0
+from .kinematics import bracket, cross_force, dot6, matvec6
 
 
 @njit(cache=True, nogil=True)
