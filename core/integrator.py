@@ -276,8 +276,8 @@ def second_order_scratch(n, nd, nc):
 
 
 @njit(cache=True, nogil=True)
-def _second_order(der, dt, dyn, kin, Fqq, Fqu, H3lam, D2h0, D2h1, LU, piv, Pq1d, Q1, Lam, H,
-                  scratch):
+def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, LU, piv, Pq1d, Q1, Lam,
+                  H, scratch):
     """Second derivatives of ``x_k+1`` (see the module docstring); H's kinematic rows are 0.
 
     The unknowns y = (q1_dyn, lam) solve R(y, z) = 0, R = [G + p0 - Dh(q0)^T lam; h(q1)]; so
@@ -294,7 +294,7 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, H3lam, D2h0, D2h1, LU, piv, Pq1d,
     nz, m = Q1.shape[1], Fqu.shape[2]
     ny = nd + nc
     nw = 2 * n
-    cu = n + nd + nk
+    cp, cu = n, n + nd + nk          # columns of z where p0 and u start
     if nd == 0:  # everything prescribed: x_k+1 is linear in z
         H[:, :, :] = 0.0
         return
@@ -321,9 +321,28 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, H3lam, D2h0, D2h1, LU, piv, Pq1d,
     # cross terms of the G rows, combined the same way: forcing dt Fqu(dqm/dz, du/dz) and the
     # multipliers' -(D2h_r(q0) dq0/dz) x dlam_r/dz (both symmetrized)
     Ncg = np.ascontiguousarray(Nc[:, :nd])
-    # forcing: C[o, r] = (sum_a Nc[o, a] dt Fqu[dyn a, :, r]) . dqm/dz (zero for torques on
-    # variables: only inputs at frames depend on q)
     force_cross = m > 0 and np.any(Fqu != 0.0)
+    # Without a forcing cross term the inputs enter the residual only as p0 + Gu u (Gu = dt Fu
+    # constant here: torques on variables), so H's u columns are combinations of its p0
+    # columns; when each input drives at most one dynamic variable they are scaled copies. The
+    # contraction then runs in z' = z without the u columns (for a chain with a torque on every
+    # joint a third fewer columns) and the u rows and columns are copied in afterwards.
+    u_src, u_gain = np.full(m, -1, np.int64), np.zeros(m)
+    reduce_u = m > 0 and not force_cross
+    for r in range(m):
+        for a in range(nd):
+            g = Gu[dyn[a], r]
+            if g != 0.0:
+                if u_src[r] >= 0:
+                    reduce_u = False
+                u_src[r], u_gain[r] = a, g
+    mr = 0 if reduce_u else m            # u columns kept in z'
+    nzr = nz - m + mr
+    keep = np.empty(nzr, np.int64)       # z index of each column of z'
+    for c in range(nzr):
+        keep[c] = c if c < cu + mr else c + m - mr
+    # forcing: C[o, r] = (sum_a Nc[o, a] dt Fqu[dyn a, :, r]) . dqm/dz (Fu depends on q only
+    # through inputs at frames)
     C = np.empty((2 * nd, m, nz))
     if force_cross:
         Xq = 0.5 * Q1  # dqm/dz = (dq0/dz + Q1)/2, dq0/dz selects the q0 columns
@@ -333,35 +352,44 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, H3lam, D2h0, D2h1, LU, piv, Pq1d,
         for a in range(nd):
             Fd[a] = dt * np.ascontiguousarray(Fqu[dyn[a]].T).ravel()
         C = ((Ncg @ Fd).reshape(2 * nd * m, n) @ Xq).reshape(2 * nd, m, nz)
-    # multipliers: E[o, j, r] = sum_a Nc[o, a] D2h_r(q0)[dyn a, j], then E[o] Lam per row
-    E = np.empty((2 * nd, n, nc))
+    # multipliers: E[o, j, r] = sum_a Nc[o, a] D2h_r(q0)[dyn a, j] and its transpose per row
+    E, Et = np.empty((2 * nd, n, nc)), np.empty((2 * nd, nc, n))
     if nc > 0:
-        Ed = np.empty((nd, n * nc))
+        Ed, Edt = np.empty((nd, n * nc)), np.empty((nd, nc * n))
         for a in range(nd):
             for j in range(n):
                 for r in range(nc):
-                    Ed[a, j * nc + r] = D2h0[r, dyn[a], j]
+                    Ed[a, j * nc + r] = Edt[a, r * n + j] = D2h0[r, dyn[a], j]
         E = (Ncg @ Ed).reshape(2 * nd, n, nc)
-    EL = np.empty((n, nz))
-    # J: selection rows (q0 -> its column, q1_kin -> its rho column) and dense rows Y
+        Et = (Ncg @ Edt).reshape(2 * nd, nc, n)
+    # J = dw/dz in z': selection rows (q0 -> its column, q1_kin -> its rho column), dense rows Y
     ns = n + nk
     sel_w, sel_col = np.empty(ns, np.int64), np.empty(ns, np.int64)
     for j in range(n):
         sel_w[j], sel_col[j] = j, j
     for j in range(nk):
-        sel_w[n + j], sel_col[n + j] = n + kin[j], cr + j
-    Y = np.empty((nd, nz))
-    for a in range(nd):
-        Y[a] = Q1[dyn[a]]
-    YT = np.ascontiguousarray(Y.T)
+        sel_w[n + j], sel_col[n + j] = n + kin[j], cr - m + mr + j
+    Y, LamR = np.empty((nd, nzr)), np.empty((nc, nzr))
+    for c in range(nzr):
+        for a in range(nd):
+            Y[a, c] = Q1[dyn[a], keep[c]]
+        for r in range(nc):
+            LamR[r, c] = Lam[r, keep[c]]
+    YT, LamT = np.ascontiguousarray(Y.T), np.ascontiguousarray(LamR.T)
     TSD, TDD = np.empty((ns, nd)), np.empty((nd, nd))
-    W, K = np.empty((ns, nz)), np.empty((nd, nz))
+    W, K = np.empty((ns, nzr)), np.empty((nd, nzr))
+    EL, ELT = np.empty((n, nzr)), np.empty((nzr, n))
+    O = np.empty((nzr, nzr)) if reduce_u else np.empty((0, 0))
     for j in range(nk):  # q1_kin = rho1 and v1 are linear in z
         H[kin[j]] = 0.0
         H[n + nd + j] = 0.0
     for o in range(2 * nd):
         out = H[dyn[o]] if o < nd else H[n + o - nd]
+        Oo = O if reduce_u else out
         T = Tout[o].reshape(nw, nw)
+        # J^T T J = Y^T (T_D. J) + Sel^T (T_S. J) with both factors built row by row, so that
+        # no column of the output is written on its own (such strided writes cost as much as
+        # the products); T_D. J = T_DD Y + T_DS Sel, T_S. J = T_SD Y + T_SS Sel
         for s in range(ns):
             for b in range(nd):
                 TSD[s, b] = T[sel_w[s], n + dyn[b]]
@@ -369,26 +397,49 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, H3lam, D2h0, D2h1, LU, piv, Pq1d,
             for b in range(nd):
                 TDD[a, b] = T[n + dyn[a], n + dyn[b]]
         np.dot(TDD, Y, K)
-        np.dot(YT, K, out)                       # Y^T T_DD Y
+        for a in range(nd):
+            for s in range(ns):
+                K[a, sel_col[s]] += TSD[s, a]
+        np.dot(YT, K, Oo)
         np.dot(TSD, Y, W)
-        for s in range(ns):                      # Sel^T T_SD Y and its transpose
-            cs = sel_col[s]
-            for c in range(nz):
-                out[cs, c] += W[s, c]
-                out[c, cs] += W[s, c]
-            for t in range(ns):                  # Sel^T T_SS Sel
-                out[cs, sel_col[t]] += T[sel_w[s], sel_w[t]]
-        if force_cross:
-            for r in range(m):
-                for c in range(nz):
-                    out[cu + r, c] += C[o, r, c]
-                    out[c, cu + r] += C[o, r, c]
-        if nc > 0:                               # multiplier cross terms (q0 rows/columns)
-            np.dot(E[o], Lam, EL)
+        for s in range(ns):
+            for t in range(ns):
+                W[s, sel_col[t]] += T[sel_w[s], sel_w[t]]
+        if nc > 0:  # multipliers: -(Sel_q0^T E_o Lam + its transpose)
+            np.dot(E[o], LamR, EL)
+            np.dot(LamT, Et[o], ELT)
             for j in range(n):
-                for c in range(nz):
-                    out[j, c] -= EL[j, c]
-                    out[c, j] -= EL[j, c]
+                W[j] -= EL[j]
+            for c in range(nzr):
+                Oo[c, :n] -= ELT[c]
+        for s in range(ns):
+            Oo[sel_col[s]] += W[s]
+        if force_cross:  # (z' = z here)
+            for c in range(nz):
+                for r in range(m):
+                    out[c, cu + r] += C[o, r, c]
+            for r in range(m):
+                out[cu + r] += C[o, r]
+        if reduce_u:
+            _expand_inputs(O, cp, cu, u_src, u_gain, out)
+
+
+@njit(cache=True, nogil=True)
+def _expand_inputs(O, cp, cu, u_src, u_gain, out):
+    """``out`` (z x z) from ``O`` (z' x z', z' = z without the u columns [cu, cu + m)): input r
+    acts as ``u_gain[r]`` times the momentum of dynamic variable ``u_src[r]`` (-1: no effect)."""
+    m, nzr = u_src.shape[0], O.shape[0]
+    for c in range(nzr):
+        row, src = out[c if c < cu else c + m], O[c]
+        row[:cu] = src[:cu]
+        row[cu + m:] = src[cu:]
+        for r in range(m):
+            row[cu + r] = u_gain[r] * src[cp + u_src[r]] if u_src[r] >= 0 else 0.0
+    for r in range(m):
+        if u_src[r] >= 0:
+            out[cu + r] = u_gain[r] * out[cp + u_src[r]]
+        else:
+            out[cu + r] = 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -504,8 +555,8 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     status[0], status[1] = OK, -1
     if not second:
         return
-    _second_order(der, dt, dyn, kin, Fqq, Fqu, H3lam, D2h0, D2h1, LU, piv, Pq1d, Q1, Lam, H,
-                  scratch)
+    _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, LU, piv, Pq1d, Q1, Lam,
+                  H, scratch)
 
 
 @njit(cache=True, nogil=True)

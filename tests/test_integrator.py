@@ -47,21 +47,23 @@ def test_pendulum_second_order_matches_paper():
 KINDS = ["tx", "ty", "tz", "rx", "ry", "rz"]
 
 
-def random_vi_system(seed):
+def random_vi_system(seed, wrench=True):
     """A random system (see :func:`_random_vi_system`) whose constraints are independent."""
     rng = np.random.default_rng(seed)
     while True:
-        s, q = _random_vi_system(rng)
+        s, q = _random_vi_system(rng, wrench)
         Dh = s.constraint(q, order=1)[1]
         dyn = [i for i, nm in enumerate(s.config_names) if nm not in ("hand_y", "string")]
         if np.linalg.svd(Dh[:, dyn], compute_uv=False).min() > 0.05:
             return s, q, rng
 
 
-def _random_vi_system(rng):
+def _random_vi_system(rng, wrench=True):
     """A random tree with every transform kind, full inertias, damping, springs, torque and
     wrench inputs, a closed loop (distance constraint), a kinematic 'hand' variable and a
-    'string' (distance constraint whose length is a kinematic variable); consistent state."""
+    'string' (distance constraint whose length is a kinematic variable); consistent state.
+    Without ``wrench`` the inputs are torques only (two on one rotation, one on the kinematic
+    hand): the second order then takes its input-affine shortcut (u columns from p0 columns)."""
     s = core.System(gravity=list(rng.normal(size=3) * 3.0), name="random_vi")
     frames, nvar = ["world"], 0
     for i in range(int(rng.integers(4, 8))):
@@ -79,7 +81,13 @@ def _random_vi_system(rng):
     s.add_damping("q0", 0.3)
     s.add_spring("config", config="q1", stiffness=2.0, rest=0.1)
     s.add_input("torque", config="q0")
-    s.add_input("wrench", frame=frames[2])
+    if wrench:
+        s.add_input("wrench", frame=frames[2])
+    else:
+        s.add_input("torque", config="hand_y")
+        s.add_input("torque", config="q3")   # rotations: q0..q2 are translations at the root,
+        s.add_input("torque", config="q4")   # on which the dynamics depend linearly
+        s.add_input("torque", config="q3", name="q3_second")
     # choose the configuration first, then close the loop and cut the string to fit it
     q = rng.normal(size=s.nq) * 0.4
     q[s.config_index("hand_y")] = 0.2
@@ -126,9 +134,10 @@ def rel_err(exact, approx):
     return np.linalg.norm(exact - approx) / max(1.0, np.linalg.norm(exact))
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_first_and_second_order_match_finite_differences(seed):
-    s, q, rng = random_vi_system(seed)
+@pytest.mark.parametrize("seed, wrench", [(seed, True) for seed in range(6)]
+                         + [(seed, False) for seed in range(6, 9)])
+def test_first_and_second_order_match_finite_differences(seed, wrench):
+    s, q, rng = random_vi_system(seed, wrench)
     vi = core.MidpointVI(s, 0.01, tolerance=1e-13)
     x, u = consistent_state(vi, q, rng)
     nx = vi.nx
@@ -141,6 +150,16 @@ def test_first_and_second_order_match_finite_differences(seed):
     AB = lambda zz: np.hstack(vi.linearize(zz[:nx], zz[nx:]))
     H_fd = fd_jacobian(AB, z, 1e-4)  # [i, a, b] = d(dx_i/dz_a)/dz_b
     assert rel_err(H, H_fd) < 1e-4
+    # block by block too (q, p and v of x_k; force inputs; rho_k+1): the input blocks are
+    # O(dt^2) and a wrong one would hide in the error of the whole tensor
+    n, m = vi.nq, s.nu
+    edges = [0, n, nx, nx + m, z.size]
+    scale = np.linalg.norm(H)
+    for a0, a1 in zip(edges[:-1], edges[1:]):
+        for b0, b1 in zip(edges[:-1], edges[1:]):
+            exact, approx = H[:, a0:a1, b0:b1], H_fd[:, a0:a1, b0:b1]
+            err = np.linalg.norm(exact - approx)
+            assert err < 1e-4 * max(np.linalg.norm(exact), 1e-6 * scale), (a0, b0, err)
     assert np.allclose(H, H.transpose(0, 2, 1), atol=1e-10 * max(1.0, np.abs(H).max()))
 
 
