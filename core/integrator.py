@@ -222,10 +222,20 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
 
 
 # ------------------------------------------------------------------------------ linearization
+@njit(cache=True, nogil=True, inline="always")
+def _packed(s, t, nw):
+    """Position of entry (s, t) = (t, s) of a symmetric nw x nw matrix stored as its upper
+    triangle row by row: row s holds (s, s..nw-1), nw (nw + 1) / 2 numbers in all."""
+    if s > t:
+        s, t = t, s
+    return s * nw - (s * (s - 1)) // 2 + t - s
+
+
 @njit(cache=True, nogil=True)
 def _pair_tensors(der, dt, dyn, Fqq, H3lam, TG, TP):
     """Second derivatives of G = D1 L_d + F_d^- and P = D2 L_d (dynamic rows) in the slot
-    variables w = (q0, q1): ``TG[a, s, t] = d2 G_dyn[a] / dw_s dw_t`` (2n x 2n), likewise TP.
+    variables w = (q0, q1): ``TG[a, _packed(s, t, 2n)] = d2 G_dyn[a] / dw_s dw_t``, likewise
+    TP, each a symmetric 2n x 2n matrix stored packed (see :func:`_packed`).
 
     In the midpoint variables xi = (qm, v) (blocks qq, qv, vv; T_vq = T_qv^T) they are
     G: dt/2 Lqqq_i - Lqqv_.i + dt Fqq_i,  dt/2 Lqqv_i.. - Lqvv_.i.,  dt/2 Lqvv_i..  (P: + for -,
@@ -234,10 +244,12 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, TG, TP):
     T_11 = Tqq/4 + (Tqv + Tvq)/(2dt) + Tvv/dt^2. ``- lam . D3h(q0)`` enters G's q0 block.
     """
     n = der.Lqqq.shape[0]
+    nw = 2 * n
     Lqqq, Lqqv, Lqvv = der.Lqqq, der.Lqqv, der.Lqvv
     half, c1, c2 = 0.5 * dt, 0.5 / dt, 1.0 / (dt * dt)
     for a in range(dyn.shape[0]):
         i = dyn[a]
+        G, P = TG[a], TP[a]
         for j in range(n):
             for k in range(j, n):
                 lqq = half * Lqqq[i, j, k]
@@ -249,30 +261,25 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, TG, TP):
                 pqv_jk, pqv_kj = (qv_jk + Lqvv[j, i, k]) * c1, (qv_kj + Lqvv[k, i, j]) * c1
                 gqq = 0.25 * (lqq - Lqqv[j, k, i] + dt * Fqq[i, j, k])
                 pqq = 0.25 * (lqq + Lqqv[j, k, i])
-                # G and P blocks: 00, 01 (j in q0, k in q1), 10 (j in q1, k in q0), 11
-                g00 = gqq - gqv_jk - gqv_kj + lvv - H3lam[i, j, k]
-                g11 = gqq + gqv_jk + gqv_kj + lvv
-                g01 = gqq + gqv_jk - gqv_kj - lvv
-                g10 = gqq + gqv_kj - gqv_jk - lvv
-                p00 = pqq - pqv_jk - pqv_kj + lvv
-                p11 = pqq + pqv_jk + pqv_kj + lvv
-                p01 = pqq + pqv_jk - pqv_kj - lvv
-                p10 = pqq + pqv_kj - pqv_jk - lvv
-                TG[a, j, k] = TG[a, k, j] = g00
-                TG[a, n + j, n + k] = TG[a, n + k, n + j] = g11
-                TG[a, j, n + k] = TG[a, n + k, j] = g01
-                TG[a, n + j, k] = TG[a, k, n + j] = g10
-                TP[a, j, k] = TP[a, k, j] = p00
-                TP[a, n + j, n + k] = TP[a, n + k, n + j] = p11
-                TP[a, j, n + k] = TP[a, n + k, j] = p01
-                TP[a, n + j, k] = TP[a, k, n + j] = p10
+                # blocks 00, 11, 01 (j in q0, k in q1) and 10 (j in q1, k in q0)
+                s00, s11 = _packed(j, k, nw), _packed(n + j, n + k, nw)
+                s01, s10 = _packed(j, n + k, nw), _packed(k, n + j, nw)
+                G[s00] = gqq - gqv_jk - gqv_kj + lvv - H3lam[i, j, k]
+                G[s11] = gqq + gqv_jk + gqv_kj + lvv
+                G[s01] = gqq + gqv_jk - gqv_kj - lvv
+                G[s10] = gqq + gqv_kj - gqv_jk - lvv
+                P[s00] = pqq - pqv_jk - pqv_kj + lvv
+                P[s11] = pqq + pqv_jk + pqv_kj + lvv
+                P[s01] = pqq + pqv_jk - pqv_kj - lvv
+                P[s10] = pqq + pqv_kj - pqv_jk - lvv
 
 
 @njit(cache=True, nogil=True)
 def second_order_scratch(n, nd, nc):
-    """Length of the work space of the second-order linearization: the (2n)^2 pair tensors
-    of the nd + nc residual rows, of P's nd rows and of the 2 nd output rows."""
-    return (nc + 4 * nd) * 4 * n * n
+    """Length of the work space of the second-order linearization: the packed symmetric
+    (2n)^2 pair tensors of the nd + nc residual rows, of P's nd rows and of the 2 nd output
+    rows."""
+    return (nc + 4 * nd) * n * (2 * n + 1)
 
 
 @njit(cache=True, nogil=True)
@@ -306,18 +313,21 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, LU, piv, P
     Nc[:nd] = -Ry_inv[:nd]
     Nc[nd:] = Pq1d @ np.ascontiguousarray(Nc[:nd])
     # pair tensors of every residual row: G rows, then constraint rows (h(q1): q1 block only)
-    size = nw * nw
+    # (symmetric: stored packed, which halves the memory traffic of the combination product)
+    size = n * (nw + 1)
     if scratch.shape[0] < second_order_scratch(n, nd, nc):
         scratch = np.empty(second_order_scratch(n, nd, nc))
-    Tin = scratch[:ny * size].reshape(ny, nw, nw)
-    TP = scratch[ny * size:(ny + nd) * size].reshape(nd, nw, nw)
+    Tin = scratch[:ny * size].reshape(ny, size)
+    TP = scratch[ny * size:(ny + nd) * size].reshape(nd, size)
     Tout = scratch[(ny + nd) * size:(ny + 3 * nd) * size].reshape(2 * nd, size)
     Tin[nd:] = 0.0
     _pair_tensors(der, dt, dyn, Fqq, H3lam, Tin, TP)
     for r in range(nc):
-        Tin[nd + r, n:, n:] = D2h1[r]
-    np.dot(Nc, Tin.reshape(ny, size), Tout)
-    Tout[nd:] += TP.reshape(nd, size)
+        for j in range(n):
+            for k in range(j, n):
+                Tin[nd + r, _packed(n + j, n + k, nw)] = D2h1[r, j, k]
+    np.dot(Nc, Tin, Tout)
+    Tout[nd:] += TP
     # cross terms of the G rows, combined the same way: forcing dt Fqu(dqm/dz, du/dz) and the
     # multipliers' -(D2h_r(q0) dq0/dz) x dlam_r/dz (both symmetrized)
     Ncg = np.ascontiguousarray(Nc[:, :nd])
@@ -352,33 +362,32 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, LU, piv, P
         for a in range(nd):
             Fd[a] = dt * np.ascontiguousarray(Fqu[dyn[a]].T).ravel()
         C = ((Ncg @ Fd).reshape(2 * nd * m, n) @ Xq).reshape(2 * nd, m, nz)
-    # multipliers: E[o, j, r] = sum_a Nc[o, a] D2h_r(q0)[dyn a, j] and its transpose per row
-    E, Et = np.empty((2 * nd, n, nc)), np.empty((2 * nd, nc, n))
+    # multipliers: E[o, j, r] = sum_a Nc[o, a] D2h_r(q0)[dyn a, j]
+    E = np.empty((2 * nd, n, nc))
     if nc > 0:
-        Ed, Edt = np.empty((nd, n * nc)), np.empty((nd, nc * n))
+        Ed = np.empty((nd, n * nc))
         for a in range(nd):
             for j in range(n):
                 for r in range(nc):
-                    Ed[a, j * nc + r] = Edt[a, r * n + j] = D2h0[r, dyn[a], j]
+                    Ed[a, j * nc + r] = D2h0[r, dyn[a], j]
         E = (Ncg @ Ed).reshape(2 * nd, n, nc)
-        Et = (Ncg @ Edt).reshape(2 * nd, nc, n)
-    # J = dw/dz in z': selection rows (q0 -> its column, q1_kin -> its rho column), dense rows Y
-    ns = n + nk
+    # J = dw/dz in z': selection rows (q0 -> its column, q1_kin -> its rho column) and dense
+    # rows Y; the multipliers' cross term is a q0-lam block of T, so their rows Lam join Y
+    ns, nl = n + nk, nd + nc
     sel_w, sel_col = np.empty(ns, np.int64), np.empty(ns, np.int64)
     for j in range(n):
         sel_w[j], sel_col[j] = j, j
     for j in range(nk):
         sel_w[n + j], sel_col[n + j] = n + kin[j], cr - m + mr + j
-    Y, LamR = np.empty((nd, nzr)), np.empty((nc, nzr))
+    Y = np.empty((nl, nzr))                  # [q1_dyn; lam] rows of J
     for c in range(nzr):
         for a in range(nd):
             Y[a, c] = Q1[dyn[a], keep[c]]
         for r in range(nc):
-            LamR[r, c] = Lam[r, keep[c]]
-    YT, LamT = np.ascontiguousarray(Y.T), np.ascontiguousarray(LamR.T)
-    TSD, TDD = np.empty((ns, nd)), np.empty((nd, nd))
-    W, K = np.empty((ns, nzr)), np.empty((nd, nzr))
-    EL, ELT = np.empty((n, nzr)), np.empty((nzr, n))
+            Y[nd + r, c] = Lam[r, keep[c]]
+    YT = np.ascontiguousarray(Y.T)
+    TSL, TLL = np.zeros((ns, nl)), np.empty((nd, nd))
+    W, K = np.empty((ns, nzr)), np.zeros((nl, nzr))
     O = np.empty((nzr, nzr)) if reduce_u else np.empty((0, 0))
     for j in range(nk):  # q1_kin = rho1 and v1 are linear in z
         H[kin[j]] = 0.0
@@ -386,34 +395,35 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, LU, piv, P
     for o in range(2 * nd):
         out = H[dyn[o]] if o < nd else H[n + o - nd]
         Oo = O if reduce_u else out
-        T = Tout[o].reshape(nw, nw)
-        # J^T T J = Y^T (T_D. J) + Sel^T (T_S. J) with both factors built row by row, so that
+        T = Tout[o]
+        # J^T T J = Y^T (T_L. J) + Sel^T (T_S. J) with both factors built row by row, so that
         # no column of the output is written on its own (such strided writes cost as much as
-        # the products); T_D. J = T_DD Y + T_DS Sel, T_S. J = T_SD Y + T_SS Sel
+        # the products). L = (q1_dyn, lam): T_LL = [[T_DD, 0], [0, 0]], T_SL = [T_SD, -E_o]
+        # (q0 rows), so T_L. J = T_LL Y + T_LS Sel and T_S. J = T_SL Y + T_SS Sel.
         for s in range(ns):
             for b in range(nd):
-                TSD[s, b] = T[sel_w[s], n + dyn[b]]
+                TSL[s, b] = T[_packed(sel_w[s], n + dyn[b], nw)]
+        for j in range(n):
+            for r in range(nc):
+                TSL[j, nd + r] = -E[o, j, r]
         for a in range(nd):
             for b in range(nd):
-                TDD[a, b] = T[n + dyn[a], n + dyn[b]]
-        np.dot(TDD, Y, K)
-        for a in range(nd):
+                TLL[a, b] = T[_packed(n + dyn[a], n + dyn[b], nw)]
+        np.dot(TLL, Y[:nd], K[:nd])
+        for a in range(nl):
             for s in range(ns):
-                K[a, sel_col[s]] += TSD[s, a]
+                K[a, sel_col[s]] += TSL[s, a]
         np.dot(YT, K, Oo)
-        np.dot(TSD, Y, W)
+        np.dot(TSL, Y, W)
         for s in range(ns):
             for t in range(ns):
-                W[s, sel_col[t]] += T[sel_w[s], sel_w[t]]
-        if nc > 0:  # multipliers: -(Sel_q0^T E_o Lam + its transpose)
-            np.dot(E[o], LamR, EL)
-            np.dot(LamT, Et[o], ELT)
-            for j in range(n):
-                W[j] -= EL[j]
-            for c in range(nzr):
-                Oo[c, :n] -= ELT[c]
+                W[s, sel_col[t]] += T[_packed(sel_w[s], sel_w[t], nw)]
         for s in range(ns):
-            Oo[sel_col[s]] += W[s]
+            row = Oo[sel_col[s]]
+            for c in range(nzr):
+                row[c] += W[s, c]
+        if nc > 0:  # K's lam rows hold only the T_LS Sel part: clear it for the next row
+            K[nd:] = 0.0
         if force_cross:  # (z' = z here)
             for c in range(nz):
                 for r in range(m):
@@ -429,17 +439,23 @@ def _expand_inputs(O, cp, cu, u_src, u_gain, out):
     """``out`` (z x z) from ``O`` (z' x z', z' = z without the u columns [cu, cu + m)): input r
     acts as ``u_gain[r]`` times the momentum of dynamic variable ``u_src[r]`` (-1: no effect)."""
     m, nzr = u_src.shape[0], O.shape[0]
+    nz = nzr + m
     for c in range(nzr):
         row, src = out[c if c < cu else c + m], O[c]
-        row[:cu] = src[:cu]
-        row[cu + m:] = src[cu:]
+        for d in range(cu):
+            row[d] = src[d]
+        for d in range(cu, nzr):
+            row[d + m] = src[d]
         for r in range(m):
             row[cu + r] = u_gain[r] * src[cp + u_src[r]] if u_src[r] >= 0 else 0.0
     for r in range(m):
+        row = out[cu + r]
         if u_src[r] >= 0:
-            out[cu + r] = u_gain[r] * out[cp + u_src[r]]
+            g, src = u_gain[r], out[cp + u_src[r]]
+            for d in range(nz):
+                row[d] = g * src[d]
         else:
-            out[cu + r] = 0.0
+            row[:] = 0.0
 
 
 @njit(cache=True, nogil=True)
