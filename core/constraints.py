@@ -51,8 +51,8 @@ def holonomic(model, data, q, order, lam, w, h, H1, H2, H3lam, H3ww):
         kind = model.hc_kind[r]
         frames[0], frames[1] = model.hc_f1[r], model.hc_f2[r]
         k = joint_union(model, frames, pos, idx)
-        k3 = k if order >= 3 else 0
-        J1, J2, J3 = np.zeros(k), np.zeros((k, k)), np.zeros((k3, k3, k3))
+        k2, k3 = (k if order >= 2 else 0), (k if order >= 3 else 0)
+        J1, J2, J3 = np.zeros(k), np.zeros((k2, k2)), np.zeros((k3, k3, k3))
         val = pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1], model.hc_axis[r],
                        jet_order, pos, k, J1, J2, J3)
         if kind == HC_DISTANCE:

@@ -474,10 +474,11 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     n3 = n if second else 0
     Fqq, Fqu = np.empty((n3, n3, n3)), np.empty((n3, n3, m if second else 0))
-    h0, Dh0, D2h0 = np.empty(nc), np.zeros((nc, n)), np.zeros((nc, n, n))
+    # (holonomic() zeroes what it fills; D2h(q_k+1) only enters the second order)
+    h0, Dh0, D2h0 = np.empty(nc), np.empty((nc, n)), np.empty((nc, n, n))
     H3lam = np.zeros((n3, n3, n3))
     _constraint_rows(model, data, q0, 3 if second else 2, lam, h0, Dh0, D2h0, H3lam)
-    h1, Dh1, D2h1 = np.empty(nc), np.zeros((nc, n)), np.zeros((nc, n, n))
+    h1, Dh1, D2h1 = np.empty(nc), np.empty((nc, n)), np.empty((nc, n3, n3))
     _constraint_rows(model, data, q1, 2 if second else 1, lam, h1, Dh1, D2h1, np.empty((0, 0, 0)))
     _midpoint(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, Fqq, Fqu)
     Gq0, Gq1, Pq0, Pq1, Gu = _slot_jacobians(der, dt, Fq, Fv, Fu)
@@ -487,8 +488,10 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     for j in range(nk):
         Q1[kin[j], cr + j] = 1.0
     lamD2h0 = np.zeros((n, n))
-    for r in range(nc):
-        lamD2h0 += lam[r] * D2h0[r]
+    for r in range(nc):  # (a loop: lam[r] * D2h0[r] would build a temporary per constraint)
+        for i in range(n):
+            for j in range(n):
+                lamD2h0[i, j] += lam[r] * D2h0[r, i, j]
     # R_y and R_z (first order); unknowns y = (q1_dyn, lam)
     ny = nd + nc
     Ry = np.zeros((ny, ny))

@@ -318,29 +318,27 @@ def point_jet(model, data, f, local, order, pos, x, X1, X2, X3):
     j = model.frame_joint[f]
     lo, hi = model.anc_ptr[j], model.anc_ptr[j + 1]
     S = data.S
-    t1 = np.empty(3)
-    t2 = np.empty(3)
-    t3 = np.empty(3)
+    # each derivative is written in place and copied to its symmetric slots (no temporaries:
+    # this runs per constraint and per spring on every evaluation)
     for ic in range(lo, hi):
         c = model.anc_idx[ic]
         pc = pos[c]
-        screw_act(S[c], x, t1)
-        X1[pc, :] = t1
+        screw_act(S[c], x, X1[pc])
         if order < 2:
             continue
         for ib in range(lo, ic + 1):
             b = model.anc_idx[ib]
             pb = pos[b]
-            omega_cross(S[b], t1, t2)  # d2x/dq_b dq_c = w_b x (S_c * x) for b <= c
-            X2[pb, pc, :] = t2
+            t2 = X2[pb, pc]
+            omega_cross(S[b], X1[pc], t2)  # d2x/dq_b dq_c = w_b x (S_c * x) for b <= c
             X2[pc, pb, :] = t2
             if order < 3:
                 continue
             for ia in range(lo, ib + 1):
                 a = model.anc_idx[ia]
                 pa = pos[a]
+                t3 = X3[pa, pb, pc]
                 omega_cross(S[a], t2, t3)
-                X3[pa, pb, pc, :] = t3
                 X3[pa, pc, pb, :] = t3
                 X3[pb, pa, pc, :] = t3
                 X3[pb, pc, pa, :] = t3
@@ -416,27 +414,34 @@ def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3):
 
     Returns the value; fills ``H1``, ``H2``, ``H3`` up to ``order``.
     """
-    x1, x2 = np.zeros(3), np.zeros(3)
-    X1a, X1b = np.zeros((k, 3)), np.zeros((k, 3))
-    X2a, X2b = np.zeros((k, k, 3)), np.zeros((k, k, 3))
+    # only the orders asked for are allocated; w = p1 - p2 is formed in place in p1's jet
+    k2 = k if order >= 2 else 0
     k3 = k if order >= 3 else 0
-    X3a, X3b = np.zeros((k3, k3, k3, 3)), np.zeros((k3, k3, k3, 3))
-    origin = np.zeros(3)
-    point_jet(model, data, f1, origin, order, pos, x1, X1a, X2a, X3a)
+    w, x2, origin = np.zeros(3), np.zeros(3), np.zeros(3)
+    W1, X1b = np.zeros((k, 3)), np.zeros((k, 3))
+    W2, X2b = np.zeros((k2, k2, 3)), np.zeros((k2, k2, 3))
+    W3, X3b = np.zeros((k3, k3, k3, 3)), np.zeros((k3, k3, k3, 3))
+    point_jet(model, data, f1, origin, order, pos, w, W1, W2, W3)
     point_jet(model, data, f2, origin, order, pos, x2, X1b, X2b, X3b)
-    # w = p1 - p2 (jets subtract)
-    w, W1, W2, W3 = x1 - x2, X1a - X1b, X2a - X2b, X3a - X3b
+    w -= x2
+    W1 -= X1b
+    W2 -= X2b
+    W3 -= X3b
     if kind == PAIR_SQUARED_DISTANCE:
         return bilinear_jet(k, order, w, W1, W2, W3, w, W1, W2, W3, H1, H2, H3)
     if kind == PAIR_AXIS_DIFFERENCE:
         e = np.zeros(3)
         e[axis] = 1.0
-        Z1, Z2, Z3 = np.zeros((k, 3)), np.zeros((k, k, 3)), np.zeros((k3, k3, k3, 3))
+        Z1, Z2, Z3 = np.zeros((k, 3)), np.zeros((k2, k2, 3)), np.zeros((k3, k3, k3, 3))
         return bilinear_jet(k, order, e, Z1, Z2, Z3, w, W1, W2, W3, H1, H2, H3)
     # plane: n = tip - origin of the plane frame, tip at unit distance along its axis
     tip = np.zeros(3)
-    T1, T2, T3 = np.zeros((k, 3)), np.zeros((k, k, 3)), np.zeros((k3, k3, k3, 3))
+    T1, T2, T3 = np.zeros((k, 3)), np.zeros((k2, k2, 3)), np.zeros((k3, k3, k3, 3))
     local = np.zeros(3)
     local[axis] = 1.0
     point_jet(model, data, f2, local, order, pos, tip, T1, T2, T3)
-    return bilinear_jet(k, order, tip - x2, T1 - X1b, T2 - X2b, T3 - X3b, w, W1, W2, W3, H1, H2, H3)
+    tip -= x2
+    T1 -= X1b
+    T2 -= X2b
+    T3 -= X3b
+    return bilinear_jet(k, order, tip, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
