@@ -492,10 +492,12 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         for i in range(n):
             for j in range(n):
                 lamD2h0[i, j] += lam[r] * D2h0[r, i, j]
-    # R_y and R_z (first order); unknowns y = (q1_dyn, lam)
+    # R_y and R_z (first order); unknowns y = (q1_dyn, lam). Nothing depends on v_k, so R_z
+    # is kept without those nk columns: z' = [q0, p0, u, rho1], u from cul, rho1 from crl
     ny = nd + nc
+    cul, crl = cu - nk, cr - nk
     Ry = np.zeros((ny, ny))
-    Rz = np.zeros((ny, nz))
+    Rz = np.zeros((ny, nz - nk))
     for a in range(nd):
         i = dyn[a]
         for b in range(nd):
@@ -506,14 +508,14 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         for j in range(n):
             Rz[a, j] += Gq0[i, j] - lamD2h0[i, j]
         for j in range(nk):
-            Rz[a, cr + j] += Gq1[i, kin[j]]
+            Rz[a, crl + j] += Gq1[i, kin[j]]
         for r in range(m):
-            Rz[a, cu + r] += Gu[i, r]
+            Rz[a, cul + r] += Gu[i, r]
     for r in range(nc):
         for b in range(nd):
             Ry[nd + r, b] = Dh1[r, dyn[b]]
         for j in range(nk):
-            Rz[nd + r, cr + j] = Dh1[r, kin[j]]
+            Rz[nd + r, crl + j] = Dh1[r, kin[j]]
     # Sec. VII checks: M_k+1 and Dh(q_k+1) M_k+1^-1 Dh(q_k)^T (one LU of M_k+1 serves the
     # condition number, the Schur complement and, without constraints, the solve below)
     Mk = Ry[:nd, :nd].copy()
@@ -539,12 +541,16 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         if lu_checked(Ry, LU, piv) >= 0:
             status[0], status[1] = SINGULAR_CONSTRAINT, -1
             return
-        Y = -Rz
-        lu_solve(LU, piv, Y)
+        Yl = -Rz
+        lu_solve(LU, piv, Yl)
     else:
         LU, piv = LUm, pivm
         # the inverse is at hand (condition number): one BLAS product
-        Y = -(Minv @ Rz) if nd > 0 else -Rz
+        Yl = -(Minv @ Rz) if nd > 0 else -Rz
+    Y = np.zeros((ny, nz))                   # dy/dz (zero v_k columns back in)
+    for a in range(ny):
+        Y[a, :cul] = Yl[a, :cul]
+        Y[a, cu:] = Yl[a, cul:]
     for a in range(nd):
         Q1[dyn[a]] = Y[a]
     Lam = Y[nd:]
