@@ -290,9 +290,12 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, LU, piv, P
     The unknowns y = (q1_dyn, lam) solve R(y, z) = 0, R = [G + p0 - Dh(q0)^T lam; h(q1)]; so
     ``q1_dyn,zz = N RHS`` with ``N = -(R_y^-1)[:nd]`` and ``RHS_b = R_b,ww(J, J)`` + cross terms,
     ``J = d(q0, q1)/dz``; and ``p1_zz = P_ww(J, J) + Pq1 q1_dyn,zz``. Every output row is thus
-    a combination of the pair tensors, formed first in the small (2n)^2 space (one product) and
-    contracted once. J's rows for q0 and the kinematic part of q1 select a column of z; only
-    its nd rows for q1_dyn (= Y) are dense, so per output row the work is two products with Y.
+    a combination of the pair tensors (packed symmetric), formed first in the small (2n)^2
+    space (one product) and contracted once. J's rows for q0 and the kinematic part of q1
+    select a column of z; only its nd rows for q1_dyn are dense, joined by the nc rows of
+    dlam/dz for the multipliers' q0-lam cross term (together ``Y``), so per output row the
+    work is two products with Y. Inputs that act as ``p0 + dt Fu u`` with constant ``Fu``
+    are left out of the contraction and copied from the p0 rows and columns afterwards.
     The pair tensors live in ``scratch`` (see :func:`second_order_scratch`; reallocated if too
     small): allocating megabytes per call made glibc return them to the OS and fault them
     back in, which cost as much as the arithmetic.
