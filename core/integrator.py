@@ -43,7 +43,7 @@ from .forces import generalized_force
 from .kinematics import composites, copy_data, create_data, forward_kinematics
 from .lagrangian import copy_derivs, create_derivs, gradient_hessian, prepare, third_order
 from .rnea import mass_matrix
-from .linalg import condition_1norm, condition_from_lu, lu_checked, lu_solve
+from .linalg import condition_from_lu, lu_checked, lu_solve
 
 OK, NEWTON_FAILED, SINGULAR_JACOBIAN, SINGULAR_M, SINGULAR_CONSTRAINT = 0, 1, 2, 3, 4
 _NO_SCRATCH = np.empty(0)
@@ -283,8 +283,8 @@ def second_order_scratch(n, nd, nc):
 
 
 @njit(cache=True, nogil=True)
-def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, LU, piv, Pq1d, Q1, Lam,
-                  H, scratch):
+def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq1d, Q1, Lam, H,
+                  scratch):
     """Second derivatives of ``x_k+1`` (see the module docstring); H's kinematic rows are 0.
 
     The unknowns y = (q1_dyn, lam) solve R(y, z) = 0, R = [G + p0 - Dh(q0)^T lam; h(q1)]; so
@@ -310,8 +310,6 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, LU, piv, P
         return
     cr = cu + m
     # combination weights: rows 0..nd-1 give q1_dyn, rows nd..2nd-1 give p1
-    Ry_inv = np.eye(ny)
-    lu_solve(LU, piv, Ry_inv)
     Nc = np.empty((2 * nd, ny))
     Nc[:nd] = -Ry_inv[:nd]
     Nc[nd:] = Pq1d @ np.ascontiguousarray(Nc[:nd])
@@ -519,8 +517,8 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
             Ry[nd + r, b] = Dh1[r, dyn[b]]
         for j in range(nk):
             Rz[nd + r, crl + j] = Dh1[r, kin[j]]
-    # Sec. VII checks: M_k+1 and Dh(q_k+1) M_k+1^-1 Dh(q_k)^T (one LU of M_k+1 serves the
-    # condition number, the Schur complement and, without constraints, the solve below)
+    # Sec. VII checks: M_k+1 and Dh(q_k+1) M_k+1^-1 Dh(q_k)^T (one LU of M_k+1 gives its
+    # condition number and its inverse, from which the Schur complement and R_y^-1 follow)
     Mk = Ry[:nd, :nd].copy()
     LUm = np.empty((nd, nd))
     pivm = np.empty(nd, np.int64)
@@ -533,23 +531,33 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         status[0], status[1] = SINGULAR_M, -1
         return
     if nc > 0:
-        MinvDh0t = np.ascontiguousarray(-Ry[:nd, nd:])
-        lu_solve(LUm, pivm, MinvDh0t)
-        conds[1] = condition_1norm(np.ascontiguousarray(Ry[nd:, :nd]) @ MinvDh0t)
+        # R_y^-1 by blocks from M^-1 and the Schur complement S = Dh(q1) M^-1 Dh(q0)^T (its
+        # condition is the Sec. VII-B check): with B = M^-1 Dh(q0)^T and C = S^-1 Dh(q1) M^-1,
+        # R_y^-1 = [[M^-1 - B C, B S^-1], [-C, S^-1]] (dynamic columns throughout)
+        D0t = np.ascontiguousarray(-Ry[:nd, nd:])
+        D1 = np.ascontiguousarray(Ry[nd:, :nd])
+        Bm = Minv @ D0t
+        S = D1 @ Bm
+        LUs = np.empty((nc, nc))
+        pivs = np.empty(nc, np.int64)
+        Sinv = np.empty((nc, nc))
+        if lu_checked(S, LUs, pivs) >= 0:
+            conds[1] = np.inf
+        else:
+            conds[1] = condition_from_lu(S, LUs, pivs, Sinv)
         if not conds[1] < cond_limit:
             status[0], status[1] = SINGULAR_CONSTRAINT, -1
             return
-        LU = np.empty((ny, ny))
-        piv = np.empty(ny, np.int64)
-        if lu_checked(Ry, LU, piv) >= 0:
-            status[0], status[1] = SINGULAR_CONSTRAINT, -1
-            return
-        Yl = -Rz
-        lu_solve(LU, piv, Yl)
+        Cm = Sinv @ (D1 @ Minv)
+        Ry_inv = np.empty((ny, ny))
+        Ry_inv[:nd, :nd] = Minv - Bm @ Cm
+        Ry_inv[:nd, nd:] = Bm @ Sinv
+        Ry_inv[nd:, :nd] = -Cm
+        Ry_inv[nd:, nd:] = Sinv
     else:
-        LU, piv = LUm, pivm
-        # the inverse is at hand (condition number): one BLAS product
-        Yl = -(Minv @ Rz) if nd > 0 else -Rz
+        Ry_inv = Minv
+    # one BLAS product for every column of z (the inverse is at hand: condition numbers)
+    Yl = -(Ry_inv @ Rz) if ny > 0 else -Rz
     Y = np.zeros((ny, nz))                   # dy/dz (zero v_k columns back in)
     for a in range(ny):
         Y[a, :cul] = Yl[a, :cul]
@@ -583,8 +591,8 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     status[0], status[1] = OK, -1
     if not second:
         return
-    _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, LU, piv, Pq1d, Q1, Lam,
-                  H, scratch)
+    _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq1d, Q1, Lam, H,
+                  scratch)
 
 
 @njit(cache=True, nogil=True)

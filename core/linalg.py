@@ -251,16 +251,3 @@ def condition_from_lu(A, LU, piv, inv):
         inv[i, i] = 1.0
     lu_solve(LU, piv, inv)
     return np.abs(A).sum(axis=0).max() * np.abs(inv).sum(axis=0).max()
-
-
-@njit(cache=True, nogil=True)
-def condition_1norm(A):
-    """Exact 1-norm condition number ``|A|_1 |A^-1|_1`` (inf when singular)."""
-    n = A.shape[0]
-    if n == 0:
-        return 1.0
-    LU = np.empty((n, n))
-    piv = np.empty(n, np.int64)
-    if lu_checked(A, LU, piv) >= 0:
-        return np.inf
-    return condition_from_lu(A, LU, piv, np.empty((n, n)))
