@@ -212,14 +212,21 @@ def workspace(system, third_order: bool = False):
     return entries[slot]
 
 
+def is_plain_vector(x, n: int, finite: bool = True) -> bool:
+    """Whether ``x`` can be used as it is: a C-contiguous float64 vector of length ``n``
+    (with ``finite``: all entries finite; a finite x . x means finite entries, and an
+    overflow only sends ``x`` down the slow path of :func:`check_vector`)."""
+    return (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,)
+            and x.flags.c_contiguous and (not finite or math.isfinite(np.dot(x, x))))
+
+
 def check_vector(name: str, x, n: int, names=None, finite: bool = True) -> np.ndarray:
     """``x`` as a float64 vector of length ``n``, or a ValueError naming what is wrong.
 
     ``finite=False`` leaves the NaN/inf check to a kernel that reports it (see
     :func:`refuse_nonfinite`)."""
-    if (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,)
-            and x.flags.c_contiguous and (not finite or math.isfinite(x.sum()))):
-        return x    # fast path (a finite sum means finite entries; overflow falls through)
+    if is_plain_vector(x, n, finite):
+        return x
     arr = np.asarray(x if x is not None else np.zeros(n), dtype=float)
     if arr.ndim != 1 or arr.shape[0] != n:
         label = f" ({', '.join(names)})" if names is not None and n <= 12 else ""

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from .constraints import holonomic
-from .dynamics import check_vector, workspace
+from .dynamics import check_vector, is_plain_vector, workspace
 from .forces import generalized_force
 from .kinematics import composites, copy_data, create_data, forward_kinematics
 from .lagrangian import copy_derivs, create_derivs, gradient_hessian, prepare, third_order
@@ -681,14 +681,18 @@ class MidpointVI:
         return cached[1], cached[2]
 
     # ---------------------------------------------------------------- conversions
+    # (called on every step and linearization: the names for the error message are only
+    # looked up when the check fails)
     def split_state(self, x):
-        x = check_vector("x", x, self.nx, self._names()[0])
-        n, nd = self.nq, self.nd
+        n, nd = self._nq, self._nd
+        if not is_plain_vector(x, n + nd + self._nk):
+            x = check_vector("x", x, n + nd + self._nk, self._names()[0])
         return x[:n], x[n:n + nd], x[n + nd:]
 
     def split_input(self, u):
-        u = check_vector("u", u, self.nu, self._names()[1])
-        m = self.system.nu
+        if not is_plain_vector(u, self._nu):
+            u = check_vector("u", u, self._nu, self._names()[1])
+        m = self._nu - self._nk
         return u[:m].copy(), u[m:].copy()
 
     def state(self, q, p, v=None):
