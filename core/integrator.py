@@ -336,8 +336,9 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
     # Without a forcing cross term the inputs enter the residual only as p0 + Gu u (Gu = dt Fu
     # constant here: torques on variables), so H's u columns are combinations of its p0
     # columns; when each input drives at most one dynamic variable they are scaled copies. The
-    # contraction then runs in z' = z without the u columns (for a chain with a torque on every
-    # joint a third fewer columns) and the u rows and columns are copied in afterwards.
+    # contraction then runs without the u columns (for a chain with a torque on every joint a
+    # third fewer columns) and the u rows and columns are copied in afterwards. Nothing depends
+    # on v_k either: z' = [q0, p0, u (unless copied), rho1].
     u_src, u_gain = np.full(m, -1, np.int64), np.zeros(m)
     reduce_u = m > 0 and not force_cross
     for r in range(m):
@@ -348,10 +349,10 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
                     reduce_u = False
                 u_src[r], u_gain[r] = a, g
     mr = 0 if reduce_u else m            # u columns kept in z'
-    nzr = nz - m + mr
+    nzr = nz - m + mr - nk
     keep = np.empty(nzr, np.int64)       # z index of each column of z'
     for c in range(nzr):
-        keep[c] = c if c < cu + mr else c + m - mr
+        keep[c] = c if c < cp + nd else (c + nk if c < cp + nd + mr else c + nk + m - mr)
     # forcing: C[o, r] = (sum_a Nc[o, a] dt Fqu[dyn a, :, r]) . dqm/dz (Fu depends on q only
     # through inputs at frames)
     C = np.empty((2 * nd, m, nz))
@@ -379,7 +380,7 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
     for j in range(n):
         sel_w[j], sel_col[j] = j, j
     for j in range(nk):
-        sel_w[n + j], sel_col[n + j] = n + kin[j], cr - m + mr + j
+        sel_w[n + j], sel_col[n + j] = n + kin[j], cp + nd + mr + j
     Y = np.empty((nl, nzr))                  # [q1_dyn; lam] rows of J
     for c in range(nzr):
         for a in range(nd):
@@ -389,13 +390,14 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
     YT = np.ascontiguousarray(Y.T)
     TSL, TLL = np.zeros((ns, nl)), np.empty((nd, nd))
     W, K = np.empty((ns, nzr)), np.zeros((nl, nzr))
-    O = np.empty((nzr, nzr)) if reduce_u else np.empty((0, 0))
+    direct = nzr == nz                   # z' = z: the products write H's rows themselves
+    O = np.empty((0, 0)) if direct else np.empty((nzr, nzr))
     for j in range(nk):  # q1_kin = rho1 and v1 are linear in z
         H[kin[j]] = 0.0
         H[n + nd + j] = 0.0
     for o in range(2 * nd):
         out = H[dyn[o]] if o < nd else H[n + o - nd]
-        Oo = O if reduce_u else out
+        Oo = out if direct else O
         T = Tout[o]
         # J^T T J = Y^T (T_L. J) + Sel^T (T_S. J) with both factors built row by row, so that
         # no column of the output is written on its own (such strided writes cost as much as
@@ -425,38 +427,46 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
                 row[c] += W[s, c]
         if nc > 0:  # K's lam rows hold only the T_LS Sel part: clear it for the next row
             K[nd:] = 0.0
-        if force_cross:  # (z' = z here)
+        if not direct:
+            _expand(O, cp, cp + nd, cu, reduce_u, u_src, u_gain, out)
+        if force_cross:
             for c in range(nz):
                 for r in range(m):
                     out[c, cu + r] += C[o, r, c]
             for r in range(m):
                 out[cu + r] += C[o, r]
-        if reduce_u:
-            _expand_inputs(O, cp, cu, u_src, u_gain, out)
 
 
 @njit(cache=True, nogil=True)
-def _expand_inputs(O, cp, cu, u_src, u_gain, out):
-    """``out`` (z x z) from ``O`` (z' x z', z' = z without the u columns [cu, cu + m)): input r
-    acts as ``u_gain[r]`` times the momentum of dynamic variable ``u_src[r]`` (-1: no effect)."""
-    m, nzr = u_src.shape[0], O.shape[0]
-    nz = nzr + m
+def _expand(O, cp, na, cu, reduce_u, u_src, u_gain, out):
+    """``out`` (z x z) from ``O`` (z' x z'). z' = [q0, p0 (z's first ``na`` columns), u (unless
+    ``reduce_u``), rho1]: the v_k rows and columns [na, cu) are zero and, with ``reduce_u``,
+    input r acts as ``u_gain[r]`` times the momentum of dynamic variable ``u_src[r]`` (column
+    ``cp + u_src[r]``; -1: no effect)."""
+    nzr, nz, m = O.shape[0], out.shape[0], u_src.shape[0]
+    shift = cu - na + (m if reduce_u else 0)  # z index of z' column c >= na, minus c
     for c in range(nzr):
-        row, src = out[c if c < cu else c + m], O[c]
-        for d in range(cu):
+        row, src = out[c if c < na else c + shift], O[c]
+        for d in range(na):
             row[d] = src[d]
-        for d in range(cu, nzr):
-            row[d + m] = src[d]
+        for d in range(na, cu):
+            row[d] = 0.0
+        for d in range(na, nzr):
+            row[d + shift] = src[d]
+        if reduce_u:
+            for r in range(m):
+                row[cu + r] = u_gain[r] * src[cp + u_src[r]] if u_src[r] >= 0 else 0.0
+    for d in range(na, cu):
+        out[d, :] = 0.0
+    if reduce_u:
         for r in range(m):
-            row[cu + r] = u_gain[r] * src[cp + u_src[r]] if u_src[r] >= 0 else 0.0
-    for r in range(m):
-        row = out[cu + r]
-        if u_src[r] >= 0:
-            g, src = u_gain[r], out[cp + u_src[r]]
-            for d in range(nz):
-                row[d] = g * src[d]
-        else:
-            row[:] = 0.0
+            row = out[cu + r]
+            if u_src[r] >= 0:
+                g, src = u_gain[r], out[cp + u_src[r]]
+                for d in range(nz):
+                    row[d] = g * src[d]
+            else:
+                row[:] = 0.0
 
 
 @njit(cache=True, nogil=True)
