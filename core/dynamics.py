@@ -214,10 +214,10 @@ def workspace(system, third_order: bool = False):
 
 def is_plain_vector(x, n: int, finite: bool = True) -> bool:
     """Whether ``x`` can be used as it is: a C-contiguous float64 vector of length ``n``
-    (with ``finite``: all entries finite; a finite x . x means finite entries, and an
-    overflow only sends ``x`` down the slow path of :func:`check_vector`)."""
+    (with ``finite``: all entries finite; a finite sum means finite entries, and an overflow
+    only sends ``x`` down the slow path of :func:`check_vector`)."""
     return (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,)
-            and x.flags.c_contiguous and (not finite or math.isfinite(np.dot(x, x))))
+            and x.flags.c_contiguous and (not finite or math.isfinite(x.sum())))
 
 
 def check_vector(name: str, x, n: int, names=None, finite: bool = True) -> np.ndarray:
