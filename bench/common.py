@@ -10,8 +10,8 @@ import time
 import numpy as np
 
 
-def median_us(fn, repeat: int = 200, warmup: int = 3, budget_s: float = 2.0) -> float:
-    """Median wall time of ``fn()`` in microseconds (fewer repeats if a call is slow)."""
+def times_us(fn, repeat: int = 200, warmup: int = 3, budget_s: float = 2.0) -> np.ndarray:
+    """Wall times of ``fn()`` in microseconds (fewer repeats if a call is slow)."""
     for _ in range(warmup):
         fn()
     times = []
@@ -22,7 +22,12 @@ def median_us(fn, repeat: int = 200, warmup: int = 3, budget_s: float = 2.0) -> 
         times.append(time.perf_counter() - t0)
         if time.perf_counter() - start > budget_s and len(times) >= 5:
             break
-    return 1e6 * float(np.median(times))
+    return 1e6 * np.array(times)
+
+
+def median_us(fn, repeat: int = 200, warmup: int = 3, budget_s: float = 2.0) -> float:
+    """Median wall time of ``fn()`` in microseconds (see :func:`times_us`)."""
+    return float(np.median(times_us(fn, repeat, warmup, budget_s)))
 
 
 def start_time(snippet: str, cold: bool) -> float:
