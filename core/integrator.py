@@ -308,7 +308,6 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
     if nd == 0:  # everything prescribed: x_k+1 is linear in z
         H[:, :, :] = 0.0
         return
-    cr = cu + m
     # combination weights: rows 0..nd-1 give q1_dyn, rows nd..2nd-1 give p1
     Nc = np.empty((2 * nd, ny))
     Nc[:nd] = -Ry_inv[:nd]

@@ -150,7 +150,7 @@ def test_first_and_second_order_match_finite_differences(seed, wrench):
     AB = lambda zz: np.hstack(vi.linearize(zz[:nx], zz[nx:]))
     H_fd = fd_jacobian(AB, z, 1e-4)  # [i, a, b] = d(dx_i/dz_a)/dz_b
     assert rel_err(H, H_fd) < 1e-4
-    # block by block too (q, p and v of x_k; force inputs; rho_k+1): the input blocks are
+    # block by block too (q_k; p_k and v_k; force inputs; rho_k+1): the input blocks are
     # O(dt^2) and a wrong one would hide in the error of the whole tensor
     n, m = vi.nq, s.nu
     edges = [0, n, nx, nx + m, z.size]
