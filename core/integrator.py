@@ -349,9 +349,8 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
                 u_src[r], u_gain[r] = a, g
     mr = 0 if reduce_u else m            # u columns kept in z'
     nzr = nz - m + mr - nk
-    keep = np.empty(nzr, np.int64)       # z index of each column of z'
-    for c in range(nzr):
-        keep[c] = c if c < cp + nd else (c + nk if c < cp + nd + mr else c + nk + m - mr)
+    na = cp + nd                         # z' column c is z column c below na, c + shift above
+    shift = nk + m - mr
     # forcing: C[o, r] = (sum_a Nc[o, a] dt Fqu[dyn a, :, r]) . dqm/dz (Fu depends on q only
     # through inputs at frames)
     C = np.empty((2 * nd, m, nz))
@@ -379,13 +378,14 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
     for j in range(n):
         sel_w[j], sel_col[j] = j, j
     for j in range(nk):
-        sel_w[n + j], sel_col[n + j] = n + kin[j], cp + nd + mr + j
+        sel_w[n + j], sel_col[n + j] = n + kin[j], na + mr + j
     Y = np.empty((nl, nzr))                  # [q1_dyn; lam] rows of J
     for c in range(nzr):
+        cz = c if c < na else c + shift
         for a in range(nd):
-            Y[a, c] = Q1[dyn[a], keep[c]]
+            Y[a, c] = Q1[dyn[a], cz]
         for r in range(nc):
-            Y[nd + r, c] = Lam[r, keep[c]]
+            Y[nd + r, c] = Lam[r, cz]
     YT = np.ascontiguousarray(Y.T)
     TSL, TLL = np.zeros((ns, nl)), np.empty((nd, nd))
     W, K = np.empty((ns, nzr)), np.zeros((nl, nzr))
@@ -427,7 +427,7 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
         if nc > 0:  # K's lam rows hold only the T_LS Sel part: clear it for the next row
             K[nd:] = 0.0
         if not direct:
-            _expand(O, cp, cp + nd, cu, reduce_u, u_src, u_gain, out)
+            _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out)
         if force_cross:
             for c in range(nz):
                 for r in range(m):
@@ -437,13 +437,12 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
 
 
 @njit(cache=True, nogil=True)
-def _expand(O, cp, na, cu, reduce_u, u_src, u_gain, out):
+def _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out):
     """``out`` (z x z) from ``O`` (z' x z'). z' = [q0, p0 (z's first ``na`` columns), u (unless
-    ``reduce_u``), rho1]: the v_k rows and columns [na, cu) are zero and, with ``reduce_u``,
-    input r acts as ``u_gain[r]`` times the momentum of dynamic variable ``u_src[r]`` (column
-    ``cp + u_src[r]``; -1: no effect)."""
+    ``reduce_u``), rho1], column c >= na of z' being column c + shift of z: the v_k rows and
+    columns [na, cu) are zero and, with ``reduce_u``, input r acts as ``u_gain[r]`` times the
+    momentum of dynamic variable ``u_src[r]`` (column ``cp + u_src[r]``; -1: no effect)."""
     nzr, nz, m = O.shape[0], out.shape[0], u_src.shape[0]
-    shift = cu - na + (m if reduce_u else 0)  # z index of z' column c >= na, minus c
     for c in range(nzr):
         row, src = out[c if c < na else c + shift], O[c]
         for d in range(na):
