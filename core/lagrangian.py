@@ -272,6 +272,10 @@ def spring_potential_derivatives(model, data, q, grad, hess):
 # ------------------------------------------------------------------------------ third order
 @njit(cache=True, nogil=True)
 def _emit_qqq(val, a, b, c, full, Lqqq, dLqq, wq):
+    if full:  # stores: a repeated index only repeats a store
+        Lqqq[a, b, c] = Lqqq[a, c, b] = Lqqq[b, a, c] = val
+        Lqqq[b, c, a] = Lqqq[c, a, b] = Lqqq[c, b, a] = val
+        return
     trip = ((a, b, c), (a, c, b), (b, a, c), (b, c, a), (c, a, b), (c, b, a))
     for k in range(6):
         x, y, z = trip[k]
@@ -279,11 +283,7 @@ def _emit_qqq(val, a, b, c, full, Lqqq, dLqq, wq):
         for l in range(k):
             if trip[l][0] == x and trip[l][1] == y and trip[l][2] == z:
                 dup = True
-        if dup:
-            continue
-        if full:
-            Lqqq[x, y, z] = val
-        else:
+        if not dup:
             dLqq[x, y] += val * wq[z]
 
 
@@ -319,6 +319,10 @@ def third_order(model, data, full, wq, wv, out):
 
     ``full``: fill ``Lqqq, Lqqv, Lqvv``; otherwise accumulate the directional derivatives
     ``dLqq, dLqv, dLvv`` along ``(wq, wv)`` without forming the tensors.
+
+    Every term ``[X, S_y].H_c + X.Ic_c D_y`` (X a pair table entry, y one of the triple) is
+    ``X . V_y`` with ``V_y = S_y x* H_c + Ic_c D_y`` (``[X, Y].H = X.(Y x* H)``), formed once
+    per (c, y) before the triple loop instead of a bracket per triple.
     """
     _pair_tables(model, data)
     S, D, DD, dJ, IcS, IcD, Hcs = data.S, data.D, data.DD, data.dJ, data.IcS, data.IcD, data.Hc
@@ -333,8 +337,7 @@ def third_order(model, data, full, wq, wv, out):
         dLqq[:, :] = 0.0
         dLqv[:, :] = 0.0
         dLvv[:, :] = 0.0
-    ddd = np.empty(6)
-    ddj = np.empty(6)
+    V = np.empty((model.nq, 6))
     t3 = np.empty(3)
     u3 = np.empty(3)
     v3 = np.empty(3)
@@ -345,30 +348,39 @@ def third_order(model, data, full, wq, wv, out):
         Hc = Hcs[fc]
         _gravity_moment(data, fc, S[c], t3)
         lo, hi = anc_ptr[c], anc_ptr[c + 1]
+        for iy in range(lo, hi):
+            y = anc_idx[iy]
+            cross_force(S[y], Hc, V[y])
+            for k in range(6):
+                V[y, k] += IcD[c, y, k]
         for ib in range(lo, hi):
             b = anc_idx[ib]
             omega_cross(S[b], t3, u3)
             for ia in range(lo, ib + 1):
                 a = anc_idx[ia]
                 # Lqqq: DDD.Hc + DD(a,b).Ic D_c + DD(a,c).Ic D_b + DD(b,c).Ic D_a + gravity
-                bracket(DD[a, b], S[c], ddd)
                 omega_cross(S[a], u3, v3)
-                val = (dot6(ddd, Hc) + dot6(DD[a, b], IcD[c, c]) + dot6(DD[a, c], IcD[c, b])
-                       + dot6(DD[b, c], IcD[c, a]) + g[0] * v3[0] + g[1] * v3[1] + g[2] * v3[2])
+                val = (dot6(DD[a, b], V[c]) + dot6(DD[a, c], IcD[c, b]) + dot6(DD[b, c], IcD[c, a])
+                       + g[0] * v3[0] + g[1] * v3[1] + g[2] * v3[2])
                 _emit_qqq(val, a, b, c, full, Lqqq, dLqq, wq)
-                trip = (a, b, c)
-                for r in range(3):
-                    if r > 0 and trip[r] == trip[r - 1]:
-                        continue
-                    # role r is the velocity index i (Lqqv) / the position index (Lqvv)
-                    i = trip[r]
-                    x, y = (trip[1], trip[2]) if r == 0 else ((trip[0], trip[2]) if r == 1 else (trip[0], trip[1]))
-                    # Lqqv[x, y, i] = ddJ(i;x,y).Hc + dJ(i;x).Ic D_y + dJ(i;y).Ic D_x + Ic S_i . DD(x,y)
-                    bracket(dJ[i, x], S[y], ddj)
-                    val = (dot6(ddj, Hc) + dot6(dJ[i, x], IcD[c, y]) + dot6(dJ[i, y], IcD[c, x])
-                           + dot6(IcS[c, i], DD[x, y]))
-                    _emit_qqv(val, x, y, i, full, Lqqv, dLqq, dLqv, wq, wv)
-                    # Lqvv[i, x, y] = dJ(x;i).Ic S_y + dJ(y;i).Ic S_x
-                    val = dot6(dJ[x, i], IcS[c, y]) + dot6(dJ[y, i], IcS[c, x])
-                    _emit_qvv(val, i, x, y, full, Lqvv, dLqv, dLvv, wq, wv)
+                # each distinct member of the triple as the velocity index i (Lqqv) and as
+                # the position index (Lqvv), the other two as (x, y)
+                _velocity_terms(a, b, c, c, dJ, DD, IcS, IcD, V, full, Lqqv, Lqvv, dLqq, dLqv,
+                                dLvv, wq, wv)
+                if b != a:
+                    _velocity_terms(b, a, c, c, dJ, DD, IcS, IcD, V, full, Lqqv, Lqvv, dLqq,
+                                    dLqv, dLvv, wq, wv)
+                if c != b:
+                    _velocity_terms(c, a, b, c, dJ, DD, IcS, IcD, V, full, Lqqv, Lqvv, dLqq,
+                                    dLqv, dLvv, wq, wv)
     _frame_springs(model, data, 3, full, wq, out.L, out.Lq, out.Lqq, out.Lqqq, out.dLqq)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _velocity_terms(i, x, y, c, dJ, DD, IcS, IcD, V, full, Lqqv, Lqvv, dLqq, dLqv, dLvv, wq, wv):
+    """Lqqv[x, y, i] = ddJ(i;x,y).Hc + dJ(i;x).Ic D_y + dJ(i;y).Ic D_x + Ic S_i . DD(x,y)
+    (the first two: dJ(i;x) . V_y) and Lqvv[i, x, y] = dJ(x;i).Ic S_y + dJ(y;i).Ic S_x."""
+    val = dot6(dJ[i, x], V[y]) + dot6(dJ[i, y], IcD[c, x]) + dot6(IcS[c, i], DD[x, y])
+    _emit_qqv(val, x, y, i, full, Lqqv, dLqq, dLqv, wq, wv)
+    val = dot6(dJ[x, i], IcS[c, y]) + dot6(dJ[y, i], IcS[c, x])
+    _emit_qvv(val, i, x, y, full, Lqvv, dLqv, dLvv, wq, wv)
