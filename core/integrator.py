@@ -222,20 +222,22 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
 
 
 # ------------------------------------------------------------------------------ linearization
-@njit(cache=True, nogil=True, inline="always")
-def _packed(s, t, nw):
-    """Position of entry (s, t) = (t, s) of a symmetric nw x nw matrix stored as its upper
-    triangle row by row: row s holds (s, s..nw-1), nw (nw + 1) / 2 numbers in all."""
-    if s > t:
-        s, t = t, s
-    return s * nw - (s * (s - 1)) // 2 + t - s
+@njit(cache=True, nogil=True)
+def _packed_offsets(nw):
+    """Row offsets of a symmetric nw x nw matrix stored as its upper triangle row by row (row
+    s holds (s, s..nw-1), nw (nw + 1) / 2 numbers in all): entry (s, t) = (t, s) with s <= t
+    is at ``off[s] + t``."""
+    off = np.empty(nw, np.int64)
+    for s in range(nw):
+        off[s] = s * nw - (s * (s - 1)) // 2 - s
+    return off
 
 
 @njit(cache=True, nogil=True)
-def _pair_tensors(der, dt, dyn, Fqq, H3lam, TG, TP):
+def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, TG, TP):
     """Second derivatives of G = D1 L_d + F_d^- and P = D2 L_d (dynamic rows) in the slot
-    variables w = (q0, q1): ``TG[a, _packed(s, t, 2n)] = d2 G_dyn[a] / dw_s dw_t``, likewise
-    TP, each a symmetric 2n x 2n matrix stored packed (see :func:`_packed`).
+    variables w = (q0, q1): ``TG[a, off[s] + t] = d2 G_dyn[a] / dw_s dw_t`` (s <= t), likewise
+    TP, each a symmetric 2n x 2n matrix stored packed (see :func:`_packed_offsets`).
 
     In the midpoint variables xi = (qm, v) (blocks qq, qv, vv; T_vq = T_qv^T) they are
     G: dt/2 Lqqq_i - Lqqv_.i + dt Fqq_i,  dt/2 Lqqv_i.. - Lqvv_.i.,  dt/2 Lqvv_i..  (P: + for -,
@@ -244,7 +246,6 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, TG, TP):
     T_11 = Tqq/4 + (Tqv + Tvq)/(2dt) + Tvv/dt^2. ``- lam . D3h(q0)`` enters G's q0 block.
     """
     n = der.Lqqq.shape[0]
-    nw = 2 * n
     Lqqq, Lqqv, Lqvv = der.Lqqq, der.Lqqv, der.Lqvv
     half, c1, c2 = 0.5 * dt, 0.5 / dt, 1.0 / (dt * dt)
     for a in range(dyn.shape[0]):
@@ -262,8 +263,8 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, TG, TP):
                 gqq = 0.25 * (lqq - Lqqv[j, k, i] + dt * Fqq[i, j, k])
                 pqq = 0.25 * (lqq + Lqqv[j, k, i])
                 # blocks 00, 11, 01 (j in q0, k in q1) and 10 (j in q1, k in q0)
-                s00, s11 = _packed(j, k, nw), _packed(n + j, n + k, nw)
-                s01, s10 = _packed(j, n + k, nw), _packed(k, n + j, nw)
+                s00, s11 = off[j] + k, off[n + j] + n + k
+                s01, s10 = off[j] + n + k, off[k] + n + j
                 G[s00] = gqq - gqv_jk - gqv_kj + lvv - H3lam[i, j, k]
                 G[s11] = gqq + gqv_jk + gqv_kj + lvv
                 G[s01] = gqq + gqv_jk - gqv_kj - lvv
@@ -283,8 +284,8 @@ def second_order_scratch(n, nd, nc):
 
 
 @njit(cache=True, nogil=True)
-def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq1d, Q1, Lam, H,
-                  scratch):
+def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz, Pq1d, Q1, Lam,
+                  H, scratch):
     """Second derivatives of ``x_k+1`` (see the module docstring); H's kinematic rows are 0.
 
     The unknowns y = (q1_dyn, lam) solve R(y, z) = 0, R = [G + p0 - Dh(q0)^T lam; h(q1)]; so
@@ -320,12 +321,13 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
     Tin = scratch[:ny * size].reshape(ny, size)
     TP = scratch[ny * size:(ny + nd) * size].reshape(nd, size)
     Tout = scratch[(ny + nd) * size:(ny + 3 * nd) * size].reshape(2 * nd, size)
+    off = _packed_offsets(nw)
     Tin[nd:] = 0.0
-    _pair_tensors(der, dt, dyn, Fqq, H3lam, Tin, TP)
+    _pair_tensors(der, dt, dyn, Fqq, H3lam, off, Tin, TP)
     for r in range(nc):
         for j in range(n):
             for k in range(j, n):
-                Tin[nd + r, _packed(n + j, n + k, nw)] = D2h1[r, j, k]
+                Tin[nd + r, off[n + j] + n + k] = D2h1[r, j, k]
     np.dot(Nc, Tin, Tout)
     Tout[nd:] += TP
     # cross terms of the G rows, combined the same way: forcing dt Fqu(dqm/dz, du/dz) and the
@@ -391,6 +393,13 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
     W, K = np.empty((ns, nzr)), np.zeros((nl, nzr))
     direct = nzr == nz                   # z' = z: the products write H's rows themselves
     O = np.empty((0, 0)) if direct else np.empty((nzr, nzr))
+    # no constraints, no kinematic variables, no inputs left in z': z' = [q0, p0] and
+    # dq1/dz' = Yp [G, I] (Yp = -M^-1, G = dG/dq0), which _contract_plain exploits
+    plain = nc == 0 and nk == 0 and nzr == n + nd
+    if plain:
+        Yp, G = np.ascontiguousarray(Y[:, n:]), np.ascontiguousarray(Rz[:, :n])
+        YpT, GT = np.ascontiguousarray(Yp.T), np.ascontiguousarray(G.T)
+        plain_work = np.empty((7, n, n))
     for j in range(nk):  # q1_kin = rho1 and v1 are linear in z
         H[kin[j]] = 0.0
         H[n + nd + j] = 0.0
@@ -398,28 +407,40 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
         out = H[dyn[o]] if o < nd else H[n + o - nd]
         Oo = out if direct else O
         T = Tout[o]
+        if plain:
+            _contract_plain(T, off, n, Yp, G, YpT, GT, plain_work, Oo)
+            if not direct:
+                _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out)
+            continue
         # J^T T J = Y^T (T_L. J) + Sel^T (T_S. J) with both factors built row by row, so that
         # no column of the output is written on its own (such strided writes cost as much as
         # the products). L = (q1_dyn, lam): T_LL = [[T_DD, 0], [0, 0]], T_SL = [T_SD, -E_o]
         # (q0 rows), so T_L. J = T_LL Y + T_LS Sel and T_S. J = T_SL Y + T_SS Sel.
         for s in range(ns):
+            ws = sel_w[s]
             for b in range(nd):
-                TSL[s, b] = T[_packed(sel_w[s], n + dyn[b], nw)]
+                wb = n + dyn[b]
+                TSL[s, b] = T[off[ws] + wb] if ws <= wb else T[off[wb] + ws]
         for j in range(n):
             for r in range(nc):
                 TSL[j, nd + r] = -E[o, j, r]
-        for a in range(nd):
-            for b in range(nd):
-                TLL[a, b] = T[_packed(n + dyn[a], n + dyn[b], nw)]
+        for a in range(nd):  # (dyn ascending: row a of the packed q1 block holds b >= a)
+            ra = off[n + dyn[a]] + n
+            for b in range(a, nd):
+                TLL[a, b] = TLL[b, a] = T[ra + dyn[b]]
         np.dot(TLL, Y[:nd], K[:nd])
         for a in range(nl):
             for s in range(ns):
                 K[a, sel_col[s]] += TSL[s, a]
         np.dot(YT, K, Oo)
         np.dot(TSL, Y, W)
-        for s in range(ns):
-            for t in range(ns):
-                W[s, sel_col[t]] += T[_packed(sel_w[s], sel_w[t], nw)]
+        for s in range(ns):  # T_SS Sel, each symmetric pair read once (sel_w ascending)
+            rs = off[sel_w[s]]
+            for t in range(s, ns):
+                value = T[rs + sel_w[t]]
+                W[s, sel_col[t]] += value
+                if t != s:
+                    W[t, sel_col[s]] += value
         for s in range(ns):
             row = Oo[sel_col[s]]
             for c in range(nzr):
@@ -434,6 +455,38 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq
                     out[c, cu + r] += C[o, r, c]
             for r in range(m):
                 out[cu + r] += C[o, r]
+
+
+@njit(cache=True, nogil=True)
+def _contract_plain(T, off, n, Yp, G, YpT, GT, work, O):
+    """``O = J^T T J`` (``T`` packed, see :func:`_packed_offsets`) for ``J = dw/dz'`` with
+    ``z' = [q0, p0]`` and ``q1 = q1(q0, p0)``: ``J = [[I, 0], [Yp G, Yp]] = D E`` with
+    ``D = diag(I, Yp)``, ``E = [[I, 0], [G, I]]``. With ``X01 = T01 Yp``, ``X11 = Yp^T T11 Yp``,
+    ``Q = X01 G`` and ``R = X11 G`` the blocks are (q0, q0) ``T00 + Q + Q^T + G^T R``,
+    (q0, p0) ``X01 + R^T`` and (p0, p0) ``X11``: six n x n x n products instead of the general
+    path's eight, in four BLAS calls (``work`` (7, n, n) holds the blocks so that the products
+    sharing a right factor read adjacent ones: [T01; T11] Yp, then [X11; X01] G)."""
+    w2 = work.reshape(7 * n, n)
+    for j in range(n):
+        r0, r1 = off[j] + n, off[n + j] + n
+        for k in range(n):
+            work[0, j, k] = T[r0 + k]
+        for k in range(j, n):
+            work[1, j, k] = work[1, k, j] = T[r1 + k]
+    np.dot(w2[:2 * n], Yp, w2[2 * n:4 * n])      # work[2] = X01, work[3] = T11 Yp
+    np.dot(YpT, work[3], work[1])                 # work[1] = X11 (T11 is spent)
+    np.dot(w2[n:3 * n], G, w2[4 * n:6 * n])       # work[4] = R, work[5] = Q
+    np.dot(GT, work[4], work[6])                  # work[6] = G^T R
+    X11, X01, R, Q, GR = work[1], work[2], work[4], work[5], work[6]
+    for j in range(n):
+        r0 = off[j]
+        row, prow = O[j], O[n + j]
+        for k in range(n):
+            t00 = T[r0 + k] if k >= j else T[off[k] + j]
+            row[k] = t00 + Q[j, k] + Q[k, j] + GR[j, k]
+            row[n + k] = X01[j, k] + R[k, j]
+            prow[k] = X01[k, j] + R[j, k]
+            prow[n + k] = X11[j, k]
 
 
 @njit(cache=True, nogil=True)
@@ -599,8 +652,8 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     status[0], status[1] = OK, -1
     if not second:
         return
-    _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Pq1d, Q1, Lam, H,
-                  scratch)
+    _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz, Pq1d, Q1, Lam,
+                  H, scratch)
 
 
 @njit(cache=True, nogil=True)
