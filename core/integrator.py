@@ -398,8 +398,8 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
     plain = nc == 0 and nk == 0 and nzr == n + nd
     if plain:
         Yp, G = np.ascontiguousarray(Y[:, n:]), np.ascontiguousarray(Rz[:, :n])
-        YpT, GT = np.ascontiguousarray(Yp.T), np.ascontiguousarray(G.T)
-        plain_work = np.empty((7, n, n))
+        YpT = np.ascontiguousarray(Yp.T)
+        plain_work = np.empty((6, n, n))
     for j in range(nk):  # q1_kin = rho1 and v1 are linear in z
         H[kin[j]] = 0.0
         H[n + nd + j] = 0.0
@@ -408,7 +408,7 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
         Oo = out if direct else O
         T = Tout[o]
         if plain:
-            _contract_plain(T, off, n, Yp, G, YpT, GT, plain_work, Oo)
+            _contract_plain(T, off, n, Yp, G, YpT, plain_work, Oo)
             if not direct:
                 _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out)
             continue
@@ -458,15 +458,15 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
 
 
 @njit(cache=True, nogil=True)
-def _contract_plain(T, off, n, Yp, G, YpT, GT, work, O):
+def _contract_plain(T, off, n, Yp, G, YpT, work, O):
     """``O = J^T T J`` (``T`` packed, see :func:`_packed_offsets`) for ``J = dw/dz'`` with
     ``z' = [q0, p0]`` and ``q1 = q1(q0, p0)``: ``J = [[I, 0], [Yp G, Yp]] = D E`` with
     ``D = diag(I, Yp)``, ``E = [[I, 0], [G, I]]``. With ``X01 = T01 Yp``, ``X11 = Yp^T T11 Yp``,
-    ``Q = X01 G`` and ``R = X11 G`` the blocks are (q0, q0) ``T00 + Q + Q^T + G^T R``,
-    (q0, p0) ``X01 + R^T`` and (p0, p0) ``X11``: six n x n x n products instead of the general
-    path's eight, in four BLAS calls (``work`` (7, n, n) holds the blocks so that the products
-    sharing a right factor read adjacent ones: [T01; T11] Yp, then [X11; X01] G)."""
-    w2 = work.reshape(7 * n, n)
+    ``R = X11 G`` and ``V = X01 + R^T / 2`` the blocks are (q0, q0)
+    ``T00 + X01 G + G^T X01^T + G^T X11 G = T00 + V G + (V G)^T``, (q0, p0) ``X01 + R^T`` and
+    (p0, p0) ``X11``: five n x n x n products instead of the general path's eight, in four
+    BLAS calls (``work`` (6, n, n) holds T01 and T11 adjacent: one call for both times Yp)."""
+    w2 = work.reshape(6 * n, n)
     for j in range(n):
         r0, r1 = off[j] + n, off[n + j] + n
         for k in range(n):
@@ -474,16 +474,19 @@ def _contract_plain(T, off, n, Yp, G, YpT, GT, work, O):
         for k in range(j, n):
             work[1, j, k] = work[1, k, j] = T[r1 + k]
     np.dot(w2[:2 * n], Yp, w2[2 * n:4 * n])      # work[2] = X01, work[3] = T11 Yp
-    np.dot(YpT, work[3], work[1])                 # work[1] = X11 (T11 is spent)
-    np.dot(w2[n:3 * n], G, w2[4 * n:6 * n])       # work[4] = R, work[5] = Q
-    np.dot(GT, work[4], work[6])                  # work[6] = G^T R
-    X11, X01, R, Q, GR = work[1], work[2], work[4], work[5], work[6]
+    X11, X01, R, V, VG = work[1], work[2], work[4], work[5], work[3]
+    np.dot(YpT, work[3], X11)                     # (T11 is spent)
+    np.dot(X11, G, R)
+    for j in range(n):
+        for k in range(n):
+            V[j, k] = X01[j, k] + 0.5 * R[k, j]
+    np.dot(V, G, VG)                              # (T11 Yp is spent)
     for j in range(n):
         r0 = off[j]
         row, prow = O[j], O[n + j]
         for k in range(n):
             t00 = T[r0 + k] if k >= j else T[off[k] + j]
-            row[k] = t00 + Q[j, k] + Q[k, j] + GR[j, k]
+            row[k] = t00 + VG[j, k] + VG[k, j]
             row[n + k] = X01[j, k] + R[k, j]
             prow[k] = X01[k, j] + R[j, k]
             prow[n + k] = X11[j, k]
