@@ -389,8 +389,7 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
         for r in range(nc):
             Y[nd + r, c] = Lam[r, cz]
     YT = np.ascontiguousarray(Y.T)
-    TSL, TLL = np.zeros((ns, nl)), np.empty((nd, nd))
-    W, K = np.empty((ns, nzr)), np.zeros((nl, nzr))
+    TLL, K = np.empty((nd, nd)), np.zeros((nl, nzr))
     direct = nzr == nz                   # z' = z: the products write H's rows themselves
     O = np.empty((0, 0)) if direct else np.empty((nzr, nzr))
     # no constraints, no kinematic variables, no inputs left in z': z' = [q0, p0] and
@@ -412,41 +411,35 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
             if not direct:
                 _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out)
             continue
-        # J^T T J = Y^T (T_L. J) + Sel^T (T_S. J) with both factors built row by row, so that
-        # no column of the output is written on its own (such strided writes cost as much as
-        # the products). L = (q1_dyn, lam): T_LL = [[T_DD, 0], [0, 0]], T_SL = [T_SD, -E_o]
-        # (q0 rows), so T_L. J = T_LL Y + T_LS Sel and T_S. J = T_SL Y + T_SS Sel.
-        for s in range(ns):
-            ws = sel_w[s]
-            for b in range(nd):
-                wb = n + dyn[b]
-                TSL[s, b] = T[off[ws] + wb] if ws <= wb else T[off[wb] + ws]
-        for j in range(n):
-            for r in range(nc):
-                TSL[j, nd + r] = -E[o, j, r]
+        # J^T T J = Y^T T_LL Y + Y^T T_LS Sel + Sel^T T_SL Y + Sel^T T_SS Sel; the middle two
+        # are each other's transpose, so with K = T_LL Y / 2 + T_LS Sel it is
+        # Y^T K + (Y^T K)^T + Sel^T T_SS Sel: one product for both cross terms.
+        # L = (q1_dyn, lam): T_LL = [[T_DD, 0], [0, 0]], T_LS = [T_DS; -E_o^T] (q0 columns).
         for a in range(nd):  # (dyn ascending: row a of the packed q1 block holds b >= a)
             ra = off[n + dyn[a]] + n
             for b in range(a, nd):
-                TLL[a, b] = TLL[b, a] = T[ra + dyn[b]]
+                TLL[a, b] = TLL[b, a] = 0.5 * T[ra + dyn[b]]
         np.dot(TLL, Y[:nd], K[:nd])
-        for a in range(nl):
-            for s in range(ns):
-                K[a, sel_col[s]] += TSL[s, a]
+        for s in range(ns):
+            ws, cs = sel_w[s], sel_col[s]
+            for b in range(nd):
+                wb = n + dyn[b]
+                K[b, cs] += T[off[ws] + wb] if ws <= wb else T[off[wb] + ws]
+        for r in range(nc):  # (the lam rows of K are zero elsewhere, always)
+            for j in range(n):
+                K[nd + r, j] = -E[o, j, r]
         np.dot(YT, K, Oo)
-        np.dot(TSL, Y, W)
-        for s in range(ns):  # T_SS Sel, each symmetric pair read once (sel_w ascending)
-            rs = off[sel_w[s]]
+        for c in range(nzr):
+            Oo[c, c] *= 2.0
+            for d in range(c + 1, nzr):
+                Oo[c, d] = Oo[d, c] = Oo[c, d] + Oo[d, c]
+        for s in range(ns):  # each symmetric pair of T_SS read once (sel_w ascending)
+            rs, cs = off[sel_w[s]], sel_col[s]
             for t in range(s, ns):
                 value = T[rs + sel_w[t]]
-                W[s, sel_col[t]] += value
+                Oo[cs, sel_col[t]] += value
                 if t != s:
-                    W[t, sel_col[s]] += value
-        for s in range(ns):
-            row = Oo[sel_col[s]]
-            for c in range(nzr):
-                row[c] += W[s, c]
-        if nc > 0:  # K's lam rows hold only the T_LS Sel part: clear it for the next row
-            K[nd:] = 0.0
+                    Oo[sel_col[t], cs] += value
         if not direct:
             _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out)
         if force_cross:
