@@ -429,17 +429,16 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
             for j in range(n):
                 K[nd + r, j] = -E[o, j, r]
         np.dot(YT, K, Oo)
+        for s in range(ns):  # T_SS's upper triangle (sel_w ascending), before O + O^T
+            rs, cs = off[sel_w[s]], sel_col[s]
+            Oo[cs, cs] += 0.5 * T[rs + sel_w[s]]
+            row = Oo[cs]
+            for t in range(s + 1, ns):
+                row[sel_col[t]] += T[rs + sel_w[t]]
         for c in range(nzr):
             Oo[c, c] *= 2.0
             for d in range(c + 1, nzr):
                 Oo[c, d] = Oo[d, c] = Oo[c, d] + Oo[d, c]
-        for s in range(ns):  # each symmetric pair of T_SS read once (sel_w ascending)
-            rs, cs = off[sel_w[s]], sel_col[s]
-            for t in range(s, ns):
-                value = T[rs + sel_w[t]]
-                Oo[cs, sel_col[t]] += value
-                if t != s:
-                    Oo[sel_col[t], cs] += value
         if not direct:
             _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out)
         if force_cross:
