@@ -33,6 +33,7 @@ singularity checks of Sec. VII test ``M_k+1`` and ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T
 """
 from __future__ import annotations
 
+import math
 import threading
 import numpy as np
 from numba import njit, prange
@@ -47,6 +48,7 @@ from .linalg import condition_from_lu, lu_checked, lu_solve
 
 OK, NEWTON_FAILED, SINGULAR_JACOBIAN, SINGULAR_M, SINGULAR_CONSTRAINT = 0, 1, 2, 3, 4
 _NO_SCRATCH = np.empty(0)
+_NO_TENSOR = np.empty((0, 0, 0))
 
 
 class IntegratorError(ArithmeticError):
@@ -739,15 +741,18 @@ class MidpointVI:
     # ---------------------------------------------------------------- conversions
     # (called on every step and linearization: the names for the error message are only
     # looked up when the check fails)
-    def split_state(self, x):
+    def split_state(self, x, finite: bool = True):
+        """``(q, p, v)`` views of ``x`` (a ValueError naming a wrong size or, with ``finite``,
+        the first non-finite entry)."""
         n, nd = self._nq, self._nd
-        if not is_plain_vector(x, n + nd + self._nk):
-            x = check_vector("x", x, n + nd + self._nk, self._names()[0])
+        if not is_plain_vector(x, n + nd + self._nk, finite):
+            x = check_vector("x", x, n + nd + self._nk, self._names()[0], finite)
         return x[:n], x[n:n + nd], x[n + nd:]
 
-    def split_input(self, u):
-        if not is_plain_vector(u, self._nu):
-            u = check_vector("u", u, self._nu, self._names()[1])
+    def split_input(self, u, finite: bool = True):
+        """``(u_force, rho)`` copies of ``u`` (errors as :meth:`split_state`)."""
+        if not is_plain_vector(u, self._nu, finite):
+            u = check_vector("u", u, self._nu, self._names()[1], finite)
         m = self._nu - self._nk
         return u[:m].copy(), u[m:].copy()
 
@@ -770,14 +775,17 @@ class MidpointVI:
         return (0.5 * self.dt * d.Lq + d.Lv)[self.dynamic_index]
 
     # ---------------------------------------------------------------- stepping
-    def _solve(self, q, p, u_force, rho):
+    def _solve(self, q, p, u_force, rho, check=None):
         """DEL solve; the last result is remembered per thread, so ``f(x, u)`` followed by
         ``linearize(x, u)`` (the usual pattern along a trajectory) solves once. The arrays
-        returned are the cache's own: copy them before handing them out."""
+        returned are the cache's own: copy them before handing them out. ``check`` (raising
+        for bad input) runs before a solve, not on a hit: the inputs were checked then."""
         key = (q.tobytes(), p.tobytes(), u_force.tobytes(), rho.tobytes())
         cache = self._last.__dict__
         if cache.get("key") == key and cache.get("model") is self.system.model:
             return cache["value"]
+        if check is not None:
+            check()
         value = self._solve_uncached(q, p, u_force, rho)
         cache.update(key=key, model=self.system.model, value=value)
         return value
@@ -851,20 +859,35 @@ class MidpointVI:
 
     # ---------------------------------------------------------------- linearization
     def _linearize(self, x, u, second):
-        q, p, _ = self.split_state(x)
-        u_force, rho = self.split_input(np.zeros(self.nu) if u is None else u)
-        q1, _, lam = self._solve(q, p, u_force, rho)
+        u = np.zeros(self.nu) if u is None else u
+        # sizes now; finiteness with the solve (a step solved before had its inputs checked)
+        # and for v_k, which the solve does not see
+        q, p, v = self.split_state(x, finite=False)
+        u_force, rho = self.split_input(u, finite=False)
+        check = lambda: (self.split_state(x), self.split_input(u))  # noqa: E731
+        if v.shape[0] and not math.isfinite(v.sum()):
+            check()
+        q1, _, lam = self._solve(q, p, u_force, rho, check)
         model = self.system.model
         data, der = workspace(self.system, third_order=second)
         A, B = np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))
         nz = self.nx + self.nu
-        H = np.empty((self.nx, nz, nz)) if second else np.empty((0, 0, 0))
-        status, conds = np.zeros(2, np.int64), np.zeros(2)
+        H = np.empty((self.nx, nz, nz)) if second else _NO_TENSOR
+        status, conds = self._status()
         del_linearize(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
                       u_force, rho, q1, lam, second, self.condition_limit, A, B, H, status, conds,
                       self._scratch(second))
         self._raise_singular(int(status[0]), conds, None)
         return A, B, H
+
+    def _status(self):
+        """Per-thread status and condition-number arrays of the linearization kernel (read
+        right after each call)."""
+        cache = self._last.__dict__
+        pair = cache.get("status")
+        if pair is None:
+            pair = cache["status"] = (np.zeros(2, np.int64), np.zeros(2))
+        return pair
 
     def _scratch(self, second):
         """Per-thread work space of the second-order linearization (kept: see _second_order)."""

@@ -364,3 +364,30 @@ def test_bad_inputs_are_refused():
         vi.step([np.nan], [0.5], [0.8])
     with pytest.raises(ValueError, match="dt must be"):
         core.MidpointVI(core.load_system(PENDULUM), -1.0)
+
+
+@pytest.mark.parametrize("second", [False, True])
+def test_linearize_refuses_non_finite_state_and_input_after_a_cached_solve(second):
+    # the linearization checks finiteness with the solve (a cache hit was checked when it was
+    # solved); v_k, which the solve does not see, and every other entry must still be refused
+    s, q, rng = random_vi_system(0)
+    vi = core.MidpointVI(s, 0.01)
+    x, u = consistent_state(vi, q, rng)
+    linearize = vi.linearize2 if second else vi.linearize
+    vi.f(x, u)
+    linearize(x, u)
+    n, nd = vi.nq, vi.nd
+    for i in (0, n, n + nd):  # a q, a p and a v entry
+        bad = x.copy()
+        bad[i] = np.nan
+        with pytest.raises(ValueError, match=rf"x\[{i}\] \({vi.state_names[i]}\) is not finite"):
+            linearize(bad, u)
+    for i in (0, u.size - 1):
+        bad = u.copy()
+        bad[i] = np.inf
+        with pytest.raises(ValueError, match=rf"u\[{i}\] .* is not finite"):
+            linearize(x, bad)
+    with pytest.raises(ValueError, match="x must be a vector"):
+        linearize(x[:-1], u)
+    A, B = linearize(x, u)[:2]  # and it still works
+    assert np.all(np.isfinite(A)) and np.all(np.isfinite(B))
