@@ -297,8 +297,10 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
     space (one product) and contracted once. J's rows for q0 and the kinematic part of q1
     select a column of z; only its nd rows for q1_dyn are dense, joined by the nc rows of
     dlam/dz for the multipliers' q0-lam cross term (together ``Y``), so per output row the
-    work is two products with Y. Inputs that act as ``p0 + dt Fu u`` with constant ``Fu``
-    are left out of the contraction and copied from the p0 rows and columns afterwards.
+    work is two products with Y (:func:`_contract_plain` without constraints and kinematic
+    variables, using the G_q0 block of ``Rz``, R's first-order z' derivative). Inputs that
+    act as ``p0 + dt Fu u`` with constant ``Fu`` are left out of the contraction and copied
+    from the p0 rows and columns afterwards.
     The pair tensors live in ``scratch`` (see :func:`second_order_scratch`; reallocated if too
     small): allocating megabytes per call made glibc return them to the OS and fault them
     back in, which cost as much as the arithmetic.
