@@ -410,7 +410,7 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
         out = H[dyn[o]] if o < nd else H[n + o - nd]
         Oo = out if direct else O
         T = Tout[o]
-        if plain:
+        if plain:  # (no u columns in z', so no forcing cross term either)
             _contract_plain(T, off, n, Yp, G, YpT, plain_work, Oo)
             if not direct:
                 _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out)

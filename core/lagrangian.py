@@ -358,7 +358,8 @@ def third_order(model, data, full, wq, wv, out):
             omega_cross(S[b], t3, u3)
             for ia in range(lo, ib + 1):
                 a = anc_idx[ia]
-                # Lqqq: DDD.Hc + DD(a,b).Ic D_c + DD(a,c).Ic D_b + DD(b,c).Ic D_a + gravity
+                # Lqqq: DDD.Hc + DD(a,b).Ic D_c (together DD(a,b).V_c) + DD(a,c).Ic D_b
+                # + DD(b,c).Ic D_a + gravity
                 omega_cross(S[a], u3, v3)
                 val = (dot6(DD[a, b], V[c]) + dot6(DD[a, c], IcD[c, b]) + dot6(DD[b, c], IcD[c, a])
                        + g[0] * v3[0] + g[1] * v3[1] + g[2] * v3[2])
