@@ -249,6 +249,7 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, TG, TP):
     """
     n = der.Lqqq.shape[0]
     Lqqq, Lqqv, Lqvv = der.Lqqq, der.Lqqv, der.Lqvv
+    constrained = H3lam.shape[0] > 0     # (else H3lam is empty)
     half, c1, c2 = 0.5 * dt, 0.5 / dt, 1.0 / (dt * dt)
     for a in range(dyn.shape[0]):
         i = dyn[a]
@@ -267,7 +268,7 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, TG, TP):
                 # blocks 00, 11, 01 (j in q0, k in q1) and 10 (j in q1, k in q0)
                 s00, s11 = off[j] + k, off[n + j] + n + k
                 s01, s10 = off[j] + n + k, off[k] + n + j
-                G[s00] = gqq - gqv_jk - gqv_kj + lvv - H3lam[i, j, k]
+                G[s00] = gqq - gqv_jk - gqv_kj + lvv - (H3lam[i, j, k] if constrained else 0.0)
                 G[s11] = gqq + gqv_jk + gqv_kj + lvv
                 G[s01] = gqq + gqv_jk - gqv_kj - lvv
                 G[s10] = gqq + gqv_kj - gqv_jk - lvv
@@ -537,7 +538,7 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     Fqq, Fqu = np.empty((n3, n3, n3)), np.empty((n3, n3, m if second else 0))
     # (holonomic() zeroes what it fills; D2h(q_k+1) only enters the second order)
     h0, Dh0, D2h0 = np.empty(nc), np.empty((nc, n)), np.empty((nc, n, n))
-    H3lam = np.zeros((n3, n3, n3))
+    H3lam = np.empty((n3, n3, n3) if nc > 0 else (0, 0, 0))  # (holonomic() zeroes it)
     _constraint_rows(model, data, q0, 3 if second else 2, lam, h0, Dh0, D2h0, H3lam)
     h1, Dh1, D2h1 = np.empty(nc), np.empty((nc, n)), np.empty((nc, n3, n3))
     _constraint_rows(model, data, q1, 2 if second else 1, lam, h1, Dh1, D2h1, np.empty((0, 0, 0)))
