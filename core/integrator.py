@@ -298,10 +298,10 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
     space (one product) and contracted once. J's rows for q0 and the kinematic part of q1
     select a column of z; only its nd rows for q1_dyn are dense, joined by the nc rows of
     dlam/dz for the multipliers' q0-lam cross term (together ``Y``), so per output row the
-    work is two products with Y (:func:`_contract_plain` without constraints and kinematic
-    variables, using the G_q0 block of ``Rz``, R's first-order z' derivative). Inputs that
-    act as ``p0 + dt Fu u`` with constant ``Fu`` are left out of the contraction and copied
-    from the p0 rows and columns afterwards.
+    work is two products with Y (:func:`_contract`; without constraints and kinematic
+    variables :func:`_contract_plain`, using the G_q0 block of ``Rz``, R's first-order z'
+    derivative). Inputs that act as ``p0 + dt Fu u`` with constant ``Fu`` are left out of
+    the contraction and copied from the p0 rows and columns afterwards.
     The pair tensors live in ``scratch`` (see :func:`second_order_scratch`; reallocated if too
     small): allocating megabytes per call made glibc return them to the OS and fault them
     back in, which cost as much as the arithmetic.
@@ -413,37 +413,8 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
         T = Tout[o]
         if plain:  # (no u columns in z', so no forcing cross term either)
             _contract_plain(T, off, n, Yp, G, YpT, plain_work, Oo)
-            if not direct:
-                _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out)
-            continue
-        # J^T T J = Y^T T_LL Y + Y^T T_LS Sel + Sel^T T_SL Y + Sel^T T_SS Sel; the middle two
-        # are each other's transpose, so with K = T_LL Y / 2 + T_LS Sel it is
-        # Y^T K + (Y^T K)^T + Sel^T T_SS Sel: one product for both cross terms.
-        # L = (q1_dyn, lam): T_LL = [[T_DD, 0], [0, 0]], T_LS = [T_DS; -E_o^T] (q0 columns).
-        for a in range(nd):  # (dyn ascending: row a of the packed q1 block holds b >= a)
-            ra = off[n + dyn[a]] + n
-            for b in range(a, nd):
-                TLL[a, b] = TLL[b, a] = 0.5 * T[ra + dyn[b]]
-        np.dot(TLL, Y[:nd], K[:nd])
-        for s in range(ns):
-            ws, cs = sel_w[s], sel_col[s]
-            for b in range(nd):
-                wb = n + dyn[b]
-                K[b, cs] += T[off[ws] + wb] if ws <= wb else T[off[wb] + ws]
-        for r in range(nc):  # (the lam rows of K are zero elsewhere, always)
-            for j in range(n):
-                K[nd + r, j] = -E[o, j, r]
-        np.dot(YT, K, Oo)
-        for s in range(ns):  # T_SS's upper triangle (sel_w ascending), before O + O^T
-            rs, cs = off[sel_w[s]], sel_col[s]
-            Oo[cs, cs] += 0.5 * T[rs + sel_w[s]]
-            row = Oo[cs]
-            for t in range(s + 1, ns):
-                row[sel_col[t]] += T[rs + sel_w[t]]
-        for c in range(nzr):
-            Oo[c, c] *= 2.0
-            for d in range(c + 1, nzr):
-                Oo[c, d] = Oo[d, c] = Oo[c, d] + Oo[d, c]
+        else:
+            _contract(T, off, n, dyn, sel_w, sel_col, E[o], Y, YT, TLL, K, Oo)
         if not direct:
             _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out)
         if force_cross:
@@ -452,6 +423,43 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
                     out[c, cu + r] += C[o, r, c]
             for r in range(m):
                 out[cu + r] += C[o, r]
+
+
+@njit(cache=True, nogil=True)
+def _contract(T, off, n, dyn, sel_w, sel_col, E, Y, YT, TLL, K, O):
+    """``O = J^T T J`` (``T`` packed, see :func:`_packed_offsets`) for ``J`` = selection rows
+    ``Sel`` (w ``sel_w[s]`` -> z' column ``sel_col[s]``, ``sel_w`` ascending) and the dense rows
+    ``Y`` of L = (q1_dyn, lam), ``T`` having the multipliers' cross term ``-E`` as its
+    q0-lam block (``E`` n x nc). J^T T J = Y^T T_LL Y + Y^T T_LS Sel + Sel^T T_SL Y +
+    Sel^T T_SS Sel; the middle two are each other's transpose, so with
+    K = T_LL Y / 2 + T_LS Sel it is Y^T K + (Y^T K)^T + Sel^T T_SS Sel: one product for both
+    cross terms. T_LL = [[T_DD, 0], [0, 0]], T_LS = [T_DS; -E^T] (q0 columns). ``K``'s lam
+    rows must be zero outside the q0 columns (they are never written there)."""
+    nd, nc, ns, nzr = dyn.shape[0], E.shape[1], sel_w.shape[0], O.shape[0]
+    for a in range(nd):  # (dyn ascending: row a of the packed q1 block holds b >= a)
+        ra = off[n + dyn[a]] + n
+        for b in range(a, nd):
+            TLL[a, b] = TLL[b, a] = 0.5 * T[ra + dyn[b]]
+    np.dot(TLL, Y[:nd], K[:nd])
+    for s in range(ns):
+        ws, cs = sel_w[s], sel_col[s]
+        for b in range(nd):
+            wb = n + dyn[b]
+            K[b, cs] += T[off[ws] + wb] if ws <= wb else T[off[wb] + ws]
+    for r in range(nc):
+        for j in range(n):
+            K[nd + r, j] = -E[j, r]
+    np.dot(YT, K, O)
+    for s in range(ns):  # T_SS's upper triangle, before O + O^T
+        rs, cs = off[sel_w[s]], sel_col[s]
+        O[cs, cs] += 0.5 * T[rs + sel_w[s]]
+        row = O[cs]
+        for t in range(s + 1, ns):
+            row[sel_col[t]] += T[rs + sel_w[t]]
+    for c in range(nzr):
+        O[c, c] *= 2.0
+        for d in range(c + 1, nzr):
+            O[c, d] = O[d, c] = O[c, d] + O[d, c]
 
 
 @njit(cache=True, nogil=True)
