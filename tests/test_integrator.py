@@ -47,6 +47,22 @@ def test_pendulum_second_order_matches_paper():
 KINDS = ["tx", "ty", "tz", "rx", "ry", "rz"]
 
 
+def add_random_frames(s, rng, count):
+    """``count`` massive frames f0.. (every transform kind among the first six, variable q_i
+    on frame f_i, full inertias) on a random tree: ``(["world", f0, ...], kinds)``."""
+    frames, kinds = ["world"], []
+    for i in range(count):
+        parent = frames[-1] if rng.uniform() < 0.7 else frames[int(rng.integers(0, len(frames)))]
+        kind = KINDS[i % 6] if i < 6 else KINDS[int(rng.integers(0, 6))]
+        offset = {"translation": list(rng.normal(size=3) * 0.3), "rotation": list(rng.normal(size=3) * 0.5)}
+        L = rng.normal(size=(3, 3))
+        s.add_frame(f"f{i}", parent=parent, offset=offset, mass=float(rng.uniform(0.5, 2.0)),
+                    inertia=(L @ L.T * 0.05 + 0.02 * np.eye(3)).tolist(), **{kind: f"q{i}"})
+        frames.append(f"f{i}")
+        kinds.append(kind)
+    return frames, kinds
+
+
 def random_vi_system(seed, wrench=True):
     """A random system (see :func:`_random_vi_system`) whose constraints are independent."""
     rng = np.random.default_rng(seed)
@@ -65,17 +81,7 @@ def _random_vi_system(rng, wrench=True):
     Without ``wrench`` the inputs are torques only (two on one rotation, one on the kinematic
     hand): the second order then takes its input-affine shortcut (u columns from p0 columns)."""
     s = core.System(gravity=list(rng.normal(size=3) * 3.0), name="random_vi")
-    frames, nvar = ["world"], 0
-    for i in range(int(rng.integers(4, 8))):
-        parent = frames[-1] if rng.uniform() < 0.7 else frames[int(rng.integers(0, len(frames)))]
-        kind = KINDS[i % 6] if i < 6 else KINDS[int(rng.integers(0, 6))]
-        name = f"f{i}"
-        offset = {"translation": list(rng.normal(size=3) * 0.3), "rotation": list(rng.normal(size=3) * 0.5)}
-        L = rng.normal(size=(3, 3))
-        s.add_frame(name, parent=parent, offset=offset, mass=float(rng.uniform(0.5, 2.0)),
-                    inertia=(L @ L.T * 0.05 + 0.02 * np.eye(3)).tolist(), **{kind: f"q{nvar}"})
-        frames.append(name)
-        nvar += 1
+    frames, _ = add_random_frames(s, rng, int(rng.integers(4, 8)))
     # a kinematic hand: a driven translation frame (massless) holding a string
     s.add_frame("hand", parent="world", offset={"translation": [0.3, 2.0, 0.1]}, ty="hand_y")
     s.add_damping("q0", 0.3)
@@ -150,15 +156,8 @@ def random_open_system(seed, inputs):
     directly) or "wrench" (a forcing cross term: the general path)."""
     rng = np.random.default_rng(seed)
     s = core.System(gravity=list(rng.normal(size=3) * 3.0), name="random_open")
-    frames = ["world"]
-    for i in range(int(rng.integers(6, 10))):
-        parent = frames[-1] if rng.uniform() < 0.7 else frames[int(rng.integers(0, len(frames)))]
-        kind = KINDS[i % 6] if i < 6 else KINDS[int(rng.integers(0, 6))]
-        offset = {"translation": list(rng.normal(size=3) * 0.3), "rotation": list(rng.normal(size=3) * 0.5)}
-        L = rng.normal(size=(3, 3))
-        s.add_frame(f"f{i}", parent=parent, offset=offset, mass=float(rng.uniform(0.5, 2.0)),
-                    inertia=(L @ L.T * 0.05 + 0.02 * np.eye(3)).tolist(), **{kind: f"q{i}"})
-        frames.append(f"f{i}")
+    frames, kinds = add_random_frames(s, rng, int(rng.integers(6, 10)))
+    for i, kind in enumerate(kinds):
         if inputs == "torques" and kind[0] == "r":
             s.add_input("torque", config=f"q{i}")
     s.add_damping("q0", 0.3)
