@@ -7,7 +7,8 @@ Holonomic rows ``h_r(q) = 0`` (in the order of the model's constraint list):
 * plane: ``h = n . (p - p_plane) - offset`` with ``n`` an axis of the plane frame;
 * coincide: ``h = (p1 - p2)[axis]``, one row per world axis.
 
-Index order: ``H1[r, a] = dh_r/dq_a``, ``H2[r, a, b]``, and third derivatives only contracted:
+Index order: ``H1[r, a] = dh_r/dq_a``, ``H2[r, a, b]`` (or contracted, ``H2lam[a, b] =
+sum_r lam_r d2h_r/dq_a dq_b``), and third derivatives only contracted:
 ``H3lam[a, b, c] = sum_r lam_r d3h_r/dq_a dq_b dq_c`` and ``H3ww[r, c] = d3h_r(w, w, e_c)``.
 
 Velocity rows (continuous dynamics only): the origin of a frame has zero velocity along one of
@@ -19,64 +20,86 @@ import numpy as np
 from numba import njit
 
 from .kinematics import (PAIR_AXIS_DIFFERENCE, PAIR_PLANE, PAIR_SQUARED_DISTANCE, dot3,
-                         joint_union, pair_jet, point_jet)
+                         jets_max_joints, joint_union, pair_jet, pair_work, point_jet,
+                         scalar_jets)
 from .model import HC_COINCIDE, HC_DISTANCE, HC_PLANE
 
 _PAIR_OF = (PAIR_SQUARED_DISTANCE, PAIR_PLANE, PAIR_AXIS_DIFFERENCE)
 
 
 @njit(cache=True, nogil=True)
-def holonomic(model, data, q, order, lam, w, h, H1, H2, H3lam, H3ww):
+def holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
     """Values and derivatives of all holonomic constraints at the prepared configuration.
 
-    ``order`` 0..3. At order 3, ``H3lam`` (n, n, n) receives ``sum_r lam_r D3h_r`` when it is
-    non-empty and ``H3ww`` (nh, n) receives ``D3h_r(w, w, .)`` when it is non-empty.
+    ``order`` 0..3. Second derivatives go to ``H2`` (nh, n, n) per row when it is non-empty and
+    to ``H2lam`` (n, n) as ``sum_r lam_r D2h_r`` when that is non-empty (the first-order DEL
+    linearization needs only the sum). At order 3, ``H3lam`` (n, n, n) receives
+    ``sum_r lam_r D3h_r`` when it is non-empty and ``H3ww`` (nh, n) ``D3h_r(w, w, .)`` when it is
+    non-empty.
     """
     nh = model.hc_kind.shape[0]
     pos = -np.ones(model.nq, np.int64)
     idx = np.empty(model.nq, np.int64)
     frames = np.empty(2, np.int64)
+    want_rows2 = order >= 2 and H2.shape[0] > 0
+    want_lam2 = order >= 2 and H2lam.shape[0] > 0
+    want_lam3 = order >= 3 and H3lam.shape[0] > 0
+    want_ww = order >= 3 and H3ww.shape[0] > 0
     if order >= 1:
         H1[:, :] = 0.0
-    if order >= 2:
+    if want_rows2:
         H2[:, :, :] = 0.0
-    want_lam = order >= 3 and H3lam.shape[0] > 0
-    want_ww = order >= 3 and H3ww.shape[0] > 0
-    if want_lam:
+    if want_lam2:
+        H2lam[:, :] = 0.0
+    if want_lam3:
         H3lam[:, :, :] = 0.0
     if want_ww:
         H3ww[:, :] = 0.0
     jet_order = max(order, 1)
+    # work arrays once for all rows (sized for the largest joint union)
+    kmax = jets_max_joints(model, model.hc_f1, model.hc_f2)
+    G1, G2, G3 = scalar_jets(kmax, order)
+    work = pair_work(kmax, jet_order)
     for r in range(nh):
         kind = model.hc_kind[r]
         frames[0], frames[1] = model.hc_f1[r], model.hc_f2[r]
         k = joint_union(model, frames, pos, idx)
-        k2, k3 = (k if order >= 2 else 0), (k if order >= 3 else 0)
-        J1, J2, J3 = np.zeros(k), np.zeros((k2, k2)), np.zeros((k3, k3, k3))
+        J1, J2, J3 = G1, G2, G3   # (the leading k entries are used)
         val = pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1], model.hc_axis[r],
-                       jet_order, pos, k, J1, J2, J3)
+                       jet_order, pos, k, J1, J2, J3, work)
+        dlen = 0.0   # d(-d^2)/d(length variable), when the length is one
+        lv = -1
         if kind == HC_DISTANCE:
             lv = model.hc_lenvar[r]
             d = q[lv] if lv >= 0 else model.hc_value[r]
             val -= d * d
-            if lv >= 0 and order >= 1:
-                H1[r, lv] -= 2.0 * d
-                if order >= 2:
-                    H2[r, lv, lv] -= 2.0
+            dlen = -2.0 * d
         elif kind == HC_PLANE:
             val -= model.hc_value[r]
         h[r] = val
-        for a in range(k):
-            if order >= 1:
+        if lv >= 0 and order >= 1:
+            H1[r, lv] += dlen
+            if want_rows2:
+                H2[r, lv, lv] -= 2.0
+            if want_lam2:
+                H2lam[lv, lv] -= 2.0 * lam[r]
+        if order >= 1:
+            for a in range(k):
                 H1[r, idx[a]] += J1[a]
-            if order >= 2:
+        if want_rows2:
+            for a in range(k):
                 for b in range(k):
                     H2[r, idx[a], idx[b]] += J2[a, b]
-            if order >= 3:
+        if want_lam2:
+            for a in range(k):
+                for b in range(k):
+                    H2lam[idx[a], idx[b]] += lam[r] * J2[a, b]
+        if want_lam3 or want_ww:
+            for a in range(k):
                 for b in range(k):
                     for c in range(k):
                         t = J3[a, b, c]
-                        if want_lam:
+                        if want_lam3:
                             H3lam[idx[a], idx[b], idx[c]] += lam[r] * t
                         if want_ww:
                             H3ww[r, idx[c]] += t * w[idx[a]] * w[idx[b]]

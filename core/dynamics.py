@@ -107,7 +107,8 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     h = np.empty(nh)
     H2 = np.empty((nh, n, n))
     H3ww = np.empty((nh if linearize else 0, n))
-    holonomic(model, data, q, 3 if linearize else 2, np.empty(0), dq, h, Ac[:nh], H2, empty3, H3ww)
+    holonomic(model, data, q, 3 if linearize else 2, np.empty(0), dq, h, Ac[:nh], H2,
+              np.empty((0, 0)), empty3, H3ww)
     for r in range(nh):
         b[r] = dq @ H2[r] @ dq
     Cq, Cv, lam_dA = np.zeros((nc, n)), np.zeros((nc, n)), np.zeros((n, n))
@@ -189,7 +190,8 @@ def constraint_kernel(model, data, q, order, h, H1, H2):
     dq = np.zeros(q.shape[0])
     prepare(model, data, q, dq)
     e3 = np.empty((0, 0, 0))
-    holonomic(model, data, q, order, np.empty(0), dq, h, H1, H2, e3, np.empty((0, q.shape[0])))
+    holonomic(model, data, q, order, np.empty(0), dq, h, H1, H2, np.empty((0, 0)), e3,
+              np.empty((0, q.shape[0])))
 
 
 # ------------------------------------------------------------------------------ Python API

@@ -100,20 +100,22 @@ def _slot_jacobians(der, dt, Fq, Fv, Fu):
 
 
 @njit(cache=True, nogil=True)
-def _constraint_rows(model, data, q, order, lam, h, H1, H2, H3lam):
+def _constraint_rows(model, data, q, order, lam, h, H1, H2, H2lam, H3lam):
     """Holonomic constraints at ``q`` (positions and joint screws are all they need); nothing
-    to do, not even the kinematics, without constraints."""
+    to do, not even the kinematics, without constraints. See :func:`holonomic` for which of
+    ``H2`` (per row), ``H2lam``, ``H3lam`` (contracted with ``lam``) are filled."""
     if model.hc_kind.shape[0] == 0:
         return
     forward_kinematics(model, q, np.zeros(q.shape[0]), data)
-    holonomic(model, data, q, order, lam, q, h, H1, H2, H3lam, np.empty((0, q.shape[0])))
+    holonomic(model, data, q, order, lam, q, h, H1, H2, H2lam, H3lam, np.empty((0, q.shape[0])))
 
 
 # ------------------------------------------------------------------------------ one step
 @njit(cache=True, nogil=True)
 def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_iter,
-             q1, p1, lam, status, info):
-    """Solve the DEL equations for ``q1`` (all variables), ``p1`` (dynamic) and ``lam``.
+             q1, p1, lam, Dh1, status, info):
+    """Solve the DEL equations for ``q1`` (all variables), ``p1`` (dynamic) and ``lam``;
+    ``Dh1`` (nh, n) receives ``Dh(q1)`` at the returned ``q1`` (for :func:`del_linearize`).
 
     Newton's method in its chord form: the Jacobian (the Hessian of L and its LU) is computed
     at the first iterate and kept while the residual falls at least fourfold per iteration;
@@ -127,9 +129,9 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     n, nd, nk, nc = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0]
     m = model.nu
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
-    e3 = np.empty((0, 0, 0))
-    h0, Dh0, D2 = np.empty(nc), np.zeros((nc, n)), np.zeros((nc, n, n))
-    _constraint_rows(model, data, q0, 1, lam, h0, Dh0, D2, e3)
+    e3, e2 = np.empty((0, 0, 0)), np.empty((0, 0))
+    h0, Dh0 = np.empty(nc), np.zeros((nc, n))
+    _constraint_rows(model, data, q0, 1, lam, h0, Dh0, e3, e2, e3)
     # initial guess: q1_dyn = q0 + dt M^-1 (p0 - M_dk v_kin) at q0 (M = L_vv from composites)
     q1[:] = q0
     for j in range(nk):
@@ -158,7 +160,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     Ry = np.zeros((ny, ny))
     LU = np.empty((ny, ny))
     piv = np.empty(ny, np.int64)
-    h1, Dh1 = np.empty(nc), np.zeros((nc, n))
+    h1 = np.empty(nc)
     it = 0
     fresh = True            # evaluate the Jacobian at this iterate
     last_res = np.inf
@@ -173,7 +175,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
             R[a, 0] = s
             p1[a] = 0.5 * dt * Lq[i] + Lv[i]
         if nc > 0:
-            _constraint_rows(model, data, q1, 1, lam, h1, Dh1, D2, e3)
+            _constraint_rows(model, data, q1, 1, lam, h1, Dh1, e3, e2, e3)
             for r in range(nc):
                 R[nd + r, 0] = h1[r]
         # momentum rows relative to the size of their terms (round-off grows with them),
@@ -529,10 +531,11 @@ def _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out):
 
 
 @njit(cache=True, nogil=True)
-def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam, second,
-                  cond_limit, A, B, H, status, conds, scratch):
-    """Exact derivatives of ``x_k+1 = f(x_k, u_k)`` at a solved step (``q1``, ``lam`` from
-    :func:`del_step`). Fills ``A``, ``B`` and, with ``second``, ``H`` (see module docstring);
+def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam, Dh1_solved,
+                  second, cond_limit, A, B, H, status, conds, scratch):
+    """Exact derivatives of ``x_k+1 = f(x_k, u_k)`` at a solved step (``q1``, ``lam`` and, if
+    at hand, ``Dh1_solved = Dh(q1)`` from :func:`del_step`; pass an empty (0, n) array to have
+    it evaluated here). Fills ``A``, ``B`` and, with ``second``, ``H`` (see module docstring);
     ``scratch`` is work space for the second order (:func:`second_order_scratch`).
     ``status``: OK, SINGULAR_M or SINGULAR_CONSTRAINT; ``conds`` = the two condition numbers."""
     n, nd, nk, nc, m = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0], model.nu
@@ -544,12 +547,20 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     n3 = n if second else 0
     Fqq, Fqu = np.empty((n3, n3, n3)), np.empty((n3, n3, m if second else 0))
-    # (holonomic() zeroes what it fills; D2h(q_k+1) only enters the second order)
-    h0, Dh0, D2h0 = np.empty(nc), np.empty((nc, n)), np.empty((nc, n, n))
-    H3lam = np.empty((n3, n3, n3) if nc > 0 else (0, 0, 0))  # (holonomic() zeroes it)
-    _constraint_rows(model, data, q0, 3 if second else 2, lam, h0, Dh0, D2h0, H3lam)
-    h1, Dh1, D2h1 = np.empty(nc), np.empty((nc, n)), np.empty((nc, n3, n3))
-    _constraint_rows(model, data, q1, 2 if second else 1, lam, h1, Dh1, D2h1, np.empty((0, 0, 0)))
+    # (holonomic() zeroes what it fills.) The first order needs lam . D2h(q_k) only; the
+    # second also D2h(q_k) per row, D2h(q_k+1) and lam . D3h(q_k)
+    nc2, nc3 = (nc if second else 0), (nc if second and nc > 0 else 0)
+    h0, Dh0, D2h0 = np.empty(nc), np.empty((nc, n)), np.empty((nc2, n, n))
+    lamD2h0 = np.zeros((n, n))
+    H3lam = np.empty((n3, n3, n3) if nc3 > 0 else (0, 0, 0))
+    _constraint_rows(model, data, q0, 3 if second else 2, lam, h0, Dh0, D2h0, lamD2h0, H3lam)
+    D2h1 = np.empty((nc2, n3, n3))
+    if second or Dh1_solved.shape[0] != nc:   # (the second order needs D2h(q_k+1) as well)
+        Dh1 = np.empty((nc, n))
+        _constraint_rows(model, data, q1, 2 if second else 1, lam, np.empty(nc), Dh1, D2h1,
+                         np.empty((0, 0)), np.empty((0, 0, 0)))
+    else:
+        Dh1 = Dh1_solved
     _midpoint(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, Fqq, Fqu)
     Gq0, Gq1, Pq0, Pq1, Gu = _slot_jacobians(der, dt, Fq, Fv, Fu)
     # Q1 = dq1/dz: kinematic rows select rho1 (dynamic rows: Y below); dq0/dz = [I 0] is used
@@ -557,11 +568,6 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     Q1 = np.zeros((n, nz))
     for j in range(nk):
         Q1[kin[j], cr + j] = 1.0
-    lamD2h0 = np.zeros((n, n))
-    for r in range(nc):  # (a loop: lam[r] * D2h0[r] would build a temporary per constraint)
-        for i in range(n):
-            for j in range(n):
-                lamD2h0[i, j] += lam[r] * D2h0[r, i, j]
     # R_y and R_z (first order); unknowns y = (q1_dyn, lam). Nothing depends on v_k, so R_z
     # is kept without those nk columns: z' = [q0, p0, u, rho1], u from cul, rho1 from crl
     ny = nd + nc
@@ -671,9 +677,10 @@ def simulate_kernel(model, data, der, dt, dyn, kin, q0, p0, u_force, rho, tol, m
     N = u_force.shape[0]
     Q[0] = q0
     P[0] = p0
+    Dh1 = np.empty((model.hc_kind.shape[0], q0.shape[0]))
     for k in range(N):
         del_step(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], tol, max_iter,
-                 Q[k + 1], P[k + 1], LAM[k], status, info)
+                 Q[k + 1], P[k + 1], LAM[k], Dh1, status, info)
         if status[0] != OK:
             status[2] = k
             return
@@ -806,13 +813,15 @@ class MidpointVI:
         data, der = workspace(self.system)
         n = model.nq
         q1, p1, lam = np.empty(n), np.empty(self.nd), np.zeros(model.nh)
+        Dh1 = np.empty((model.nh, n))
         status, info = np.zeros(2, np.int64), np.zeros(2)
         del_step(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
-                 u_force, rho, self.tolerance, self.max_iterations, q1, p1, lam, status, info)
+                 u_force, rho, self.tolerance, self.max_iterations, q1, p1, lam, Dh1, status, info)
         self._raise(status, info, None)
         # Shared through the cache: callers copy them or only pass them to kernels. (Kept
         # writable: numba types read-only arrays apart and types them slowly, ~9 us a call.)
-        return q1, p1, lam
+        # Dh(q_k+1) goes to the linearization, which then need not evaluate it again.
+        return q1, p1, lam, Dh1
 
     def _raise(self, status, info, step):
         code = int(status[0])
@@ -835,14 +844,14 @@ class MidpointVI:
         q = check_vector("q", q, self.nq, self.system.config_names)
         p = check_vector("p", p, self.nd)
         u_force, rho = self.split_input(np.zeros(self.nu) if u is None else u)
-        q1, p1, lam = (a.copy() for a in self._solve(q, p, u_force, rho))
+        q1, p1, lam = (a.copy() for a in self._solve(q, p, u_force, rho)[:3])
         return (q1, p1, lam) if return_multipliers else (q1, p1)
 
     def f(self, x, u=None):
         """The one-step map in state form, ``x_k+1 = f(x_k, u_k)``."""
         q, p, _ = self.split_state(x)
         u_force, rho = self.split_input(np.zeros(self.nu) if u is None else u)
-        q1, p1, _ = self._solve(q, p, u_force, rho)
+        q1, p1, _, _ = self._solve(q, p, u_force, rho)
         v1 = (rho - q[self.kinematic_index]) / self.dt
         return np.concatenate([q1, p1, v1])
 
@@ -878,7 +887,7 @@ class MidpointVI:
         check = lambda: (self.split_state(x), self.split_input(u))  # noqa: E731
         if v.shape[0] and not math.isfinite(v.sum()):
             check()
-        q1, _, lam = self._solve(q, p, u_force, rho, check)
+        q1, _, lam, Dh1 = self._solve(q, p, u_force, rho, check)
         model = self.system.model
         data, der = workspace(self.system, third_order=second)
         A, B = np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))
@@ -886,8 +895,8 @@ class MidpointVI:
         H = np.empty((self.nx, nz, nz)) if second else _NO_TENSOR
         status, conds = self._status()
         del_linearize(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
-                      u_force, rho, q1, lam, second, self.condition_limit, A, B, H, status, conds,
-                      self._scratch(second))
+                      u_force, rho, q1, lam, Dh1, second, self.condition_limit, A, B, H, status,
+                      conds, self._scratch(second))
         self._raise_singular(int(status[0]), conds, None)
         return A, B, H
 
@@ -951,9 +960,10 @@ class MidpointVI:
         Q = np.ascontiguousarray(X[:, :n])
         P = np.ascontiguousarray(X[:, n:n + nd])
         Q1 = np.empty_like(Q)
-        LAM = np.zeros((N, model.nh))
-        for k in range(N):  # next configurations and multipliers, step by step from X[k]
-            Q1[k + 1], _, LAM[k] = self._solve(Q[k], P[k], U[k, :m].copy(), U[k, m:].copy())
+        LAM, DH1 = np.zeros((N, model.nh)), np.empty((N, model.nh, n))
+        for k in range(N):  # next configurations, multipliers, Dh(q_k+1), step by step from X[k]
+            Q1[k + 1], _, LAM[k], DH1[k] = self._solve(Q[k], P[k], U[k, :m].copy(),
+                                                       U[k, m:].copy())
         Q1[0] = Q[0]
         nz = self.nx + self.nu
         As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
@@ -964,9 +974,10 @@ class MidpointVI:
         nchunks = max(1, min(N, threads or numba.get_num_threads()))
         # del_linearize takes q_k+1 from the row after k: use a shifted array
         Qnext = np.concatenate([Q[:1], Q1[1:]], axis=0)
-        _linearize_pairs(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, Q, Qnext,
-                         P, LAM, np.ascontiguousarray(U[:, :m]), np.ascontiguousarray(U[:, m:]),
-                         second, self.condition_limit, As, Bs, Hs, stat, conds, nchunks)
+        _linearize_pairs(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, Q,
+                         Qnext, P, LAM, DH1, np.ascontiguousarray(U[:, :m]),
+                         np.ascontiguousarray(U[:, m:]), second, self.condition_limit, As, Bs, Hs,
+                         stat, conds, nchunks)
         bad = np.flatnonzero(stat != OK)
         if bad.size:
             k = int(bad[0])
@@ -975,8 +986,8 @@ class MidpointVI:
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _linearize_pairs(model, data_proto, der_proto, dt, dyn, kin, Q, Qnext, P, LAM, u_force, rho,
-                     second, cond_limit, As, Bs, Hs, stat, conds, nchunks):
+def _linearize_pairs(model, data_proto, der_proto, dt, dyn, kin, Q, Qnext, P, LAM, DH1, u_force,
+                     rho, second, cond_limit, As, Bs, Hs, stat, conds, nchunks):
     """Parallel over chunks of k: linearize the step from (Q[k], P[k]) to Qnext[k+1]."""
     N = u_force.shape[0]
     for c in prange(nchunks):
@@ -987,7 +998,7 @@ def _linearize_pairs(model, data_proto, der_proto, dt, dyn, kin, Q, Qnext, P, LA
                            if second else 0)
         for k in range(c, N, nchunks):
             del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k],
-                          Qnext[k + 1], LAM[k], second, cond_limit, As[k], Bs[k], Hs[k], st, conds[k],
+                          Qnext[k + 1], LAM[k], DH1[k], second, cond_limit, As[k], Bs[k], Hs[k], st, conds[k],
                           scratch)
             stat[k] = st[0]
 

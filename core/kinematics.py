@@ -317,54 +317,76 @@ def point_jet(model, data, f, local, order, pos, x, X1, X2, X3):
         return
     j = model.frame_joint[f]
     lo, hi = model.anc_ptr[j], model.anc_ptr[j + 1]
-    S = data.S
-    # each derivative is written in place and copied to its symmetric slots (no temporaries:
-    # this runs per constraint and per spring on every evaluation)
+    anc_idx, S = model.anc_idx, data.S
+    x0, x1, x2 = x[0], x[1], x[2]
+    # scalar code throughout: no temporaries and no array views in the inner loops (each view
+    # costs reference counting; this runs per constraint and per spring on every evaluation).
+    # Each derivative is computed once and copied to its symmetric slots.
     for ic in range(lo, hi):
-        c = model.anc_idx[ic]
+        c = anc_idx[ic]
         pc = pos[c]
-        screw_act(S[c], x, X1[pc])
+        y0 = S[c, 4] * x2 - S[c, 5] * x1 + S[c, 0]      # dx/dq_c = w_c x x + v_c
+        y1 = S[c, 5] * x0 - S[c, 3] * x2 + S[c, 1]
+        y2 = S[c, 3] * x1 - S[c, 4] * x0 + S[c, 2]
+        X1[pc, 0], X1[pc, 1], X1[pc, 2] = y0, y1, y2
         if order < 2:
             continue
         for ib in range(lo, ic + 1):
-            b = model.anc_idx[ib]
+            b = anc_idx[ib]
             pb = pos[b]
-            t2 = X2[pb, pc]
-            omega_cross(S[b], X1[pc], t2)  # d2x/dq_b dq_c = w_b x (S_c * x) for b <= c
-            X2[pc, pb, :] = t2
+            t0 = S[b, 4] * y2 - S[b, 5] * y1             # d2x/dq_b dq_c = w_b x dx/dq_c, b <= c
+            t1 = S[b, 5] * y0 - S[b, 3] * y2
+            t2 = S[b, 3] * y1 - S[b, 4] * y0
+            X2[pb, pc, 0], X2[pb, pc, 1], X2[pb, pc, 2] = t0, t1, t2
+            X2[pc, pb, 0], X2[pc, pb, 1], X2[pc, pb, 2] = t0, t1, t2
             if order < 3:
                 continue
             for ia in range(lo, ib + 1):
-                a = model.anc_idx[ia]
+                a = anc_idx[ia]
                 pa = pos[a]
-                t3 = X3[pa, pb, pc]
-                omega_cross(S[a], t2, t3)
-                X3[pa, pc, pb, :] = t3
-                X3[pb, pa, pc, :] = t3
-                X3[pb, pc, pa, :] = t3
-                X3[pc, pa, pb, :] = t3
-                X3[pc, pb, pa, :] = t3
+                u0 = S[a, 4] * t2 - S[a, 5] * t1
+                u1 = S[a, 5] * t0 - S[a, 3] * t2
+                u2 = S[a, 3] * t1 - S[a, 4] * t0
+                _store_symmetric3(X3, pa, pb, pc, u0, u1, u2)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _store_symmetric3(X3, a, b, c, u0, u1, u2):
+    """``X3[i, j, k] = u`` for the six orderings of ``(a, b, c)``."""
+    for i, j, k in ((a, b, c), (a, c, b), (b, a, c), (b, c, a), (c, a, b), (c, b, a)):
+        X3[i, j, k, 0], X3[i, j, k, 1], X3[i, j, k, 2] = u0, u1, u2
 
 
 @njit(cache=True, nogil=True)
 def bilinear_jet(k, order, u, U1, U2, U3, w, W1, W2, W3, H1, H2, H3):
     """Derivatives of ``h = u . w`` from the jets of the 3-vectors ``u`` and ``w`` (compact
-    indices ``0..k-1``); returns ``h`` and fills ``H1``, ``H2``, ``H3`` up to ``order``."""
+    indices ``0..k-1``); returns ``h`` and fills ``H1``, ``H2``, ``H3`` up to ``order``.
+    (Written per component, without row views: this runs per constraint and per spring on
+    every evaluation, where views and their reference counting cost more than the sums.)"""
     h = u[0] * w[0] + u[1] * w[1] + u[2] * w[2]
     for a in range(k):
-        H1[a] = dot3(U1[a], w) + dot3(u, W1[a])
+        s = 0.0
+        for i in range(3):
+            s += U1[a, i] * w[i] + u[i] * W1[a, i]
+        H1[a] = s
         if order < 2:
             continue
         for b in range(a + 1):
-            s = dot3(U2[a, b], w) + dot3(U1[a], W1[b]) + dot3(U1[b], W1[a]) + dot3(u, W2[a, b])
+            s = 0.0
+            for i in range(3):
+                s += (U2[a, b, i] * w[i] + U1[a, i] * W1[b, i] + U1[b, i] * W1[a, i]
+                      + u[i] * W2[a, b, i])
             H2[a, b] = s
             H2[b, a] = s
             if order < 3:
                 continue
             for c in range(b + 1):
-                s = (dot3(U3[a, b, c], w) + dot3(u, W3[a, b, c])
-                     + dot3(U2[a, b], W1[c]) + dot3(U2[a, c], W1[b]) + dot3(U2[b, c], W1[a])
-                     + dot3(U1[a], W2[b, c]) + dot3(U1[b], W2[a, c]) + dot3(U1[c], W2[a, b]))
+                s = 0.0
+                for i in range(3):
+                    s += (U3[a, b, c, i] * w[i] + u[i] * W3[a, b, c, i]
+                          + U2[a, b, i] * W1[c, i] + U2[a, c, i] * W1[b, i]
+                          + U2[b, c, i] * W1[a, i] + U1[a, i] * W2[b, c, i]
+                          + U1[b, i] * W2[a, c, i] + U1[c, i] * W2[a, b, i])
                 H3[a, b, c] = s
                 H3[a, c, b] = s
                 H3[b, a, c] = s
@@ -405,43 +427,148 @@ PAIR_SQUARED_DISTANCE, PAIR_PLANE, PAIR_AXIS_DIFFERENCE = 0, 1, 2
 
 
 @njit(cache=True, nogil=True)
-def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3):
+def pair_work(kmax, order):
+    """Work arrays of :func:`pair_jet` for up to ``kmax`` joints and derivatives up to ``order``:
+    three point jets ``j`` = ``(x[j], X1[j], X2[j], X3[j])`` of shapes (3, 3), (3, kmax, 3),
+    (3, kmax, kmax, 3), (3, kmax, kmax, kmax, 3) (orders not asked for have size 0).
+    Allocated once for many pairs: this runs per constraint and per spring on every evaluation."""
+    k2 = kmax if order >= 2 else 0
+    k3 = kmax if order >= 3 else 0
+    return (np.empty((3, 3)), np.empty((3, kmax, 3)), np.empty((3, k2, k2, 3)),
+            np.empty((3, k3, k3, k3, 3)))
+
+
+@njit(cache=True, nogil=True)
+def scalar_jets(kmax, order):
+    """``(H1, H2, H3)`` for scalar jets of up to ``kmax`` joints (a jet of ``k`` joints uses
+    the leading ``[:k]`` entries of each axis)."""
+    k2 = kmax if order >= 2 else 0
+    k3 = kmax if order >= 3 else 0
+    return np.empty(kmax), np.empty((k2, k2)), np.empty((k3, k3, k3))
+
+
+@njit(cache=True, nogil=True)
+def jets_max_joints(model, f1s, f2s):
+    """An upper bound of ``joint_union`` over the frame pairs ``(f1s[r], f2s[r])``: the size to
+    allocate per-pair work arrays once for all pairs."""
+    kmax = 0
+    for r in range(f1s.shape[0]):
+        k = 0
+        for f in (f1s[r], f2s[r]):
+            if f >= 0 and model.frame_joint[f] >= 0:
+                j = model.frame_joint[f]
+                k += model.anc_ptr[j + 1] - model.anc_ptr[j]
+        kmax = max(kmax, k)
+    return min(kmax, model.nq)
+
+
+@njit(cache=True, nogil=True)
+def _subtract_jet(x, X1, X2, X3, i, j, k, k2, k3):
+    """Point jet ``i`` -= point jet ``j`` in the work arrays of :func:`pair_work`."""
+    for c in range(3):
+        x[i, c] -= x[j, c]
+    for a in range(k):
+        for c in range(3):
+            X1[i, a, c] -= X1[j, a, c]
+    for a in range(k2):
+        for b in range(k2):
+            for c in range(3):
+                X2[i, a, b, c] -= X2[j, a, b, c]
+    for a in range(k3):
+        for b in range(k3):
+            for d in range(k3):
+                for c in range(3):
+                    X3[i, a, b, d, c] -= X3[j, a, b, d, c]
+
+
+@njit(cache=True, nogil=True)
+def _squared_distance_jet(model, data, f1, f2, order, pos, k, H1, H2, work):
+    """``|p1 - p2|^2`` up to order 2 from first-order point jets only (constraints and springs
+    at order 2 are the common case, so this path skips the second point jets).
+
+    With ``w = p1 - p2``: ``h = w . w``, ``dh/dq_a = 2 w . W_a`` and ``d2h/dq_b dq_c =
+    2 (W_b . W_c + w . d2w/dq_b dq_c)``, where for ``b`` above ``c`` (both above frame ``f``)
+    ``d2p_f/dq_b dq_c = w_b x dp_f/dq_c`` (see :func:`point_jet`), so that
+    ``w . d2p_f/dq_b dq_c = (w x w_b) . dp_f/dq_c``; ``f`` = ``f1`` adds, ``f2`` subtracts.
+    """
+    x, X1, X2, X3 = work
+    x[:2] = 0.0
+    X1[:2, :k] = 0.0     # point_jet leaves rows of joints not above its frame untouched
+    origin = np.zeros(3)
+    point_jet(model, data, f1, origin, 1, pos, x[0], X1[0], X2[0], X3[0])
+    point_jet(model, data, f2, origin, 1, pos, x[1], X1[1], X2[1], X3[1])
+    w0, w1, w2 = x[0, 0] - x[1, 0], x[0, 1] - x[1, 1], x[0, 2] - x[1, 2]
+    for a in range(k):
+        H1[a] = 2.0 * (w0 * (X1[0, a, 0] - X1[1, a, 0]) + w1 * (X1[0, a, 1] - X1[1, a, 1])
+                       + w2 * (X1[0, a, 2] - X1[1, a, 2]))
+    if order >= 2:
+        for a in range(k):
+            for b in range(a + 1):
+                s = 0.0
+                for i in range(3):
+                    s += (X1[0, a, i] - X1[1, a, i]) * (X1[0, b, i] - X1[1, b, i])
+                H2[a, b] = 2.0 * s
+                H2[b, a] = 2.0 * s
+        S, anc_idx = data.S, model.anc_idx
+        for jet, f, sign in ((0, f1, 2.0), (1, f2, -2.0)):
+            if f < 0 or model.frame_joint[f] < 0:
+                continue
+            j = model.frame_joint[f]
+            lo, hi = model.anc_ptr[j], model.anc_ptr[j + 1]
+            for ib in range(lo, hi):
+                b = anc_idx[ib]
+                pb = pos[b]
+                c0 = w1 * S[b, 5] - w2 * S[b, 4]       # w x w_b
+                c1 = w2 * S[b, 3] - w0 * S[b, 5]
+                c2 = w0 * S[b, 4] - w1 * S[b, 3]
+                for ic in range(ib, hi):                # c at or below b
+                    pc = pos[anc_idx[ic]]
+                    t = sign * (c0 * X1[jet, pc, 0] + c1 * X1[jet, pc, 1] + c2 * X1[jet, pc, 2])
+                    H2[pb, pc] += t
+                    if pc != pb:
+                        H2[pc, pb] += t
+    return w0 * w0 + w1 * w1 + w2 * w2
+
+
+@njit(cache=True, nogil=True)
+def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3, work):
     """Jet of a scalar of frame origins, on compact indices ``0..k-1`` (see ``joint_union``):
 
     * ``PAIR_SQUARED_DISTANCE``: ``|p1 - p2|^2``;
     * ``PAIR_PLANE``: ``n . (p1 - p2)`` with ``n`` the ``axis`` of frame ``f2`` (the plane frame);
     * ``PAIR_AXIS_DIFFERENCE``: ``(p1 - p2)[axis]`` in world coordinates.
 
-    Returns the value; fills ``H1``, ``H2``, ``H3`` up to ``order``.
+    Returns the value; fills ``H1``, ``H2``, ``H3`` up to ``order``. ``work`` holds the point
+    jets (:func:`pair_work`, for at least ``k`` joints and ``order``).
     """
-    # only the orders asked for are allocated; w = p1 - p2 is formed in place in p1's jet
+    if kind == PAIR_SQUARED_DISTANCE and order <= 2:
+        return _squared_distance_jet(model, data, f1, f2, order, pos, k, H1, H2, work)
+    x, X1, X2, X3 = work
     k2 = k if order >= 2 else 0
     k3 = k if order >= 3 else 0
-    w, x2, origin = np.zeros(3), np.zeros(3), np.zeros(3)
-    W1, X1b = np.zeros((k, 3)), np.zeros((k, 3))
-    W2, X2b = np.zeros((k2, k2, 3)), np.zeros((k2, k2, 3))
-    W3, X3b = np.zeros((k3, k3, k3, 3)), np.zeros((k3, k3, k3, 3))
+    used = 2 if kind == PAIR_SQUARED_DISTANCE else 3
+    # point_jet leaves rows of joints not above its frame untouched: clear what is used
+    x[:used] = 0.0
+    X1[:used, :k] = 0.0
+    X2[:used, :k2, :k2] = 0.0
+    X3[:used, :k3, :k3, :k3] = 0.0
+    # jet 0: p1, then w = p1 - p2 in place; jet 1: p2. (Whole kmax-sized jets, of which the
+    # first k rows are used: contiguous arrays index faster than sliced ones.)
+    w, W1, W2, W3 = x[0], X1[0], X2[0], X3[0]
+    origin = np.zeros(3)
     point_jet(model, data, f1, origin, order, pos, w, W1, W2, W3)
-    point_jet(model, data, f2, origin, order, pos, x2, X1b, X2b, X3b)
-    w -= x2
-    W1 -= X1b
-    W2 -= X2b
-    W3 -= X3b
+    point_jet(model, data, f2, origin, order, pos, x[1], X1[1], X2[1], X3[1])
+    _subtract_jet(x, X1, X2, X3, 0, 1, k, k2, k3)
     if kind == PAIR_SQUARED_DISTANCE:
         return bilinear_jet(k, order, w, W1, W2, W3, w, W1, W2, W3, H1, H2, H3)
+    # jet 2: a constant unit vector (axis difference) or the plane normal
+    t, T1, T2, T3 = x[2], X1[2], X2[2], X3[2]
     if kind == PAIR_AXIS_DIFFERENCE:
-        e = np.zeros(3)
-        e[axis] = 1.0
-        Z1, Z2, Z3 = np.zeros((k, 3)), np.zeros((k2, k2, 3)), np.zeros((k3, k3, k3, 3))
-        return bilinear_jet(k, order, e, Z1, Z2, Z3, w, W1, W2, W3, H1, H2, H3)
+        t[axis] = 1.0
+        return bilinear_jet(k, order, t, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
     # plane: n = tip - origin of the plane frame, tip at unit distance along its axis
-    tip = np.zeros(3)
-    T1, T2, T3 = np.zeros((k, 3)), np.zeros((k2, k2, 3)), np.zeros((k3, k3, k3, 3))
     local = np.zeros(3)
     local[axis] = 1.0
-    point_jet(model, data, f2, local, order, pos, tip, T1, T2, T3)
-    tip -= x2
-    T1 -= X1b
-    T2 -= X2b
-    T3 -= X3b
-    return bilinear_jet(k, order, tip, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
+    point_jet(model, data, f2, local, order, pos, t, T1, T2, T3)
+    _subtract_jet(x, X1, X2, X3, 2, 1, k, k2, k3)
+    return bilinear_jet(k, order, t, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)

@@ -24,8 +24,9 @@ import numpy as np
 from numba import njit
 
 from .kinematics import (PAIR_SQUARED_DISTANCE, bracket, composites, compose_scalar,
-                         cross_force, dot6, forward_kinematics, joint_union, matvec6,
-                         omega_cross, pair_jet, spatial_inertia)
+                         cross_force, dot6, forward_kinematics, jets_max_joints, joint_union,
+                         matvec6, omega_cross, pair_jet, pair_work, scalar_jets,
+                         spatial_inertia)
 from .structs import record_type, set_constructor
 
 DERIV_FIELDS = ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv", "dLqq", "dLqv", "dLvv"]
@@ -213,13 +214,15 @@ def _frame_springs(model, data, order, full, wq, L, Lq, Lqq, Lqqq, dLqq):
     idx = np.empty(model.nq, np.int64)
     frames = np.empty(2, np.int64)
     jet_order = 3 if order == 3 else max(order, 1)
+    kmax = jets_max_joints(model, model.fspring_f1, model.fspring_f2)
+    G1, G2, G3 = scalar_jets(kmax, jet_order)
+    work = pair_work(kmax, jet_order)
     for s in range(ns):
         frames[0], frames[1] = model.fspring_f1[s], model.fspring_f2[s]
         k = joint_union(model, frames, pos, idx)
-        k3 = k if jet_order == 3 else 0
-        H1, H2, H3 = np.zeros(k), np.zeros((k, k)), np.zeros((k3, k3, k3))
+        H1, H2, H3 = G1, G2, G3   # (the leading k entries are used)
         sq = pair_jet(model, data, PAIR_SQUARED_DISTANCE, frames[0], frames[1], 0, jet_order,
-                      pos, k, H1, H2, H3)
+                      pos, k, H1, H2, H3, work)
         r = np.sqrt(sq)
         stiff, rest = model.fspring_k[s], model.fspring_rest[s]
         if r < 1e-12:

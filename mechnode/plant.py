@@ -145,8 +145,10 @@ def _step_linearize(model, data, der, dt, dyn, kin, m, x, u, tol, max_iter, cond
     uf = u[:m].copy()
     rho = u[m:m + nk].copy()
     q1, p1, lam = np.empty(n), np.empty(nd), np.zeros(model.hc_kind.shape[0])
+    Dh1 = np.empty((model.hc_kind.shape[0], n))
     st = np.zeros(2, np.int64)
-    del_step(model, data, der, dt, dyn, kin, q0, p0, uf, rho, tol, max_iter, q1, p1, lam, st, info)
+    del_step(model, data, der, dt, dyn, kin, q0, p0, uf, rho, tol, max_iter, q1, p1, lam, Dh1, st,
+             info)
     if st[0] != OK:
         status[0], status[1] = 1, st[0]
         return
@@ -155,7 +157,7 @@ def _step_linearize(model, data, der, dt, dyn, kin, m, x, u, tol, max_iter, cond
     for j in range(nk):
         xn[n + nd + j] = (rho[j] - q0[kin[j]]) / dt
     if mode > 0:
-        del_linearize(model, data, der, dt, dyn, kin, q0, p0, uf, rho, q1, lam, mode == 2,
+        del_linearize(model, data, der, dt, dyn, kin, q0, p0, uf, rho, q1, lam, Dh1, mode == 2,
                       cond_limit, A, B, H, st, conds, scratch)
         if st[0] != OK:
             status[0], status[1] = 2, st[0]

@@ -192,11 +192,17 @@ def test_constraint_third_order_contractions(seed):
     data = create_data(model)
     prepare(model, data, q, np.zeros(n))
     h, H1, H2 = np.empty(nh), np.empty((nh, n)), np.empty((nh, n, n))
-    H3lam, H3ww = np.empty((n, n, n)), np.empty((nh, n))
-    holonomic(model, data, q, 3, lam, w, h, H1, H2, H3lam, H3ww)
+    H2lam, H3lam, H3ww = np.empty((n, n)), np.empty((n, n, n)), np.empty((nh, n))
+    holonomic(model, data, q, 3, lam, w, h, H1, H2, H2lam, H3lam, H3ww)
     _, Dh, D2h = s.constraint(q, order=2)
     assert_close(H1, Dh, "H1 at order 3", tol=1e-14)
     assert_close(H2, D2h, "H2 at order 3", tol=1e-14)
+    assert_close(H2lam, np.einsum("r,rab->ab", lam, D2h), "sum_r lam_r D2h_r", tol=1e-13)
+    # the contraction alone (no per-row H2), as the first-order DEL linearization asks for it
+    H2lam_only = np.full((n, n), np.nan)
+    holonomic(model, data, q, 2, lam, w, h, H1, np.empty((0, n, n)), H2lam_only,
+              np.empty((0, 0, 0)), np.empty((0, n)))
+    assert_close(H2lam_only, H2lam, "sum_r lam_r D2h_r without rows", tol=1e-14)
     D2 = lambda x: s.constraint(x, order=2)[2]
     assert_close(H3lam, fd(lambda x: np.einsum("r,rab->ab", lam, D2(x)), q), "sum_r lam_r D3h_r")
     assert_close(H3ww, fd(lambda x: np.einsum("a,rab,b->r", w, D2(x), w), q), "D3h_r(w, w, .)")

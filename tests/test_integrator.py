@@ -258,6 +258,36 @@ def test_linearize_trajectory_matches_pointwise():
         np.testing.assert_allclose(Hs[k], H, rtol=1e-10, atol=1e-9)
 
 
+def test_first_order_with_and_without_the_solves_constraint_jacobian():
+    """del_linearize takes Dh(q_k+1) from the DEL solve (linearize does) or evaluates it
+    itself (given an empty array): the same A and B either way."""
+    from core.dynamics import workspace
+    from core.integrator import del_linearize, del_step
+    s, q, rng = random_vi_system(3)
+    vi = core.MidpointVI(s, 0.01, tolerance=1e-13)
+    x, u = consistent_state(vi, q, rng)
+    q0, p0, _ = vi.split_state(x)
+    u_force, rho = vi.split_input(u)
+    model, (data, der) = s.model, workspace(s)
+    n, nh = vi.nq, model.nh
+    q1, p1, lam, Dh1 = np.empty(n), np.empty(vi.nd), np.zeros(nh), np.full((nh, n), np.nan)
+    status, info = np.zeros(2, np.int64), np.zeros(2)
+    del_step(model, data, der, vi.dt, vi.dynamic_index, vi.kinematic_index, q0, p0, u_force, rho,
+             1e-13, 50, q1, p1, lam, Dh1, status, info)
+    assert status[0] == 0 and nh == 2
+    np.testing.assert_allclose(Dh1, s.constraint(q1, order=1)[1], rtol=0, atol=1e-14)
+    results = []
+    for given in (Dh1, np.empty((0, n))):
+        A, B = np.empty((vi.nx, vi.nx)), np.empty((vi.nx, vi.nu))
+        del_linearize(model, data, der, vi.dt, vi.dynamic_index, vi.kinematic_index, q0, p0,
+                      u_force, rho, q1, lam, given, False, 1e12, A, B, np.empty((0, 0, 0)),
+                      status, np.zeros(2), np.empty(0))
+        assert status[0] == 0
+        results.append((A, B))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
 # ------------------------------------------------------------------------------ long runs
 LOOP = {  # unforced four-bar-like closed loop (the paper's double pendulum, no input)
     "gravity": [0, -9.8, 0],
