@@ -44,7 +44,7 @@ from .forces import generalized_force
 from .kinematics import composites, copy_data, create_data, forward_kinematics
 from .lagrangian import copy_derivs, create_derivs, gradient_hessian, prepare, third_order
 from .rnea import mass_matrix
-from .linalg import condition_from_lu, lu_checked, lu_solve
+from .linalg import add_product, condition_from_lu, lu_checked, lu_solve
 
 OK, NEWTON_FAILED, SINGULAR_JACOBIAN, SINGULAR_M, SINGULAR_CONSTRAINT = 0, 1, 2, 3, 4
 _NO_SCRATCH = np.empty(0)
@@ -289,7 +289,7 @@ def second_order_scratch(n, nd, nc):
 
 
 @njit(cache=True, nogil=True)
-def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz, Pq1d, Q1, Lam,
+def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq, Pq1d, Q1, Lam,
                   H, scratch):
     """Second derivatives of ``x_k+1`` (see the module docstring); H's kinematic rows are 0.
 
@@ -301,7 +301,7 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
     select a column of z; only its nd rows for q1_dyn are dense, joined by the nc rows of
     dlam/dz for the multipliers' q0-lam cross term (together ``Y``), so per output row the
     work is two products with Y (:func:`_contract`; without constraints and kinematic
-    variables :func:`_contract_plain`, using the G_q0 block of ``Rz``, R's first-order z'
+    variables :func:`_contract_plain`, using ``Rzq``, the G_q0 block of R's first-order
     derivative). Inputs that act as ``p0 + dt Fu u`` with constant ``Fu`` are left out of
     the contraction and copied from the p0 rows and columns afterwards.
     The pair tensors live in ``scratch`` (see :func:`second_order_scratch`; reallocated if too
@@ -403,7 +403,7 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
     # dq1/dz' = Yp [G, I] (Yp = -M^-1, G = dG/dq0), which _contract_plain exploits
     plain = nc == 0 and nk == 0 and nzr == n + nd
     if plain:
-        Yp, G = np.ascontiguousarray(Y[:, n:]), np.ascontiguousarray(Rz[:, :n])
+        Yp, G = np.ascontiguousarray(Y[:, n:]), Rzq
         YpT = np.ascontiguousarray(Yp.T)
         plain_work = np.empty((6, n, n))
     for j in range(nk):  # q1_kin = rho1 and v1 are linear in z
@@ -568,30 +568,31 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     Q1 = np.zeros((n, nz))
     for j in range(nk):
         Q1[kin[j], cr + j] = 1.0
-    # R_y and R_z (first order); unknowns y = (q1_dyn, lam). Nothing depends on v_k, so R_z
-    # is kept without those nk columns: z' = [q0, p0, u, rho1], u from cul, rho1 from crl
+    # R_y and R_z (first order); unknowns y = (q1_dyn, lam). R_z in parts: its q0 columns
+    # Rzq, its u and rho1 columns Rzu; its p0 columns are the identity on the dynamic rows and
+    # its v_k columns zero (nothing depends on v_k)
     ny = nd + nc
-    cul, crl = cu - nk, cr - nk
     Ry = np.zeros((ny, ny))
-    Rz = np.zeros((ny, nz - nk))
+    Rzq = np.empty((ny, n))
+    Rzu = np.zeros((ny, m + nk))
     for a in range(nd):
         i = dyn[a]
         for b in range(nd):
             Ry[a, b] = Gq1[i, dyn[b]]
         for r in range(nc):
             Ry[a, nd + r] = -Dh0[r, i]
-        Rz[a, cp + a] = 1.0
         for j in range(n):
-            Rz[a, j] += Gq0[i, j] - lamD2h0[i, j]
-        for j in range(nk):
-            Rz[a, crl + j] += Gq1[i, kin[j]]
+            Rzq[a, j] = Gq0[i, j] - lamD2h0[i, j]
         for r in range(m):
-            Rz[a, cul + r] += Gu[i, r]
+            Rzu[a, r] = Gu[i, r]
+        for j in range(nk):
+            Rzu[a, m + j] = Gq1[i, kin[j]]
     for r in range(nc):
         for b in range(nd):
             Ry[nd + r, b] = Dh1[r, dyn[b]]
+        Rzq[nd + r] = 0.0
         for j in range(nk):
-            Rz[nd + r, crl + j] = Dh1[r, kin[j]]
+            Rzu[nd + r, m + j] = Dh1[r, kin[j]]
     # Sec. VII checks: M_k+1 and Dh(q_k+1) M_k+1^-1 Dh(q_k)^T (one LU of M_k+1 gives its
     # condition number and its inverse, from which the Schur complement and R_y^-1 follow)
     Mk = Ry[:nd, :nd].copy()
@@ -608,11 +609,13 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     if nc > 0:
         # R_y^-1 by blocks from M^-1 and the Schur complement S = Dh(q1) M^-1 Dh(q0)^T (its
         # condition is the Sec. VII-B check): with B = M^-1 Dh(q0)^T and C = S^-1 Dh(q1) M^-1,
-        # R_y^-1 = [[M^-1 - B C, B S^-1], [-C, S^-1]] (dynamic columns throughout)
-        D0t = np.ascontiguousarray(-Ry[:nd, nd:])
-        D1 = np.ascontiguousarray(Ry[nd:, :nd])
-        Bm = Minv @ D0t
-        S = D1 @ Bm
+        # R_y^-1 = [[M^-1 - B C, B S^-1], [-C, S^-1]] (dynamic columns throughout; nc rows
+        # or columns each, so the products are loops)
+        D0t, D1 = Ry[:nd, nd:], Ry[nd:, :nd]         # -Dh(q0)^T and Dh(q1)
+        Bm = np.zeros((nd, nc))
+        add_product(Minv, D0t, Bm, -1.0)
+        S = np.zeros((nc, nc))
+        add_product(D1, Bm, S, 1.0)
         LUs = np.empty((nc, nc))
         pivs = np.empty(nc, np.int64)
         Sinv = np.empty((nc, nc))
@@ -623,20 +626,29 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         if not conds[1] < cond_limit:
             status[0], status[1] = SINGULAR_CONSTRAINT, -1
             return
-        Cm = Sinv @ (D1 @ Minv)
-        Ry_inv = np.empty((ny, ny))
-        Ry_inv[:nd, :nd] = Minv - Bm @ Cm
-        Ry_inv[:nd, nd:] = Bm @ Sinv
-        Ry_inv[nd:, :nd] = -Cm
+        D1Minv = np.zeros((nc, nd))
+        add_product(D1, Minv, D1Minv, 1.0)
+        Ry_inv = np.zeros((ny, ny))
+        add_product(Sinv, D1Minv, Ry_inv[nd:, :nd], -1.0)          # -C
+        Ry_inv[:nd, :nd] = Minv
+        add_product(Bm, Ry_inv[nd:, :nd], Ry_inv[:nd, :nd], 1.0)   # M^-1 - B C
+        add_product(Bm, Sinv, Ry_inv[:nd, nd:], 1.0)
         Ry_inv[nd:, nd:] = Sinv
     else:
         Ry_inv = Minv
-    # one BLAS product for every column of z (the inverse is at hand: condition numbers)
-    Yl = -(Ry_inv @ Rz) if ny > 0 else -Rz
-    Y = np.zeros((ny, nz))                   # dy/dz (zero v_k columns back in)
-    for a in range(ny):
-        Y[a, :cul] = Yl[a, :cul]
-        Y[a, cu:] = Yl[a, cul:]
+    # dy/dz = -R_y^-1 R_z: a BLAS product for the q0 columns and one for the inputs' (the
+    # inverse is at hand: condition numbers); the p0 columns are -R_y^-1's dynamic columns
+    Y = np.zeros((ny, nz))
+    if ny > 0:
+        Yq = Ry_inv @ Rzq
+        Yu = Ry_inv @ Rzu if m + nk > 0 else np.zeros((ny, 0))
+        for a in range(ny):
+            for j in range(n):
+                Y[a, j] = -Yq[a, j]
+            for b in range(nd):
+                Y[a, cp + b] = -Ry_inv[a, b]
+            for j in range(m + nk):
+                Y[a, cu + j] = -Yu[a, j]
     for a in range(nd):
         Q1[dyn[a]] = Y[a]
     Lam = Y[nd:]
@@ -666,7 +678,7 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     status[0], status[1] = OK, -1
     if not second:
         return
-    _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz, Pq1d, Q1, Lam,
+    _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq, Pq1d, Q1, Lam,
                   H, scratch)
 
 

@@ -181,6 +181,17 @@ def _subtract_rows(L, B, k, rows, lo, hi, transposed):
 
 
 @njit(cache=True, nogil=True)
+def add_product(A, B, C, alpha):
+    """``C += alpha A B`` in loops: for products with a few rows or columns, where a BLAS call
+    and its temporaries cost more than the arithmetic. Any layouts (views welcome)."""
+    for i in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            f = alpha * A[i, k]
+            for j in range(B.shape[1]):
+                C[i, j] += f * B[k, j]
+
+
+@njit(cache=True, nogil=True)
 def lu_checked(A, LU, piv):
     """LU factorization with partial pivoting, ``P A = L U`` stored in ``LU``; returns -1, or the
     first column whose pivot is zero relative to the largest entry of ``A`` (singular there)."""

@@ -98,3 +98,16 @@ def test_dense_cholesky_solve_agrees():
     X = B.copy()
     cholesky_solve(L, X)
     np.testing.assert_allclose(X, np.linalg.solve(A, B), rtol=1e-10, atol=1e-12)
+
+
+def test_add_product_on_views_matches_numpy():
+    """C += alpha A B on strided views (as the Schur-complement blocks use it)."""
+    from core.linalg import add_product
+    rng = np.random.default_rng(4)
+    big = rng.normal(size=(9, 9))
+    A, B = big[:6, 6:], big[6:, :5]           # 6 x 3 and 3 x 5 views of one matrix
+    C = rng.normal(size=(8, 8))
+    expected = C.copy()
+    expected[2:8, 1:6] += -0.5 * A @ B
+    add_product(A, B, C[2:8, 1:6], -0.5)
+    np.testing.assert_allclose(C, expected, rtol=1e-14, atol=1e-14)
