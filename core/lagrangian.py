@@ -94,7 +94,7 @@ def _pair_tables(model, data):
             matvec6(Icb, D[a], IcD[b, a])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _gravity_moment(data, f, x, out):
     """Composite of m (w x p + v) contracted as a world vector: S * (first moment) (3)."""
     mp, mc = data.mp[f], data.mc[f]
