@@ -779,12 +779,13 @@ class MidpointVI:
             x = check_vector("x", x, n + nd + self._nk, self._names()[0], finite)
         return x[:n], x[n:n + nd], x[n + nd:]
 
-    def split_input(self, u, finite: bool = True):
-        """``(u_force, rho)`` copies of ``u`` (errors as :meth:`split_state`)."""
+    def split_input(self, u, finite: bool = True, copy: bool = True):
+        """``(u_force, rho)`` copies of ``u`` (views without ``copy``; errors as
+        :meth:`split_state`)."""
         if not is_plain_vector(u, self._nu, finite):
             u = check_vector("u", u, self._nu, self._names()[1], finite)
         m = self._nu - self._nk
-        return u[:m].copy(), u[m:].copy()
+        return (u[:m].copy(), u[m:].copy()) if copy else (u[:m], u[m:])
 
     def state(self, q, p, v=None):
         """Pack ``x = [q, p_dyn, v_kin]``."""
@@ -895,9 +896,9 @@ class MidpointVI:
         # sizes now; finiteness with the solve (a step solved before had its inputs checked)
         # and for v_k, which the solve does not see
         q, p, v = self.split_state(x, finite=False)
-        u_force, rho = self.split_input(u, finite=False)
+        u_force, rho = self.split_input(u, finite=False, copy=False)  # the kernels only read
         check = lambda: (self.split_state(x), self.split_input(u))  # noqa: E731
-        if v.shape[0] and not math.isfinite(v.sum()):
+        if v.shape[0] and not math.isfinite(np.dot(v, v)):   # (an overflow: the full check)
             check()
         q1, _, lam, Dh1 = self._solve(q, p, u_force, rho, check)
         model = self.system.model

@@ -261,4 +261,19 @@ def condition_from_lu(A, LU, piv, inv):
     for i in range(n):
         inv[i, i] = 1.0
     lu_solve(LU, piv, inv)
-    return np.abs(A).sum(axis=0).max() * np.abs(inv).sum(axis=0).max()
+    return norm1(A) * norm1(inv)
+
+
+@njit(cache=True, nogil=True)
+def norm1(A):
+    """``|A|_1``, the largest absolute column sum (a NaN entry gives NaN), without the
+    temporaries of ``np.abs(A).sum(axis=0).max()``."""
+    best = 0.0
+    for j in range(A.shape[1]):
+        s = 0.0
+        for i in range(A.shape[0]):
+            s += abs(A[i, j])
+        if s != s:
+            return s
+        best = max(best, s)
+    return best

@@ -111,3 +111,12 @@ def test_add_product_on_views_matches_numpy():
     expected[2:8, 1:6] += -0.5 * A @ B
     add_product(A, B, C[2:8, 1:6], -0.5)
     np.testing.assert_allclose(C, expected, rtol=1e-14, atol=1e-14)
+
+
+def test_norm1_matches_numpy_and_keeps_nan():
+    from core.linalg import norm1
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(7, 4))
+    assert norm1(A) == pytest.approx(np.abs(A).sum(axis=0).max(), rel=1e-15)
+    A[3, 2] = np.nan
+    assert np.isnan(norm1(A))
