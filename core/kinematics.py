@@ -113,14 +113,6 @@ def matvec6(M, x, out):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def screw_act(S, x, out):
-    """Velocity of world point ``x`` moving with twist ``S``: ``w x x + v``."""
-    out[0] = S[4] * x[2] - S[5] * x[1] + S[0]
-    out[1] = S[5] * x[0] - S[3] * x[2] + S[1]
-    out[2] = S[3] * x[1] - S[4] * x[0] + S[2]
-
-
-@njit(cache=True, nogil=True, inline="always")
 def omega_cross(S, x, out):
     """Rotational part only: ``w x x``."""
     out[0] = S[4] * x[2] - S[5] * x[1]
