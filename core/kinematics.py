@@ -492,21 +492,27 @@ def _subtract_jet(x, X1, X2, X3, i, j, k, k2, k3):
 
 
 @njit(cache=True, nogil=True)
-def _squared_distance_jet(model, data, f1, f2, order, pos, k, H1, H2, work):
-    """``|p1 - p2|^2`` up to order 2 from first-order point jets only (constraints and springs
-    at order 2 are the common case, so this path skips the second point jets).
+def _squared_distance_jet(model, data, f1, f2, order, pos, k, H1, H2, H3, work):
+    """``|p1 - p2|^2`` up to order 3 from point jets one order lower (constraints and springs
+    are the common case, so this path skips the highest point jets).
 
     With ``w = p1 - p2``: ``h = w . w``, ``dh/dq_a = 2 w . W_a`` and ``d2h/dq_b dq_c =
     2 (W_b . W_c + w . d2w/dq_b dq_c)``, where for ``b`` above ``c`` (both above frame ``f``)
     ``d2p_f/dq_b dq_c = w_b x dp_f/dq_c`` (see :func:`point_jet`), so that
     ``w . d2p_f/dq_b dq_c = (w x w_b) . dp_f/dq_c``; ``f`` = ``f1`` adds, ``f2`` subtracts.
+    Likewise ``d3h/dq_a dq_b dq_c = 2 (W_ab . W_c + W_ac . W_b + W_bc . W_a + w . W_abc)``
+    with ``w . d3p_f/dq_a dq_b dq_c = (w x w_a) . d2p_f/dq_b dq_c`` for ``a`` above ``b``
+    above ``c``.
     """
     x, X1, X2, X3 = work
     x[:2] = 0.0
     X1[:2, :k] = 0.0     # point_jet leaves rows of joints not above its frame untouched
+    kj = k if order >= 3 else 0
+    X2[:2, :kj, :kj] = 0.0
     origin = np.zeros(3)
-    point_jet(model, data, f1, origin, 1, pos, x[0], X1[0], X2[0], X3[0])
-    point_jet(model, data, f2, origin, 1, pos, x[1], X1[1], X2[1], X3[1])
+    jet_order = 2 if order >= 3 else 1
+    point_jet(model, data, f1, origin, jet_order, pos, x[0], X1[0], X2[0], X3[0])
+    point_jet(model, data, f2, origin, jet_order, pos, x[1], X1[1], X2[1], X3[1])
     w0, w1, w2 = x[0, 0] - x[1, 0], x[0, 1] - x[1, 1], x[0, 2] - x[1, 2]
     for a in range(k):
         H1[a] = 2.0 * (w0 * (X1[0, a, 0] - X1[1, a, 0]) + w1 * (X1[0, a, 1] - X1[1, a, 1])
@@ -537,7 +543,59 @@ def _squared_distance_jet(model, data, f1, f2, order, pos, k, H1, H2, work):
                     H2[pb, pc] += t
                     if pc != pb:
                         H2[pc, pb] += t
+    if order >= 3:
+        _squared_distance_third(model, data, f1, f2, pos, k, w0, w1, w2, X1, X2, X3, H3)
     return w0 * w0 + w1 * w1 + w2 * w2
+
+
+@njit(cache=True, nogil=True)
+def _squared_distance_third(model, data, f1, f2, pos, k, w0, w1, w2, X1, X2, X3, H3):
+    """The third derivatives of :func:`_squared_distance_jet` from the point jets of order 2
+    (``X1[f], X2[f]`` for f = 0, 1); ``X3[f][..., 0]`` holds frame f's ``w . W_abc`` term."""
+    S, anc_idx = data.S, model.anc_idx
+    for jet, f in ((0, f1), (1, f2)):
+        D = X3[jet]
+        for a in range(k):
+            for b in range(k):
+                for c in range(k):
+                    D[a, b, c, 0] = 0.0
+        if f < 0 or model.frame_joint[f] < 0:
+            continue
+        j = model.frame_joint[f]
+        lo, hi = model.anc_ptr[j], model.anc_ptr[j + 1]
+        for ia in range(lo, hi):
+            a = anc_idx[ia]
+            pa = pos[a]
+            c0 = w1 * S[a, 5] - w2 * S[a, 4]       # w x w_a
+            c1 = w2 * S[a, 3] - w0 * S[a, 5]
+            c2 = w0 * S[a, 4] - w1 * S[a, 3]
+            for ib in range(ia, hi):
+                pb = pos[anc_idx[ib]]
+                for ic in range(ib, hi):
+                    pc = pos[anc_idx[ic]]
+                    t = (c0 * X2[jet, pb, pc, 0] + c1 * X2[jet, pb, pc, 1]
+                         + c2 * X2[jet, pb, pc, 2])
+                    # each triple once, written at its orderings (repeated indices: same slot)
+                    for i, j2, l in ((pa, pb, pc), (pa, pc, pb), (pb, pa, pc), (pb, pc, pa),
+                                     (pc, pa, pb), (pc, pb, pa)):
+                        D[i, j2, l, 0] = t
+    for a in range(k):
+        for b in range(a + 1):
+            for c in range(b + 1):
+                s = X3[0, a, b, c, 0] - X3[1, a, b, c, 0]
+                for i in range(3):   # W_ab . W_c + W_ac . W_b + W_bc . W_a
+                    wa, wb = X1[0, a, i] - X1[1, a, i], X1[0, b, i] - X1[1, b, i]
+                    wc = X1[0, c, i] - X1[1, c, i]
+                    s += ((X2[0, a, b, i] - X2[1, a, b, i]) * wc
+                          + (X2[0, a, c, i] - X2[1, a, c, i]) * wb
+                          + (X2[0, b, c, i] - X2[1, b, c, i]) * wa)
+                s *= 2.0
+                H3[a, b, c] = s
+                H3[a, c, b] = s
+                H3[b, a, c] = s
+                H3[b, c, a] = s
+                H3[c, a, b] = s
+                H3[c, b, a] = s
 
 
 @njit(cache=True, nogil=True)
@@ -551,17 +609,16 @@ def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3, work):
     Returns the value; fills ``H1``, ``H2``, ``H3`` up to ``order``. ``work`` holds the point
     jets (:func:`pair_work`, for at least ``k`` joints and ``order``).
     """
-    if kind == PAIR_SQUARED_DISTANCE and order <= 2:
-        return _squared_distance_jet(model, data, f1, f2, order, pos, k, H1, H2, work)
+    if kind == PAIR_SQUARED_DISTANCE:
+        return _squared_distance_jet(model, data, f1, f2, order, pos, k, H1, H2, H3, work)
     x, X1, X2, X3 = work
     k2 = k if order >= 2 else 0
     k3 = k if order >= 3 else 0
-    used = 2 if kind == PAIR_SQUARED_DISTANCE else 3
-    # point_jet leaves rows of joints not above its frame untouched: clear what is used
-    x[:used] = 0.0
-    X1[:used, :k] = 0.0
-    X2[:used, :k2, :k2] = 0.0
-    X3[:used, :k3, :k3, :k3] = 0.0
+    # point_jet leaves rows of joints not above its frame untouched: clear the three jets
+    x[:, :] = 0.0
+    X1[:, :k] = 0.0
+    X2[:, :k2, :k2] = 0.0
+    X3[:, :k3, :k3, :k3] = 0.0
     # jet 0: p1, then w = p1 - p2 in place; jet 1: p2. (Whole kmax-sized jets, of which the
     # first k rows are used: contiguous arrays index faster than sliced ones.)
     w, W1, W2, W3 = x[0], X1[0], X2[0], X3[0]
@@ -569,8 +626,6 @@ def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3, work):
     point_jet(model, data, f1, origin, order, pos, w, W1, W2, W3)
     point_jet(model, data, f2, origin, order, pos, x[1], X1[1], X2[1], X3[1])
     _subtract_jet(x, X1, X2, X3, 0, 1, k, k2, k3)
-    if kind == PAIR_SQUARED_DISTANCE:
-        return bilinear_jet(k, order, w, W1, W2, W3, w, W1, W2, W3, H1, H2, H3)
     # jet 2: a constant unit vector (axis difference) or the plane normal
     t, T1, T2, T3 = x[2], X1[2], X2[2], X3[2]
     if kind == PAIR_AXIS_DIFFERENCE:
