@@ -361,6 +361,13 @@ def point_jet(model, data, f, local, order, pos, x, X1, X2, X3):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _set_symmetric3(H3, a, b, c, s):
+    """``H3[i, j, k] = s`` for the six orderings of ``(a, b, c)``."""
+    for i, j, k in ((a, b, c), (a, c, b), (b, a, c), (b, c, a), (c, a, b), (c, b, a)):
+        H3[i, j, k] = s
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _store_symmetric3(X3, a, b, c, u0, u1, u2):
     """``X3[i, j, k] = u`` for the six orderings of ``(a, b, c)``."""
     for i, j, k in ((a, b, c), (a, c, b), (b, a, c), (b, c, a), (c, a, b), (c, b, a)):
@@ -397,12 +404,7 @@ def bilinear_jet(k, order, u, U1, U2, U3, w, W1, W2, W3, H1, H2, H3):
                           + U2[a, b, i] * W1[c, i] + U2[a, c, i] * W1[b, i]
                           + U2[b, c, i] * W1[a, i] + U1[a, i] * W2[b, c, i]
                           + U1[b, i] * W2[a, c, i] + U1[c, i] * W2[a, b, i])
-                H3[a, b, c] = s
-                H3[a, c, b] = s
-                H3[b, a, c] = s
-                H3[b, c, a] = s
-                H3[c, a, b] = s
-                H3[c, b, a] = s
+                _set_symmetric3(H3, a, b, c, s)
     return h
 
 
@@ -416,12 +418,7 @@ def compose_scalar(k, order, f1, f2, f3, H1, H2, H3):
                     s = (f3 * H1[a] * H1[b] * H1[c]
                          + f2 * (H2[a, b] * H1[c] + H2[a, c] * H1[b] + H2[b, c] * H1[a])
                          + f1 * H3[a, b, c])
-                    H3[a, b, c] = s
-                    H3[a, c, b] = s
-                    H3[b, a, c] = s
-                    H3[b, c, a] = s
-                    H3[c, a, b] = s
-                    H3[c, b, a] = s
+                    _set_symmetric3(H3, a, b, c, s)
     if order >= 2:
         for a in range(k):
             for b in range(a + 1):
@@ -491,6 +488,22 @@ def _subtract_jet(x, X1, X2, X3, i, j, k, k2, k3):
                     X3[i, a, b, d, c] -= X3[j, a, b, d, c]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _ancestor_range(model, f):
+    """``(lo, hi)``: the joints above frame ``f`` are ``model.anc_idx[lo:hi]``, root first
+    (empty for the world and for frames without a joint above them)."""
+    if f < 0 or model.frame_joint[f] < 0:
+        return 0, 0
+    j = model.frame_joint[f]
+    return model.anc_ptr[j], model.anc_ptr[j + 1]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cross_axis(w0, w1, w2, S, a):
+    """``w x w_a`` with ``w_a`` the rotational part of joint ``a``'s world screw ``S[a]``."""
+    return (w1 * S[a, 5] - w2 * S[a, 4], w2 * S[a, 3] - w0 * S[a, 5], w0 * S[a, 4] - w1 * S[a, 3])
+
+
 @njit(cache=True, nogil=True)
 def _squared_distance_jet(model, data, f1, f2, order, pos, k, H1, H2, H3, work):
     """``|p1 - p2|^2`` up to order 3 from point jets one order lower (constraints and springs
@@ -525,18 +538,13 @@ def _squared_distance_jet(model, data, f1, f2, order, pos, k, H1, H2, H3, work):
                     s += (X1[0, a, i] - X1[1, a, i]) * (X1[0, b, i] - X1[1, b, i])
                 H2[a, b] = 2.0 * s
                 H2[b, a] = 2.0 * s
-        S, anc_idx = data.S, model.anc_idx
+        anc_idx = model.anc_idx
         for jet, f, sign in ((0, f1, 2.0), (1, f2, -2.0)):
-            if f < 0 or model.frame_joint[f] < 0:
-                continue
-            j = model.frame_joint[f]
-            lo, hi = model.anc_ptr[j], model.anc_ptr[j + 1]
+            lo, hi = _ancestor_range(model, f)
             for ib in range(lo, hi):
                 b = anc_idx[ib]
                 pb = pos[b]
-                c0 = w1 * S[b, 5] - w2 * S[b, 4]       # w x w_b
-                c1 = w2 * S[b, 3] - w0 * S[b, 5]
-                c2 = w0 * S[b, 4] - w1 * S[b, 3]
+                c0, c1, c2 = _cross_axis(w0, w1, w2, data.S, b)     # w x w_b
                 for ic in range(ib, hi):                # c at or below b
                     pc = pos[anc_idx[ic]]
                     t = sign * (c0 * X1[jet, pc, 0] + c1 * X1[jet, pc, 1] + c2 * X1[jet, pc, 2])
@@ -552,23 +560,18 @@ def _squared_distance_jet(model, data, f1, f2, order, pos, k, H1, H2, H3, work):
 def _squared_distance_third(model, data, f1, f2, pos, k, w0, w1, w2, X1, X2, X3, H3):
     """The third derivatives of :func:`_squared_distance_jet` from the point jets of order 2
     (``X1[f], X2[f]`` for f = 0, 1); ``X3[f][..., 0]`` holds frame f's ``w . W_abc`` term."""
-    S, anc_idx = data.S, model.anc_idx
+    anc_idx = model.anc_idx
     for jet, f in ((0, f1), (1, f2)):
         D = X3[jet]
         for a in range(k):
             for b in range(k):
                 for c in range(k):
                     D[a, b, c, 0] = 0.0
-        if f < 0 or model.frame_joint[f] < 0:
-            continue
-        j = model.frame_joint[f]
-        lo, hi = model.anc_ptr[j], model.anc_ptr[j + 1]
+        lo, hi = _ancestor_range(model, f)
         for ia in range(lo, hi):
             a = anc_idx[ia]
             pa = pos[a]
-            c0 = w1 * S[a, 5] - w2 * S[a, 4]       # w x w_a
-            c1 = w2 * S[a, 3] - w0 * S[a, 5]
-            c2 = w0 * S[a, 4] - w1 * S[a, 3]
+            c0, c1, c2 = _cross_axis(w0, w1, w2, data.S, a)         # w x w_a
             for ib in range(ia, hi):
                 pb = pos[anc_idx[ib]]
                 for ic in range(ib, hi):
@@ -590,12 +593,7 @@ def _squared_distance_third(model, data, f1, f2, pos, k, w0, w1, w2, X1, X2, X3,
                           + (X2[0, a, c, i] - X2[1, a, c, i]) * wb
                           + (X2[0, b, c, i] - X2[1, b, c, i]) * wa)
                 s *= 2.0
-                H3[a, b, c] = s
-                H3[a, c, b] = s
-                H3[b, a, c] = s
-                H3[b, c, a] = s
-                H3[c, a, b] = s
-                H3[c, b, a] = s
+                _set_symmetric3(H3, a, b, c, s)
 
 
 @njit(cache=True, nogil=True)
