@@ -58,13 +58,12 @@ def holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
     jet_order = max(order, 1)
     # work arrays once for all rows (sized for the largest joint union)
     kmax = jets_max_joints(model, model.hc_f1, model.hc_f2)
-    G1, G2, G3 = scalar_jets(kmax, order)
+    J1, J2, J3 = scalar_jets(kmax, order)   # (a row's jet uses the leading k entries)
     work = pair_work(kmax, jet_order)
     for r in range(nh):
         kind = model.hc_kind[r]
         frames[0], frames[1] = model.hc_f1[r], model.hc_f2[r]
         k = joint_union(model, frames, pos, idx)
-        J1, J2, J3 = G1, G2, G3   # (the leading k entries are used)
         val = pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1], model.hc_axis[r],
                        jet_order, pos, k, J1, J2, J3, work)
         dlen = 0.0   # d(-d^2)/d(length variable), when the length is one

@@ -215,12 +215,11 @@ def _frame_springs(model, data, order, full, wq, L, Lq, Lqq, Lqqq, dLqq):
     frames = np.empty(2, np.int64)
     jet_order = 3 if order == 3 else max(order, 1)
     kmax = jets_max_joints(model, model.fspring_f1, model.fspring_f2)
-    G1, G2, G3 = scalar_jets(kmax, jet_order)
+    H1, H2, H3 = scalar_jets(kmax, jet_order)   # (a spring's jet uses the leading k entries)
     work = pair_work(kmax, jet_order)
     for s in range(ns):
         frames[0], frames[1] = model.fspring_f1[s], model.fspring_f2[s]
         k = joint_union(model, frames, pos, idx)
-        H1, H2, H3 = G1, G2, G3   # (the leading k entries are used)
         sq = pair_jet(model, data, PAIR_SQUARED_DISTANCE, frames[0], frames[1], 0, jet_order,
                       pos, k, H1, H2, H3, work)
         r = np.sqrt(sq)
