@@ -44,7 +44,8 @@ from .forces import generalized_force
 from .kinematics import composites, copy_data, create_data, forward_kinematics
 from .lagrangian import copy_derivs, create_derivs, gradient_hessian, prepare, third_order
 from .rnea import mass_matrix
-from .linalg import add_product, condition_from_lu, lu_checked, lu_solve
+from .linalg import (add_product, add_run, add_transpose, condition_from_lu, copy_run,
+                     lu_checked, lu_solve)
 
 OK, NEWTON_FAILED, SINGULAR_JACOBIAN, SINGULAR_M, SINGULAR_CONSTRAINT = 0, 1, 2, 3, 4
 _NO_SCRATCH = np.empty(0)
@@ -238,10 +239,36 @@ def _packed_offsets(nw):
 
 
 @njit(cache=True, nogil=True)
-def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, TG, TP):
+def _slot_order(n, dyn, kin):
+    """Index of each slot variable ``w = (q0, q1)`` in the order of the pair tensors,
+    ``w' = [q0, q1_kin, q1_dyn]``: the variables that ``J = dw/dz`` selects (q0 and the
+    kinematic part of q1, the ``ns = n + nk`` "selected" ones) come first, the dense q1_dyn
+    last. In the packed storage (:func:`_packed_offsets`) the blocks of the contraction are
+    then contiguous runs: row s < ns holds its selected part ``(s, s..ns-1)`` followed by its
+    q1_dyn part ``(s, ns..2n-1)``; rows from n on hold the q1-q1 block (the only block of the
+    constraint rows), rows from ns on the q1_dyn-q1_dyn block."""
+    pos = np.empty(2 * n, np.int64)
+    for j in range(n):
+        pos[j] = j
+    for j in range(kin.shape[0]):
+        pos[n + kin[j]] = n + j
+    for a in range(dyn.shape[0]):
+        pos[n + dyn[a]] = n + kin.shape[0] + a
+    return pos
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pair_index(off, a, b):
+    """Packed position of the pair (a, b) of reordered slot variables (either order)."""
+    return off[a] + b if a <= b else off[b] + a
+
+
+@njit(cache=True, nogil=True)
+def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, pos, TG, TP):
     """Second derivatives of G = D1 L_d + F_d^- and P = D2 L_d (dynamic rows) in the slot
-    variables w = (q0, q1): ``TG[a, off[s] + t] = d2 G_dyn[a] / dw_s dw_t`` (s <= t), likewise
-    TP, each a symmetric 2n x 2n matrix stored packed (see :func:`_packed_offsets`).
+    variables w = (q0, q1): ``TG[a, p] = d2 G_dyn[a] / dw_s dw_t`` at the packed position
+    ``p`` of (``pos[s]``, ``pos[t]``) (see :func:`_slot_order`), likewise TP, each a
+    symmetric 2n x 2n matrix.
 
     In the midpoint variables xi = (qm, v) (blocks qq, qv, vv; T_vq = T_qv^T) they are
     G: dt/2 Lqqq_i - Lqqv_.i + dt Fqq_i,  dt/2 Lqqv_i.. - Lqvv_.i.,  dt/2 Lqvv_i..  (P: + for -,
@@ -257,6 +284,7 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, TG, TP):
         i = dyn[a]
         G, P = TG[a], TP[a]
         for j in range(n):
+            pj = pos[n + j]
             for k in range(j, n):
                 lqq = half * Lqqq[i, j, k]
                 lvv = half * Lqvv[i, j, k] * c2
@@ -267,9 +295,11 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, TG, TP):
                 pqv_jk, pqv_kj = (qv_jk + Lqvv[j, i, k]) * c1, (qv_kj + Lqvv[k, i, j]) * c1
                 gqq = 0.25 * (lqq - Lqqv[j, k, i] + dt * Fqq[i, j, k])
                 pqq = 0.25 * (lqq + Lqqv[j, k, i])
-                # blocks 00, 11, 01 (j in q0, k in q1) and 10 (j in q1, k in q0)
-                s00, s11 = off[j] + k, off[n + j] + n + k
-                s01, s10 = off[j] + n + k, off[k] + n + j
+                # blocks 00, 11, 01 (j in q0, k in q1) and 10 (j in q1, k in q0); q0 comes
+                # first in w', so only the 11 pair needs ordering
+                pk = pos[n + k]
+                s00, s11 = off[j] + k, _pair_index(off, pj, pk)
+                s01, s10 = off[j] + pk, off[k] + pj
                 G[s00] = gqq - gqv_jk - gqv_kj + lvv - (H3lam[i, j, k] if constrained else 0.0)
                 G[s11] = gqq + gqv_jk + gqv_kj + lvv
                 G[s01] = gqq + gqv_jk - gqv_kj - lvv
@@ -283,9 +313,9 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, TG, TP):
 @njit(cache=True, nogil=True)
 def second_order_scratch(n, nd, nc):
     """Length of the work space of the second-order linearization: the packed symmetric
-    (2n)^2 pair tensors of the nd + nc residual rows, of P's nd rows and of the 2 nd output
-    rows."""
-    return (nc + 4 * nd) * n * (2 * n + 1)
+    (2n)^2 pair tensors of the nd G rows, of P's nd rows and of the 2 nd output rows, and the
+    q1-q1 blocks (n (n + 1) / 2 numbers) of the nc constraint rows."""
+    return 4 * nd * n * (2 * n + 1) + nc * ((n * (n + 1)) // 2)
 
 
 @njit(cache=True, nogil=True)
@@ -296,14 +326,17 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
     The unknowns y = (q1_dyn, lam) solve R(y, z) = 0, R = [G + p0 - Dh(q0)^T lam; h(q1)]; so
     ``q1_dyn,zz = N RHS`` with ``N = -(R_y^-1)[:nd]`` and ``RHS_b = R_b,ww(J, J)`` + cross terms,
     ``J = d(q0, q1)/dz``; and ``p1_zz = P_ww(J, J) + Pq1 q1_dyn,zz``. Every output row is thus
-    a combination of the pair tensors (packed symmetric), formed first in the small (2n)^2
-    space (one product) and contracted once. J's rows for q0 and the kinematic part of q1
-    select a column of z; only its nd rows for q1_dyn are dense, joined by the nc rows of
-    dlam/dz for the multipliers' q0-lam cross term (together ``Y``), so per output row the
-    work is two products with Y (:func:`_contract`; without constraints and kinematic
-    variables :func:`_contract_plain`, using ``Rzq``, the G_q0 block of R's first-order
-    derivative). Inputs that act as ``p0 + dt Fu u`` with constant ``Fu`` are left out of
-    the contraction and copied from the p0 rows and columns afterwards.
+    a combination of the pair tensors (packed symmetric, in the slot order of
+    :func:`_slot_order`), formed first in the small (2n)^2 space (one product; the constraint
+    rows only have a q1-q1 block) and contracted once. J's rows for q0 and the kinematic part
+    of q1 select a column of z; only its nd rows for q1_dyn are dense, joined by the nc rows
+    of dlam/dz for the multipliers' q0-lam cross term (together ``Y``), so per output row the
+    work is two products with Y (:func:`_contract`; without constraints and kinematic variables
+    :func:`_contract_plain`, using ``Rzq``, the G_q0 block of R's first-order derivative).
+    The contraction works in z' = [q0, rho1, p0, u] (the selected columns first; v_k, on
+    which nothing depends, left out), and :func:`_expand` writes z' into z's order. Inputs
+    that act as ``p0 + dt Fu u`` with constant ``Fu`` are left out of z' too and copied from
+    the p0 rows and columns afterwards.
     The pair tensors live in ``scratch`` (see :func:`second_order_scratch`; reallocated if too
     small): allocating megabytes per call made glibc return them to the OS and fault them
     back in, which cost as much as the arithmetic.
@@ -313,6 +346,7 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
     ny = nd + nc
     nw = 2 * n
     cp, cu = n, n + nd + nk          # columns of z where p0 and u start
+    cr = cu + m                      # and rho1
     if nd == 0:  # everything prescribed: x_k+1 is linear in z
         H[:, :, :] = 0.0
         return
@@ -320,33 +354,41 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
     Nc = np.empty((2 * nd, ny))
     Nc[:nd] = -Ry_inv[:nd]
     Nc[nd:] = Pq1d @ np.ascontiguousarray(Nc[:nd])
-    # pair tensors of every residual row: G rows, then constraint rows (h(q1): q1 block only)
+    # pair tensors of every residual row: G rows, then constraint rows (h(q1): their q1-q1
+    # block only, the packed storage's tail from row n on)
     # (symmetric: stored packed, which halves the memory traffic of the combination product)
     size = n * (nw + 1)
+    tail0 = n * nw - (n * (n - 1)) // 2       # = off[n] + n
+    ntail = size - tail0
     if scratch.shape[0] < second_order_scratch(n, nd, nc):
         scratch = np.empty(second_order_scratch(n, nd, nc))
-    Tin = scratch[:ny * size].reshape(ny, size)
-    TP = scratch[ny * size:(ny + nd) * size].reshape(nd, size)
-    Tout = scratch[(ny + nd) * size:(ny + 3 * nd) * size].reshape(2 * nd, size)
+    Tin = scratch[:nd * size].reshape(nd, size)
+    TP = scratch[nd * size:2 * nd * size].reshape(nd, size)
+    Tout = scratch[2 * nd * size:4 * nd * size].reshape(2 * nd, size)
+    Tc = scratch[4 * nd * size:4 * nd * size + nc * ntail].reshape(nc, ntail)
     off = _packed_offsets(nw)
-    Tin[nd:] = 0.0
-    _pair_tensors(der, dt, dyn, Fqq, H3lam, off, Tin, TP)
+    pos = _slot_order(n, dyn, kin)
+    _pair_tensors(der, dt, dyn, Fqq, H3lam, off, pos, Tin, TP)
     for r in range(nc):
         for j in range(n):
             for k in range(j, n):
-                Tin[nd + r, off[n + j] + n + k] = D2h1[r, j, k]
-    np.dot(Nc, Tin, Tout)
+                Tc[r, _pair_index(off, pos[n + j], pos[n + k]) - tail0] = D2h1[r, j, k]
+    # the G rows' weights and the constraint rows' (theirs on the tail only)
+    Ncg = np.ascontiguousarray(Nc[:, :nd])
+    np.dot(Ncg, Tin, Tout)
+    if nc > 0:
+        tail = np.ascontiguousarray(Nc[:, nd:]) @ Tc
+        for o in range(2 * nd):
+            add_run(Tout[o], tail0, tail[o], 0, ntail, 1.0)
     Tout[nd:] += TP
     # cross terms of the G rows, combined the same way: forcing dt Fqu(dqm/dz, du/dz) and the
     # multipliers' -(D2h_r(q0) dq0/dz) x dlam_r/dz (both symmetrized)
-    Ncg = np.ascontiguousarray(Nc[:, :nd])
     force_cross = m > 0 and np.any(Fqu != 0.0)
     # Without a forcing cross term the inputs enter the residual only as p0 + Gu u (Gu = dt Fu
     # constant here: torques on variables), so H's u columns are combinations of its p0
     # columns; when each input drives at most one dynamic variable they are scaled copies. The
     # contraction then runs without the u columns (for a chain with a torque on every joint a
-    # third fewer columns) and the u rows and columns are copied in afterwards. Nothing depends
-    # on v_k either: z' = [q0, p0, u (unless copied), rho1].
+    # third fewer columns) and the u rows and columns are copied in afterwards.
     u_src, u_gain = np.full(m, -1, np.int64), np.zeros(m)
     reduce_u = m > 0 and not force_cross
     for r in range(m):
@@ -357,9 +399,10 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
                     reduce_u = False
                 u_src[r], u_gain[r] = a, g
     mr = 0 if reduce_u else m            # u columns kept in z'
-    nzr = nz - m + mr - nk
-    na = cp + nd                         # z' column c is z column c below na, c + shift above
-    shift = nk + m - mr
+    ns = n + nk                          # selected columns of z' (q0, rho1)
+    nzr = ns + nd + mr
+    # z' -> z: segments (start in z', start in z, length)
+    seg = np.array([[0, 0, n], [n, cr, nk], [ns, cp, nd], [ns + nd, cu, mr]])
     # forcing: C[o, r] = (sum_a Nc[o, a] dt Fqu[dyn a, :, r]) . dqm/dz (Fu depends on q only
     # through inputs at frames)
     C = np.empty((2 * nd, m, nz))
@@ -380,28 +423,25 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
                 for r in range(nc):
                     Ed[a, j * nc + r] = D2h0[r, dyn[a], j]
         E = (Ncg @ Ed).reshape(2 * nd, n, nc)
-    # J = dw/dz in z': selection rows (q0 -> its column, q1_kin -> its rho column) and dense
-    # rows Y; the multipliers' cross term is a q0-lam block of T, so their rows Lam join Y
-    ns, nl = n + nk, nd + nc
-    sel_w, sel_col = np.empty(ns, np.int64), np.empty(ns, np.int64)
-    for j in range(n):
-        sel_w[j], sel_col[j] = j, j
-    for j in range(nk):
-        sel_w[n + j], sel_col[n + j] = n + kin[j], na + mr + j
-    Y = np.empty((nl, nzr))                  # [q1_dyn; lam] rows of J
-    for c in range(nzr):
-        cz = c if c < na else c + shift
-        for a in range(nd):
-            Y[a, c] = Q1[dyn[a], cz]
-        for r in range(nc):
-            Y[nd + r, c] = Lam[r, cz]
+    # the dense rows of J in z': [q1_dyn; lam] (the multipliers' cross term is a q0-lam block
+    # of T, so their rows Lam join)
+    nl = nd + nc
+    Y = np.empty((nl, nzr))
+    for g in range(4):
+        for c in range(seg[g, 2]):
+            cy, cz = seg[g, 0] + c, seg[g, 1] + c
+            for a in range(nd):
+                Y[a, cy] = Q1[dyn[a], cz]
+            for r in range(nc):
+                Y[nd + r, cy] = Lam[r, cz]
     YT = np.ascontiguousarray(Y.T)
+    Yh = 0.5 * Y[:nd]
     TLL, K = np.empty((nd, nd)), np.zeros((nl, nzr))
-    direct = nzr == nz                   # z' = z: the products write H's rows themselves
-    O = np.empty((0, 0)) if direct else np.empty((nzr, nzr))
     # no constraints, no kinematic variables, no inputs left in z': z' = [q0, p0] and
     # dq1/dz' = Yp [G, I] (Yp = -M^-1, G = dG/dq0), which _contract_plain exploits
     plain = nc == 0 and nk == 0 and nzr == n + nd
+    direct = plain and nzr == nz         # z' = z: the products write H's rows themselves
+    O = np.empty((0, 0)) if direct else np.empty((nzr, nzr))
     if plain:
         Yp, G = np.ascontiguousarray(Y[:, n:]), Rzq
         YpT = np.ascontiguousarray(Yp.T)
@@ -411,14 +451,13 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
         H[n + nd + j] = 0.0
     for o in range(2 * nd):
         out = H[dyn[o]] if o < nd else H[n + o - nd]
-        Oo = out if direct else O
         T = Tout[o]
         if plain:  # (no u columns in z', so no forcing cross term either)
-            _contract_plain(T, off, n, Yp, G, YpT, plain_work, Oo)
+            _contract_plain(T, off, n, Yp, G, YpT, plain_work, out if direct else O)
         else:
-            _contract(T, off, n, dyn, sel_w, sel_col, E[o], Y, YT, TLL, K, Oo)
+            _contract(T, off, ns, E[o], Yh, YT, TLL, K, O)
         if not direct:
-            _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out)
+            _expand(O, seg, cp, cu, reduce_u, u_src, u_gain, out)
         if force_cross:
             for c in range(nz):
                 for r in range(m):
@@ -428,40 +467,38 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
 
 
 @njit(cache=True, nogil=True)
-def _contract(T, off, n, dyn, sel_w, sel_col, E, Y, YT, TLL, K, O):
-    """``O = J^T T J`` (``T`` packed, see :func:`_packed_offsets`) for ``J`` = selection rows
-    ``Sel`` (w ``sel_w[s]`` -> z' column ``sel_col[s]``, ``sel_w`` ascending) and the dense rows
-    ``Y`` of L = (q1_dyn, lam), ``T`` having the multipliers' cross term ``-E`` as its
-    q0-lam block (``E`` n x nc). J^T T J = Y^T T_LL Y + Y^T T_LS Sel + Sel^T T_SL Y +
-    Sel^T T_SS Sel; the middle two are each other's transpose, so with
-    K = T_LL Y / 2 + T_LS Sel it is Y^T K + (Y^T K)^T + Sel^T T_SS Sel: one product for both
-    cross terms. T_LL = [[T_DD, 0], [0, 0]], T_LS = [T_DS; -E^T] (q0 columns). ``K``'s lam
-    rows must be zero outside the q0 columns (they are never written there)."""
-    nd, nc, ns, nzr = dyn.shape[0], E.shape[1], sel_w.shape[0], O.shape[0]
-    for a in range(nd):  # (dyn ascending: row a of the packed q1 block holds b >= a)
-        ra = off[n + dyn[a]] + n
-        for b in range(a, nd):
-            TLL[a, b] = TLL[b, a] = 0.5 * T[ra + dyn[b]]
-    np.dot(TLL, Y[:nd], K[:nd])
-    for s in range(ns):
-        ws, cs = sel_w[s], sel_col[s]
+def _contract(T, off, ns, E, Yh, YT, TLL, K, O):
+    """``O = J^T T J`` (``T`` packed in the order of :func:`_slot_order`) for
+    J = [[I, 0], Y] in z' (its first ``ns`` columns selected by the q0 and q1_kin rows),
+    ``Y`` the dense rows of L = (q1_dyn, lam) (``Yh`` = Y's q1_dyn rows / 2, ``YT`` = Y^T),
+    ``T`` having the multipliers' cross term ``-E`` as its q0-lam block (``E`` n x nc).
+    J^T T J = Y^T T_LL Y + Y^T T_LS Sel + Sel^T T_SL Y + Sel^T T_SS Sel; the middle two are
+    each other's transpose, so with K = T_LL Y / 2 + T_LS Sel it is Y^T K + (Y^T K)^T +
+    Sel^T T_SS Sel: one product for both cross terms (T_SS's upper triangle, half its
+    diagonal, is added before the transpose). T_LL = [[T_DD, 0], [0, 0]],
+    T_LS = [T_DS; -E^T] (q0 columns). ``K``'s lam rows must be zero outside the q0 columns
+    (they are never written there)."""
+    nd, nc, n = Yh.shape[0], E.shape[1], E.shape[0]
+    for a in range(nd):  # T_DD: rows ns.. of the packed storage
+        ra = off[ns + a] + ns
+        TLL[a, a] = T[ra + a]
+        for b in range(a + 1, nd):
+            TLL[a, b] = TLL[b, a] = T[ra + b]
+    np.dot(TLL, Yh, K[:nd])
+    for s in range(ns):  # T_SD: the end of row s
+        rs = off[s] + ns
         for b in range(nd):
-            wb = n + dyn[b]
-            K[b, cs] += T[off[ws] + wb] if ws <= wb else T[off[wb] + ws]
+            K[b, s] += T[rs + b]
     for r in range(nc):
         for j in range(n):
             K[nd + r, j] = -E[j, r]
     np.dot(YT, K, O)
-    for s in range(ns):  # T_SS's upper triangle, before O + O^T
-        rs, cs = off[sel_w[s]], sel_col[s]
-        O[cs, cs] += 0.5 * T[rs + sel_w[s]]
-        row = O[cs]
-        for t in range(s + 1, ns):
-            row[sel_col[t]] += T[rs + sel_w[t]]
-    for c in range(nzr):
-        O[c, c] *= 2.0
-        for d in range(c + 1, nzr):
-            O[c, d] = O[d, c] = O[c, d] + O[d, c]
+    nzr, flat = O.shape[0], O.ravel()
+    for s in range(ns):  # T_SS: the start of row s (upper triangle, before O + O^T)
+        rs = off[s]
+        O[s, s] += 0.5 * T[rs + s]
+        add_run(flat, s * nzr + s + 1, T, rs + s + 1, ns - s - 1, 1.0)
+    add_transpose(O)
 
 
 @njit(cache=True, nogil=True)
@@ -500,31 +537,31 @@ def _contract_plain(T, off, n, Yp, G, YpT, work, O):
 
 
 @njit(cache=True, nogil=True)
-def _expand(O, cp, na, shift, cu, reduce_u, u_src, u_gain, out):
-    """``out`` (z x z) from ``O`` (z' x z'). z' = [q0, p0 (z's first ``na`` columns), u (unless
-    ``reduce_u``), rho1], column c >= na of z' being column c + shift of z: the v_k rows and
-    columns [na, cu) are zero and, with ``reduce_u``, input r acts as ``u_gain[r]`` times the
-    momentum of dynamic variable ``u_src[r]`` (column ``cp + u_src[r]``; -1: no effect)."""
-    nzr, nz, m = O.shape[0], out.shape[0], u_src.shape[0]
-    for c in range(nzr):
-        row, src = out[c if c < na else c + shift], O[c]
-        for d in range(na):
-            row[d] = src[d]
-        for d in range(na, cu):
-            row[d] = 0.0
-        for d in range(na, nzr):
-            row[d + shift] = src[d]
-        if reduce_u:
-            for r in range(m):
-                row[cu + r] = u_gain[r] * src[cp + u_src[r]] if u_src[r] >= 0 else 0.0
-    for d in range(na, cu):
+def _expand(O, seg, cp, cu, reduce_u, u_src, u_gain, out):
+    """``out`` (z x z) from ``O`` (z' x z'). z' goes to z in the segments ``seg`` (rows: start
+    in z', start in z, length; q0, rho1, p0, u); z's v_k rows and columns [cp + nd, cu) are
+    zero and, with ``reduce_u``, input r acts as ``u_gain[r]`` times the momentum of dynamic
+    variable ``u_src[r]`` (column ``cp + u_src[r]``; -1: no effect)."""
+    m = u_src.shape[0]
+    v0 = cp + seg[2, 2]
+    for g in range(seg.shape[0]):
+        for c in range(seg[g, 2]):
+            row, src = out[seg[g, 1] + c], O[seg[g, 0] + c]
+            for h in range(seg.shape[0]):
+                copy_run(row, seg[h, 1], src, seg[h, 0], seg[h, 2])
+            for d in range(v0, cu):
+                row[d] = 0.0
+            if reduce_u:
+                for r in range(m):
+                    row[cu + r] = u_gain[r] * row[cp + u_src[r]] if u_src[r] >= 0 else 0.0
+    for d in range(v0, cu):
         out[d, :] = 0.0
     if reduce_u:
         for r in range(m):
             row = out[cu + r]
             if u_src[r] >= 0:
                 g, src = u_gain[r], out[cp + u_src[r]]
-                for d in range(nz):
+                for d in range(out.shape[1]):
                     row[d] = g * src[d]
             else:
                 row[:] = 0.0

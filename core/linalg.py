@@ -191,6 +191,38 @@ def add_product(A, B, C, alpha):
                 C[i, j] += f * B[k, j]
 
 
+# Loops over offset indices (``dst[d0 + i]``) use unsigned integers: numba wraps negative
+# signed indices with a select per element, and that keeps LLVM from vectorizing the loop
+# (a segment copy went 4x faster, a transpose-add 1.5x).
+@njit(cache=True, nogil=True, inline="always")
+def add_run(dst, d0, src, s0, length, alpha):
+    """``dst[d0:d0 + length] += alpha src[s0:s0 + length]`` for 1-d arrays, without views."""
+    a, b = np.uint64(d0), np.uint64(s0)
+    for i in range(np.uint64(length)):
+        dst[a + i] += alpha * src[b + i]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def copy_run(dst, d0, src, s0, length):
+    """``dst[d0:d0 + length] = src[s0:s0 + length]`` for 1-d arrays, without views."""
+    a, b = np.uint64(d0), np.uint64(s0)
+    for i in range(np.uint64(length)):
+        dst[a + i] = src[b + i]
+
+
+@njit(cache=True, nogil=True)
+def add_transpose(O):
+    """``O <- O + O^T`` in place (square, C-contiguous)."""
+    n = np.uint64(O.shape[0])
+    f = O.ravel()
+    for c in range(n):
+        f[c * n + c] *= 2.0
+        for d in range(c + np.uint64(1), n):
+            v = f[c * n + d] + f[d * n + c]
+            f[c * n + d] = v
+            f[d * n + c] = v
+
+
 @njit(cache=True, nogil=True)
 def lu_checked(A, LU, piv):
     """LU factorization with partial pivoting, ``P A = L U`` stored in ``LU``; returns -1, or the

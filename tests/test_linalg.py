@@ -120,3 +120,28 @@ def test_norm1_matches_numpy_and_keeps_nan():
     assert norm1(A) == pytest.approx(np.abs(A).sum(axis=0).max(), rel=1e-15)
     A[3, 2] = np.nan
     assert np.isnan(norm1(A))
+
+
+def test_runs_and_transpose_add_match_numpy():
+    """The unsigned-index loops: segment copy and add (any offsets, the rest untouched) and
+    O <- O + O^T."""
+    from numba import njit
+    from core.linalg import add_run, add_transpose, copy_run
+
+    @njit
+    def runs(dst, src):  # (inline="always" helpers: called from jitted code)
+        copy_run(dst, 3, src, 5, 4)
+        add_run(dst, 10, src, 0, 6, -2.0)
+        copy_run(dst, 0, src, 0, 0)          # empty run
+
+    rng = np.random.default_rng(6)
+    src, dst = rng.normal(size=12), rng.normal(size=20)
+    expected = dst.copy()
+    expected[3:7] = src[5:9]
+    expected[10:16] += -2.0 * src[:6]
+    runs(dst, src)
+    np.testing.assert_array_equal(dst, expected)
+    O = rng.normal(size=(7, 7))
+    expected = O + O.T
+    add_transpose(O)
+    np.testing.assert_array_equal(O, expected)
