@@ -296,10 +296,11 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, pos, TG, TP):
                 gqq = 0.25 * (lqq - Lqqv[j, k, i] + dt * Fqq[i, j, k])
                 pqq = 0.25 * (lqq + Lqqv[j, k, i])
                 # blocks 00, 11, 01 (j in q0, k in q1) and 10 (j in q1, k in q0); q0 comes
-                # first in w', so only the 11 pair needs ordering
+                # first in w', so only the 11 pair needs ordering (unsigned positions: see
+                # core.linalg.add_run)
                 pk = pos[n + k]
-                s00, s11 = off[j] + k, _pair_index(off, pj, pk)
-                s01, s10 = off[j] + pk, off[k] + pj
+                s00, s11 = np.uint64(off[j] + k), np.uint64(_pair_index(off, pj, pk))
+                s01, s10 = np.uint64(off[j] + pk), np.uint64(off[k] + pj)
                 G[s00] = gqq - gqv_jk - gqv_kj + lvv - (H3lam[i, j, k] if constrained else 0.0)
                 G[s11] = gqq + gqv_jk + gqv_kj + lvv
                 G[s01] = gqq + gqv_jk - gqv_kj - lvv
@@ -510,13 +511,13 @@ def _contract_plain(T, off, n, Yp, G, YpT, work, O):
     ``T00 + X01 G + G^T X01^T + G^T X11 G = T00 + V G + (V G)^T``, (q0, p0) ``X01 + R^T`` and
     (p0, p0) ``X11``: five n x n x n products instead of the general path's eight, in four
     BLAS calls (``work`` (6, n, n) holds T01 and T11 adjacent: one call for both times Yp)."""
-    w2 = work.reshape(6 * n, n)
+    w2, flat = work.reshape(6 * n, n), work.ravel()
+    for j in range(n):  # T01 row j, then T11's upper triangle
+        copy_run(flat, j * n, T, off[j] + n, n)
+        copy_run(flat, (n + j) * n + j, T, off[n + j] + n + j, n - j)
     for j in range(n):
-        r0, r1 = off[j] + n, off[n + j] + n
-        for k in range(n):
-            work[0, j, k] = T[r0 + k]
-        for k in range(j, n):
-            work[1, j, k] = work[1, k, j] = T[r1 + k]
+        for k in range(j):
+            work[1, j, k] = work[1, k, j]
     np.dot(w2[:2 * n], Yp, w2[2 * n:4 * n])      # work[2] = X01, work[3] = T11 Yp
     X11, X01, R, V, VG = work[1], work[2], work[4], work[5], work[3]
     np.dot(YpT, work[3], X11)                     # (T11 is spent)
@@ -526,11 +527,12 @@ def _contract_plain(T, off, n, Yp, G, YpT, work, O):
             V[j, k] = X01[j, k] + 0.5 * R[k, j]
     np.dot(V, G, VG)                              # (T11 Yp is spent)
     for j in range(n):
-        r0 = off[j]
         row, prow = O[j], O[n + j]
+        copy_run(row, j, T, off[j] + j, n - j)    # T00's upper triangle, then its lower
+        for k in range(j):
+            row[k] = T[np.uint64(off[k] + j)]
         for k in range(n):
-            t00 = T[r0 + k] if k >= j else T[off[k] + j]
-            row[k] = t00 + VG[j, k] + VG[k, j]
+            row[k] += VG[j, k] + VG[k, j]
             row[n + k] = X01[j, k] + R[k, j]
             prow[k] = X01[k, j] + R[j, k]
             prow[n + k] = X11[j, k]
