@@ -50,7 +50,7 @@ def main():
         t_incl = median_us(fresh_linearize)
         # (many repeats: on a shared host the minimum needs a quiet stretch to land in)
         times_1 = times_us(lambda: vi.linearize(x, u), repeat=2000, budget_s=3.0)
-        times_2 = times_us(lambda: vi.linearize2(x, u), repeat=50, budget_s=4.0)
+        times_2 = times_us(lambda: vi.linearize2(x, u), repeat=400, budget_s=6.0)
         t_1, t_2 = np.median(times_1), np.median(times_2)
         ref = TREP.get(name)
         speed = "" if ref is None else "   x{:.0f} / x{:.0f} / x{:.0f}".format(

@@ -39,8 +39,19 @@ def world_wrench(data, f, comp, out):
 
 
 @njit(cache=True, nogil=True)
+def has_wrench_inputs(model):
+    """Whether any input is a wrench at a frame: only those give ``Fqq`` and ``Fqu`` (torques
+    and damping are linear), so without them callers can pass empty arrays for both."""
+    for r in range(model.nu):
+        if model.input_kind[r] != INPUT_TORQUE:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
 def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqu):
-    """Fill ``F`` and, for ``order`` >= 1, ``Fq, Fv, Fu``; for ``order`` >= 2, ``Fqq, Fqu``."""
+    """Fill ``F`` and, for ``order`` >= 1, ``Fq, Fv, Fu``; for ``order`` >= 2, ``Fqq, Fqu``
+    (which may be empty if the model has no wrench inputs, see :func:`has_wrench_inputs`)."""
     n = model.nq
     F[:] = -model.damping * dq
     if order >= 1:

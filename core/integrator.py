@@ -40,7 +40,7 @@ from numba import njit, prange
 
 from .constraints import holonomic
 from .dynamics import check_vector, is_plain_vector, workspace
-from .forces import generalized_force
+from .forces import generalized_force, has_wrench_inputs
 from .kinematics import composites, copy_data, create_data, forward_kinematics
 from .lagrangian import copy_derivs, create_derivs, gradient_hessian, prepare, third_order
 from .rnea import mass_matrix
@@ -278,7 +278,7 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, pos, TG, TP):
     """
     n = der.Lqqq.shape[0]
     Lqqq, Lqqv, Lqvv = der.Lqqq, der.Lqqv, der.Lqvv
-    constrained = H3lam.shape[0] > 0     # (else H3lam is empty)
+    constrained, forced = H3lam.shape[0] > 0, Fqq.shape[0] > 0    # (else they are empty)
     half, c1, c2 = 0.5 * dt, 0.5 / dt, 1.0 / (dt * dt)
     for a in range(dyn.shape[0]):
         i = dyn[a]
@@ -293,7 +293,7 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, pos, TG, TP):
                 qv_kj = half * Lqqv[i, k, j]
                 gqv_jk, gqv_kj = (qv_jk - Lqvv[j, i, k]) * c1, (qv_kj - Lqvv[k, i, j]) * c1
                 pqv_jk, pqv_kj = (qv_jk + Lqvv[j, i, k]) * c1, (qv_kj + Lqvv[k, i, j]) * c1
-                gqq = 0.25 * (lqq - Lqqv[j, k, i] + dt * Fqq[i, j, k])
+                gqq = 0.25 * (lqq - Lqqv[j, k, i] + (dt * Fqq[i, j, k] if forced else 0.0))
                 pqq = 0.25 * (lqq + Lqqv[j, k, i])
                 # blocks 00, 11, 01 (j in q0, k in q1) and 10 (j in q1, k in q0); q0 comes
                 # first in w', so only the 11 pair needs ordering (unsigned positions: see
@@ -585,7 +585,8 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     order = 3 if second else 2
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     n3 = n if second else 0
-    Fqq, Fqu = np.empty((n3, n3, n3)), np.empty((n3, n3, m if second else 0))
+    nf = n3 if has_wrench_inputs(model) else 0      # (else Fqq and Fqu are zero: left empty)
+    Fqq, Fqu = np.empty((nf, nf, nf)), np.empty((nf, nf, m if second else 0))
     # (holonomic() zeroes what it fills.) The first order needs lam . D2h(q_k) only; the
     # second also D2h(q_k) per row, D2h(q_k+1) and lam . D3h(q_k)
     nc2, nc3 = (nc if second else 0), (nc if second and nc > 0 else 0)
