@@ -44,8 +44,8 @@ from .forces import generalized_force, has_wrench_inputs
 from .kinematics import composites, copy_data, create_data, forward_kinematics
 from .lagrangian import copy_derivs, create_derivs, gradient_hessian, prepare, third_order
 from .rnea import mass_matrix
-from .linalg import (add_product, add_run, add_transpose, condition_from_lu, copy_run,
-                     lu_checked, lu_solve)
+from .linalg import (add_product, add_run, condition_from_lu, copy_run, lu_checked, lu_solve,
+                     symmetric_run)
 
 OK, NEWTON_FAILED, SINGULAR_JACOBIAN, SINGULAR_M, SINGULAR_CONSTRAINT = 0, 1, 2, 3, 4
 _NO_SCRATCH = np.empty(0)
@@ -458,7 +458,7 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
         else:
             _contract(T, off, ns, E[o], Yh, YT, TLL, K, O)
         if not direct:
-            _expand(O, seg, cp, cu, reduce_u, u_src, u_gain, out)
+            _expand(O, not plain, seg, cp, cu, reduce_u, u_src, u_gain, out)
         if force_cross:
             for c in range(nz):
                 for r in range(m):
@@ -469,14 +469,14 @@ def _second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rz
 
 @njit(cache=True, nogil=True)
 def _contract(T, off, ns, E, Yh, YT, TLL, K, O):
-    """``O = J^T T J`` (``T`` packed in the order of :func:`_slot_order`) for
+    """``O`` with ``O + O^T = J^T T J`` (``T`` packed in the order of :func:`_slot_order`) for
     J = [[I, 0], Y] in z' (its first ``ns`` columns selected by the q0 and q1_kin rows),
     ``Y`` the dense rows of L = (q1_dyn, lam) (``Yh`` = Y's q1_dyn rows / 2, ``YT`` = Y^T),
     ``T`` having the multipliers' cross term ``-E`` as its q0-lam block (``E`` n x nc).
     J^T T J = Y^T T_LL Y + Y^T T_LS Sel + Sel^T T_SL Y + Sel^T T_SS Sel; the middle two are
     each other's transpose, so with K = T_LL Y / 2 + T_LS Sel it is Y^T K + (Y^T K)^T +
-    Sel^T T_SS Sel: one product for both cross terms (T_SS's upper triangle, half its
-    diagonal, is added before the transpose). T_LL = [[T_DD, 0], [0, 0]],
+    Sel^T T_SS Sel: one product for both cross terms (and T_SS's upper triangle, half its
+    diagonal, added to O; :func:`_expand` adds the transpose). T_LL = [[T_DD, 0], [0, 0]],
     T_LS = [T_DS; -E^T] (q0 columns). ``K``'s lam rows must be zero outside the q0 columns
     (they are never written there)."""
     nd, nc, n = Yh.shape[0], E.shape[1], E.shape[0]
@@ -495,11 +495,10 @@ def _contract(T, off, ns, E, Yh, YT, TLL, K, O):
             K[nd + r, j] = -E[j, r]
     np.dot(YT, K, O)
     nzr, flat = O.shape[0], O.ravel()
-    for s in range(ns):  # T_SS: the start of row s (upper triangle, before O + O^T)
+    for s in range(ns):  # T_SS: the start of row s (upper triangle, as O + O^T will add)
         rs = off[s]
         O[s, s] += 0.5 * T[rs + s]
         add_run(flat, s * nzr + s + 1, T, rs + s + 1, ns - s - 1, 1.0)
-    add_transpose(O)
 
 
 @njit(cache=True, nogil=True)
@@ -539,18 +538,22 @@ def _contract_plain(T, off, n, Yp, G, YpT, work, O):
 
 
 @njit(cache=True, nogil=True)
-def _expand(O, seg, cp, cu, reduce_u, u_src, u_gain, out):
-    """``out`` (z x z) from ``O`` (z' x z'). z' goes to z in the segments ``seg`` (rows: start
-    in z', start in z, length; q0, rho1, p0, u); z's v_k rows and columns [cp + nd, cu) are
-    zero and, with ``reduce_u``, input r acts as ``u_gain[r]`` times the momentum of dynamic
-    variable ``u_src[r]`` (column ``cp + u_src[r]``; -1: no effect)."""
-    m = u_src.shape[0]
+def _expand(O, symmetrize, seg, cp, cu, reduce_u, u_src, u_gain, out):
+    """``out`` (z x z) from ``O`` (z' x z'), or from ``O + O^T`` with ``symmetrize``. z' goes
+    to z in the segments ``seg`` (rows: start
+    in z', start in z, length; q0, rho1, p0, u); z's v_k rows and columns [cp + nd, cu)
+    are zero and, with ``reduce_u``, input r acts as ``u_gain[r]`` times the momentum of
+    dynamic variable ``u_src[r]`` (column ``cp + u_src[r]``; -1: no effect)."""
+    m, nzr, flat = u_src.shape[0], O.shape[0], O.ravel()
     v0 = cp + seg[2, 2]
     for g in range(seg.shape[0]):
         for c in range(seg[g, 2]):
-            row, src = out[seg[g, 1] + c], O[seg[g, 0] + c]
+            cs, row = seg[g, 0] + c, out[seg[g, 1] + c]
             for h in range(seg.shape[0]):
-                copy_run(row, seg[h, 1], src, seg[h, 0], seg[h, 2])
+                if symmetrize:
+                    symmetric_run(row, seg[h, 1], flat, nzr, cs, seg[h, 0], seg[h, 2])
+                else:
+                    copy_run(row, seg[h, 1], flat, cs * nzr + seg[h, 0], seg[h, 2])
             for d in range(v0, cu):
                 row[d] = 0.0
             if reduce_u:
