@@ -540,36 +540,39 @@ def _contract_plain(T, off, n, Yp, G, YpT, work, O):
 @njit(cache=True, nogil=True)
 def _expand(O, symmetrize, seg, cp, cu, reduce_u, u_src, u_gain, out):
     """``out`` (z x z) from ``O`` (z' x z'), or from ``O + O^T`` with ``symmetrize``. z' goes
-    to z in the segments ``seg`` (rows: start
-    in z', start in z, length; q0, rho1, p0, u); z's v_k rows and columns [cp + nd, cu)
-    are zero and, with ``reduce_u``, input r acts as ``u_gain[r]`` times the momentum of
-    dynamic variable ``u_src[r]`` (column ``cp + u_src[r]``; -1: no effect)."""
-    m, nzr, flat = u_src.shape[0], O.shape[0], O.ravel()
+    to z in the segments ``seg`` (rows: start in z', start in z, length; q0, rho1, p0, u);
+    z's v_k rows and columns [cp + nd, cu) are zero and, with ``reduce_u``, input r acts as
+    ``u_gain[r]`` times the momentum of dynamic variable ``u_src[r]`` (column
+    ``cp + u_src[r]``; -1: no effect). Rows are addressed in the flat arrays (a row view
+    per row cost more than the copy)."""
+    m, nzr, nz = u_src.shape[0], O.shape[0], out.shape[1]
+    flat, dst = O.ravel(), out.ravel()
     v0 = cp + seg[2, 2]
     for g in range(seg.shape[0]):
         for c in range(seg[g, 2]):
-            cs, row = seg[g, 0] + c, out[seg[g, 1] + c]
+            cs, row = seg[g, 0] + c, (seg[g, 1] + c) * nz
             for h in range(seg.shape[0]):
                 if symmetrize:
-                    symmetric_run(row, seg[h, 1], flat, nzr, cs, seg[h, 0], seg[h, 2])
+                    symmetric_run(dst, row + seg[h, 1], flat, nzr, cs, seg[h, 0], seg[h, 2])
                 else:
-                    copy_run(row, seg[h, 1], flat, cs * nzr + seg[h, 0], seg[h, 2])
+                    copy_run(dst, row + seg[h, 1], flat, cs * nzr + seg[h, 0], seg[h, 2])
             for d in range(v0, cu):
-                row[d] = 0.0
+                dst[row + d] = 0.0
             if reduce_u:
                 for r in range(m):
-                    row[cu + r] = u_gain[r] * row[cp + u_src[r]] if u_src[r] >= 0 else 0.0
+                    u = u_gain[r] * dst[row + cp + u_src[r]] if u_src[r] >= 0 else 0.0
+                    dst[row + cu + r] = u
     for d in range(v0, cu):
         out[d, :] = 0.0
     if reduce_u:
         for r in range(m):
-            row = out[cu + r]
+            u_row = out[cu + r]
             if u_src[r] >= 0:
-                g, src = u_gain[r], out[cp + u_src[r]]
-                for d in range(out.shape[1]):
-                    row[d] = g * src[d]
+                gain, src = u_gain[r], out[cp + u_src[r]]
+                for d in range(nz):
+                    u_row[d] = gain * src[d]
             else:
-                row[:] = 0.0
+                u_row[:] = 0.0
 
 
 @njit(cache=True, nogil=True)
