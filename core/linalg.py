@@ -1,5 +1,7 @@
 """Small dense factorizations in numba that report *where* a matrix is singular instead of
-raising deep inside LAPACK, so callers can name the matrix, the step and the row."""
+raising deep inside LAPACK, so callers can name the matrix, the step and the row; and the small
+loop kernels (products, runs) that the linearizations use where BLAS calls or views cost more
+than the arithmetic."""
 from __future__ import annotations
 
 import numpy as np
