@@ -263,6 +263,18 @@ def _pair_index(off, a, b):
     return off[a] + b if a <= b else off[b] + a
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _unpack_block(T, off, s0, out):
+    """``out`` (m x m) = the symmetric diagonal block of the packed ``T`` (see
+    :func:`_packed_offsets`) on rows and columns ``s0 .. s0 + m - 1``."""
+    m, flat = out.shape[0], out.ravel()
+    for a in range(m):  # upper triangle: the start of each packed row, then its mirror
+        copy_run(flat, a * m + a, T, off[s0 + a] + s0 + a, m - a)
+    for a in range(m):
+        for b in range(a):
+            out[a, b] = out[b, a]
+
+
 @njit(cache=True, nogil=True)
 def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, pos, TG, TP):
     """Second derivatives of G = D1 L_d + F_d^- and P = D2 L_d (dynamic rows) in the slot
@@ -480,11 +492,7 @@ def _contract(T, off, ns, E, Yh, YT, TLL, K, O):
     T_LS = [T_DS; -E^T] (q0 columns). ``K``'s lam rows must be zero outside the q0 columns
     (they are never written there)."""
     nd, nc, n = Yh.shape[0], E.shape[1], E.shape[0]
-    for a in range(nd):  # T_DD: rows ns.. of the packed storage
-        ra = off[ns + a] + ns
-        TLL[a, a] = T[ra + a]
-        for b in range(a + 1, nd):
-            TLL[a, b] = TLL[b, a] = T[ra + b]
+    _unpack_block(T, off, ns, TLL)          # T_DD: rows ns.. of the packed storage
     np.dot(TLL, Yh, K[:nd])
     for s in range(ns):  # T_SD: the end of row s
         rs = off[s] + ns
@@ -511,12 +519,9 @@ def _contract_plain(T, off, n, Yp, G, YpT, work, O):
     (p0, p0) ``X11``: five n x n x n products instead of the general path's eight, in four
     BLAS calls (``work`` (6, n, n) holds T01 and T11 adjacent: one call for both times Yp)."""
     w2, flat = work.reshape(6 * n, n), work.ravel()
-    for j in range(n):  # T01 row j, then T11's upper triangle
+    for j in range(n):  # T01 row j
         copy_run(flat, j * n, T, off[j] + n, n)
-        copy_run(flat, (n + j) * n + j, T, off[n + j] + n + j, n - j)
-    for j in range(n):
-        for k in range(j):
-            work[1, j, k] = work[1, k, j]
+    _unpack_block(T, off, n, work[1])
     np.dot(w2[:2 * n], Yp, w2[2 * n:4 * n])      # work[2] = X01, work[3] = T11 Yp
     X11, X01, R, V, VG = work[1], work[2], work[4], work[5], work[3]
     np.dot(YpT, work[3], X11)                     # (T11 is spent)
