@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,8 +29,6 @@ from scipy.optimize import linear_sum_assignment
 import core
 from core.minimal import MinimalInfo, linearize_minimal, velocity_constraint
 from randsys import assert_close, build_system, fd, random_system
-
-ROOT = Path(__file__).resolve().parents[1]
 
 FOURBAR = {
     "name": "fourbar",
@@ -291,11 +288,6 @@ def peterson_assembly(system, q, dq, u, info, rows_fn):
 
 # ------------------------------------------------------------------------------ systems
 @pytest.fixture(scope="module")
-def pendulum():
-    return core.load_system(ROOT / "config" / "double_pendulum.yaml")
-
-
-@pytest.fixture(scope="module")
 def fourbar():
     return core.load_system(FOURBAR)
 
@@ -330,29 +322,30 @@ def test_velocity_constraint_rows_and_derivative(skate):
         assert_close(Gq, fd(lambda x: ref.velocity_rows(x) @ v, q0), f"seed {seed}: d(A_v dq)/dq", tol=1e-7)
 
 
-def test_double_pendulum_equilibrium(pendulum):
-    q = pendulum_state(pendulum, 0.6)
-    A, B, info, _ = check_equilibrium(pendulum, q, holonomic_rows(pendulum))
+def test_double_pendulum_equilibrium(double_pendulum):
+    q = pendulum_state(double_pendulum, 0.6)
+    A, B, info, _ = check_equilibrium(double_pendulum, q, holonomic_rows(double_pendulum))
     assert A.shape == (2, 2) and B.shape == (2, 1)
     assert len(info.independent_coordinates) == 1 and len(info.independent_speeds) == 1
     assert info.independent_speeds[0] == "d" + info.independent_coordinates[0]
     assert info.condition_coordinates == pytest.approx(np.linalg.norm(info.C0, 2), rel=1e-12)
     # the other choice of independent coordinate: a similar system
-    other = [c for c in pendulum.config_names if c not in info.independent_coordinates]
-    A2, B2, info2 = linearize_minimal(pendulum, q, np.zeros(2), hold_input(pendulum, q), independent=other)
+    other = [c for c in double_pendulum.config_names if c not in info.independent_coordinates]
+    A2, B2, info2 = linearize_minimal(double_pendulum, q, np.zeros(2), hold_input(double_pendulum, q),
+                                      independent=other)
     assert info2.independent_coordinates == tuple(other)
     W = info.T[info2.state_index]
     assert_close(A2 @ W, W @ A, "other choice: similar A", tol=1e-9)
     assert_close(B2, W @ B, "other choice: transformed B", tol=1e-9)
 
 
-def test_double_pendulum_moving(pendulum):
-    q = pendulum_state(pendulum, 0.5246)
-    dq = 1.7 * tangent_speed(pendulum.constraint(q, 1)[1], np.random.default_rng(1))
+def test_double_pendulum_moving(double_pendulum):
+    q = pendulum_state(double_pendulum, 0.5246)
+    dq = 1.7 * tangent_speed(double_pendulum.constraint(q, 1)[1], np.random.default_rng(1))
     for independent in (None, ["theta1"], ["theta2", "dtheta2"]):
-        A, B, info = check_moving(pendulum, q, dq, np.array([2.0]), holonomic_rows(pendulum), independent)
+        A, B, info = check_moving(double_pendulum, q, dq, np.array([2.0]), holonomic_rows(double_pendulum), independent)
         assert np.linalg.norm(info.C1) > 1e-3  # the velocity map depends on the configuration
-        Ap, Bp = peterson_assembly(pendulum, q, dq, np.array([2.0]), info, holonomic_rows(pendulum))
+        Ap, Bp = peterson_assembly(double_pendulum, q, dq, np.array([2.0]), info, holonomic_rows(double_pendulum))
         assert_close(A, Ap, "paper's P'^T M~^-1 A~", tol=1e-7)
         assert_close(B, Bp, "paper's P'^T M~^-1 B~", tol=1e-7)
 
@@ -470,28 +463,29 @@ def collinear_pendulum_state():
     return np.array([theta1, math.atan2(d[0], -d[1]) - theta1])
 
 
-def test_poor_choices_name_better_variables(pendulum, skate):
+def test_poor_choices_name_better_variables(double_pendulum, skate):
     q = collinear_pendulum_state()
-    h, Dh = pendulum.constraint(q, 1)
+    h, Dh = double_pendulum.constraint(q, 1)
     assert abs(h[0]) < 1e-12 and abs(Dh[0, 1]) < 1e-12 < abs(Dh[0, 0])
-    A, B, info = linearize_minimal(pendulum, q, np.zeros(2), [0.0])   # automatic: fine
+    A, B, info = linearize_minimal(double_pendulum, q, np.zeros(2), [0.0])   # automatic: fine
     assert info.independent_coordinates == ("theta2",) and info.independent_speeds == ("dtheta2",)
     with pytest.raises(ValueError, match=r"independent coordinates \['theta1'\].*better independent "
                                          r"coordinates: \['theta2'\]"):
-        linearize_minimal(pendulum, q, np.zeros(2), [0.0], independent=["theta1"])
+        linearize_minimal(double_pendulum, q, np.zeros(2), [0.0], independent=["theta1"])
     with pytest.raises(ValueError, match=r"better independent speeds: \['dtheta2'\]"):
-        linearize_minimal(pendulum, q, np.zeros(2), [0.0], independent=["theta2", "dtheta1"])
+        linearize_minimal(double_pendulum, q, np.zeros(2), [0.0], independent=["theta2", "dtheta1"])
     # nearly singular: a condition limit between the automatic and the named choice
-    q = pendulum_state(pendulum, 0.6)
+    q = pendulum_state(double_pendulum, 0.6)
     kappas = {}
-    for name in pendulum.config_names:
-        kappas[name] = linearize_minimal(pendulum, q, np.zeros(2), [0.0], independent=[name])[2].condition_coordinates
+    for name in double_pendulum.config_names:
+        kappas[name] = linearize_minimal(double_pendulum, q, np.zeros(2), [0.0],
+                                         independent=[name])[2].condition_coordinates
     worse, better = sorted(kappas, key=kappas.get, reverse=True)
     assert kappas[worse] > kappas[better]
     limit = math.sqrt(kappas[worse] * kappas[better])
-    linearize_minimal(pendulum, q, np.zeros(2), [0.0], independent=[better], condition_limit=limit)
+    linearize_minimal(double_pendulum, q, np.zeros(2), [0.0], independent=[better], condition_limit=limit)
     with pytest.raises(ValueError, match=rf"better independent coordinates: \['{better}'\]"):
-        linearize_minimal(pendulum, q, np.zeros(2), [0.0], independent=[worse], condition_limit=limit)
+        linearize_minimal(double_pendulum, q, np.zeros(2), [0.0], independent=[worse], condition_limit=limit)
     # skate heading along x: the lateral speed is dy, which cannot be dependent on dx
     q = np.array([0.0, 0.0, 0.0])
     with pytest.raises(ValueError, match=r"better independent speeds: \['dx', 'dtheta'\]"):
@@ -500,34 +494,34 @@ def test_poor_choices_name_better_variables(pendulum, skate):
     assert info.dependent_speeds == ("dy",) and info.condition_speeds == pytest.approx(1.0)
 
 
-def test_bad_inputs(pendulum, skate):
-    q = pendulum_state(pendulum, 0.6)
+def test_bad_inputs(double_pendulum, skate):
+    q = pendulum_state(double_pendulum, 0.6)
     z = np.zeros(2)
     with pytest.raises(ValueError, match="q must be a vector of 2"):
-        linearize_minimal(pendulum, q[:1], z, [0.0])
+        linearize_minimal(double_pendulum, q[:1], z, [0.0])
     with pytest.raises(ValueError, match="dq must be a vector of 2"):
-        linearize_minimal(pendulum, q, np.zeros(3), [0.0])
+        linearize_minimal(double_pendulum, q, np.zeros(3), [0.0])
     with pytest.raises(ValueError, match="u must be a vector of 1"):
-        linearize_minimal(pendulum, q, z, [0.0, 1.0])
+        linearize_minimal(double_pendulum, q, z, [0.0, 1.0])
     with pytest.raises(ValueError, match=r"unknown variable name\(s\) \['phi'\]"):
-        linearize_minimal(pendulum, q, z, [0.0], independent=["phi"])
+        linearize_minimal(double_pendulum, q, z, [0.0], independent=["phi"])
     with pytest.raises(ValueError, match="exactly 1 independent coordinates"):
-        linearize_minimal(pendulum, q, z, [0.0], independent=["theta1", "theta2"])
+        linearize_minimal(double_pendulum, q, z, [0.0], independent=["theta1", "theta2"])
     with pytest.raises(ValueError, match="exactly 1 independent speeds"):
-        linearize_minimal(pendulum, q, z, [0.0], independent=["dtheta1", "dtheta2"])
+        linearize_minimal(double_pendulum, q, z, [0.0], independent=["dtheta1", "dtheta2"])
     with pytest.raises(ValueError, match="named more than once"):
         linearize_minimal(skate, np.zeros(3), np.zeros(3), [0.0, 0.0], independent=["dx", "dx"])
     with pytest.raises(ValueError, match="condition_limit"):
-        linearize_minimal(pendulum, q, z, [0.0], condition_limit=float("nan"))
+        linearize_minimal(double_pendulum, q, z, [0.0], condition_limit=float("nan"))
     # states off the constraint manifold
     with pytest.raises(ValueError, match="violates holonomic constraint row 0"):
-        linearize_minimal(pendulum, q + np.array([0.0, 0.01]), z, [0.0])
+        linearize_minimal(double_pendulum, q + np.array([0.0, 0.01]), z, [0.0])
     with pytest.raises(ValueError, match="dq violates holonomic constraint row 0"):
-        linearize_minimal(pendulum, q, np.array([1.0, 0.0]), [0.0])
+        linearize_minimal(double_pendulum, q, np.array([1.0, 0.0]), [0.0])
     with pytest.raises(ValueError, match="dq violates velocity constraint 0"):
         linearize_minimal(skate, np.zeros(3), np.array([0.0, 1.0, 0.0]), [0.0, 0.0])
     # ... unless asked not to check (the linearization on the level set through q)
-    A, B, info = linearize_minimal(pendulum, q + np.array([0.0, 1e-3]), z, [0.0], residual_limit=None)
+    A, B, info = linearize_minimal(double_pendulum, q + np.array([0.0, 1e-3]), z, [0.0], residual_limit=None)
     assert isinstance(info, MinimalInfo) and len(info.state_names) == 2
 
 

@@ -10,33 +10,6 @@ import core
 from core import ModelError, SingularMatrixError
 from randsys import Reference, build_system, random_system
 
-MINIMAL_YAML = """
-gravity: [0, -9.8, 0]
-frames:
-  - {name: link1, parent: world, rz: theta1}
-  - {name: A, parent: link1, ty: -1.0, mass: 1.0}
-  - {name: link2, parent: A, rz: theta2}
-  - {name: B, parent: link2, ty: -1.0, mass: 1.0}
-  - {name: C, parent: world, tx: 2.0}
-constraints:
-  - {type: distance, frame1: B, frame2: C, distance: 1.0}
-inputs:
-  - {type: torque, config: theta1}
-"""
-
-MINIMAL_DICT = {
-    "gravity": [0, -9.8, 0],
-    "frames": [
-        {"name": "link1", "parent": "world", "rz": "theta1"},
-        {"name": "A", "parent": "link1", "ty": -1.0, "mass": 1.0},
-        {"name": "link2", "parent": "A", "rz": "theta2"},
-        {"name": "B", "parent": "link2", "ty": -1.0, "mass": 1.0},
-        {"name": "C", "parent": "world", "tx": 2.0},
-    ],
-    "constraints": [{"type": "distance", "frame1": "B", "frame2": "C", "distance": 1.0}],
-    "inputs": [{"type": "torque", "config": "theta1"}],
-}
-
 Q = np.array([0.5, 1.0])
 DQ = np.array([1.0, -2.0])
 U = np.array([2.0])
@@ -55,8 +28,8 @@ def _same(s1, s2):
     np.testing.assert_array_equal(B1, B2)
 
 
-def test_minimal_example_builds_with_documented_order():
-    s = core.load_system(MINIMAL_YAML)
+def test_minimal_example_builds_with_documented_order(double_pendulum_yaml):
+    s = core.load_system(double_pendulum_yaml)
     assert isinstance(s, core.System)
     assert s.config_names == ["theta1", "theta2"]
     assert s.input_names == ["theta1"]
@@ -66,21 +39,20 @@ def test_minimal_example_builds_with_documented_order():
     np.testing.assert_array_equal(s.model.gravity, [0, -9.8, 0])
 
 
-def test_yaml_string_dict_and_path_agree(tmp_path):
-    path = tmp_path / "double_pendulum.yaml"
-    path.write_text(MINIMAL_YAML, encoding="utf-8")
-    from_yaml = core.load_system(MINIMAL_YAML)
-    for other in (core.load_system(MINIMAL_DICT), core.load_system(str(path)), core.load_system(path)):
+def test_yaml_string_dict_and_path_agree(double_pendulum_yaml, double_pendulum_spec, double_pendulum_path):
+    path = double_pendulum_path
+    from_yaml = core.load_system(double_pendulum_yaml)
+    for other in (core.load_system(double_pendulum_spec), core.load_system(str(path)), core.load_system(path)):
         assert other.config_names == ["theta1", "theta2"]
         assert other.input_names == ["theta1"]
         _same(from_yaml, other)
 
 
-def test_load_system_does_not_modify_the_dict():
+def test_load_system_does_not_modify_the_dict(double_pendulum_spec):
     import copy
-    spec = copy.deepcopy(MINIMAL_DICT)
+    spec = copy.deepcopy(double_pendulum_spec)
     core.load_system(spec)
-    assert spec == MINIMAL_DICT
+    assert spec == double_pendulum_spec
 
 
 def test_python_api_and_dict_agree_on_random_systems():
@@ -111,8 +83,8 @@ inputs:
     np.testing.assert_allclose(A[2:, 2:], -np.linalg.solve(M, np.diag([0.3, 0.1])), atol=1e-12)
 
 
-def test_changes_after_compilation_recompile():
-    s = core.load_system(MINIMAL_DICT)
+def test_changes_after_compilation_recompile(double_pendulum_spec):
+    s = core.load_system(double_pendulum_spec)
     assert s.nq == 2
     s.add_frame("D", parent="B", rx="theta3", mass=1.0, inertia=[1, 1, 1])
     assert s.config_names == ["theta1", "theta2", "theta3"]
@@ -334,14 +306,9 @@ def test_unreadable_sources():
 
 
 # ---------------------------------------------------------------------------------- numeric inputs
-@pytest.fixture(scope="module")
-def pendulum():
-    return core.load_system(MINIMAL_YAML)
-
-
 @pytest.mark.parametrize("method", ["qdd", "linearize", "constraint_forces"])
-def test_wrong_sizes_and_non_finite_entries(pendulum, method):
-    f = getattr(pendulum, method)
+def test_wrong_sizes_and_non_finite_entries(double_pendulum, method):
+    f = getattr(double_pendulum, method)
     with pytest.raises(ValueError, match=r"\bq\b.*2"):
         f(np.zeros(3), DQ, U)
     with pytest.raises(ValueError, match=r"\bdq\b.*2"):
@@ -359,26 +326,26 @@ def test_wrong_sizes_and_non_finite_entries(pendulum, method):
     with pytest.raises(ValueError, match=r"u\[0\].*theta1"):
         f(Q, DQ, [np.nan])
     # None means zero input
-    np.testing.assert_array_equal(pendulum.qdd(Q, DQ), pendulum.qdd(Q, DQ, [0.0]))
+    np.testing.assert_array_equal(double_pendulum.qdd(Q, DQ), double_pendulum.qdd(Q, DQ, [0.0]))
 
 
-def test_other_numeric_entry_points_check_their_vectors(pendulum):
+def test_other_numeric_entry_points_check_their_vectors(double_pendulum):
     with pytest.raises(ValueError, match=r"\bq\b"):
-        pendulum.constraint([0.1, 0.2, 0.3])
+        double_pendulum.constraint([0.1, 0.2, 0.3])
     with pytest.raises(ValueError, match=r"dq\[1\]"):
-        pendulum.energy(Q, [0.0, np.nan])
+        double_pendulum.energy(Q, [0.0, np.nan])
     with pytest.raises(ValueError):
-        pendulum.momentum(Q, [0.0])
+        double_pendulum.momentum(Q, [0.0])
     with pytest.raises(ValueError):
-        pendulum.lagrangian_derivatives(Q, DQ, order=4)
+        double_pendulum.lagrangian_derivatives(Q, DQ, order=4)
 
 
 @pytest.mark.parametrize("order", [-1, 3, 4])
-def test_constraint_rejects_an_invalid_order(pendulum, order):
+def test_constraint_rejects_an_invalid_order(double_pendulum, order):
     """Like ``lagrangian_derivatives`` (which raises ValueError for order 4), ``constraint``
     documents orders 0, 1, 2 only; it silently returns ``()`` for -1 and a 3-tuple for 3 or 4."""
     with pytest.raises(ValueError, match="order"):
-        pendulum.constraint(Q, order=order)
+        double_pendulum.constraint(Q, order=order)
 
 
 # ---------------------------------------------------------------------------------- singular matrices
@@ -403,9 +370,9 @@ def test_point_mass_on_its_own_rotation_axis_is_singular():
     assert info.value.index == 0
 
 
-def test_redundant_constraints_are_reported():
-    spec = dict(MINIMAL_DICT)
-    spec["constraints"] = MINIMAL_DICT["constraints"] * 2
+def test_redundant_constraints_are_reported(double_pendulum_spec):
+    spec = double_pendulum_spec
+    spec["constraints"] = spec["constraints"] * 2
     s = core.load_system(spec)
     for call in (lambda: s.qdd(Q, DQ, U), lambda: s.linearize(Q, DQ, U), lambda: s.constraint_forces(Q, DQ, U)):
         with pytest.raises(SingularMatrixError, match="constraint") as info:

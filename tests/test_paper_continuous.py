@@ -1,6 +1,7 @@
 """The example of Johnson & Murphey 2010 ("Linearizations for mechanical systems in generalized
 coordinates", ACC 2010, Sec. IV): a forced double pendulum whose end mass B is held at distance
-1 m from the anchor C = (2, 0).
+1 m from the anchor C = (2, 0); the model is config/double_pendulum.yaml (the ``double_pendulum``
+fixture of tests/conftest.py).
 
 What the paper prints (Sec. IV) and what we check:
 
@@ -27,20 +28,6 @@ import pytest
 import core
 from randsys import assert_close, fd
 
-PAPER_YAML = """
-gravity: [0, -9.8, 0]
-frames:
-  - {name: link1, parent: world, rz: theta1}
-  - {name: A, parent: link1, ty: -1.0, mass: 1.0}
-  - {name: link2, parent: A, rz: theta2}
-  - {name: B, parent: link2, ty: -1.0, mass: 1.0}
-  - {name: C, parent: world, tx: 2.0}
-constraints:
-  - {type: distance, frame1: B, frame2: C, distance: 1.0}
-inputs:
-  - {type: torque, config: theta1}
-"""
-
 Q0 = np.array([0.5246, 1.0472])
 DQ0 = np.array([1.0, -2.00116])        # corrected sign (the paper prints +2.00116)
 DQ0_PRINTED = np.array([1.0, 2.00116])
@@ -56,20 +43,15 @@ PRINTED_B = np.array([0.500, -1.000])
 PRINTED_HALF_UNIT = 0.0005  # three printed decimals
 
 
-@pytest.fixture(scope="module")
-def paper():
-    return core.load_system(PAPER_YAML)
+def test_model_layout(double_pendulum):
+    assert double_pendulum.config_names == ["theta1", "theta2"]
+    assert double_pendulum.input_names == ["theta1"]
+    assert double_pendulum.model.nh == 1 and double_pendulum.model.nv == 0
+    assert double_pendulum.model.nf == 5
 
 
-def test_model_layout(paper):
-    assert paper.config_names == ["theta1", "theta2"]
-    assert paper.input_names == ["theta1"]
-    assert paper.model.nh == 1 and paper.model.nv == 0
-    assert paper.model.nf == 5
-
-
-def test_linearization_exact_values(paper):
-    A, B = paper.linearize(Q0, DQ0, U0)
+def test_linearization_exact_values(double_pendulum):
+    A, B = double_pendulum.linearize(Q0, DQ0, U0)
     assert A.shape == (4, 4) and B.shape == (4, 1)
     np.testing.assert_array_equal(A[:2], [[0, 0, 1, 0], [0, 0, 0, 1]])
     np.testing.assert_array_equal(B[:2], [[0], [0]])
@@ -78,38 +60,38 @@ def test_linearization_exact_values(paper):
     np.testing.assert_allclose(B[2:, 0], EXACT_B, rtol=0, atol=1e-6)
 
 
-def test_linearization_is_the_derivative_of_the_accelerations(paper):
+def test_linearization_is_the_derivative_of_the_accelerations(double_pendulum):
     """The exact values above are confirmed independently by FD of qdd."""
-    A, B = paper.linearize(Q0, DQ0, U0)
-    assert_close(A[2:, :2], fd(lambda q: paper.qdd(q, DQ0, U0), Q0), "d qdd / dq")
-    assert_close(A[2:, 2:], fd(lambda v: paper.qdd(Q0, v, U0), DQ0), "d qdd / d dq")
-    assert_close(B[2:], fd(lambda u: paper.qdd(Q0, DQ0, u), U0), "d qdd / du")
+    A, B = double_pendulum.linearize(Q0, DQ0, U0)
+    assert_close(A[2:, :2], fd(lambda q: double_pendulum.qdd(q, DQ0, U0), Q0), "d qdd / dq")
+    assert_close(A[2:, 2:], fd(lambda v: double_pendulum.qdd(Q0, v, U0), DQ0), "d qdd / d dq")
+    assert_close(B[2:], fd(lambda u: double_pendulum.qdd(Q0, DQ0, u), U0), "d qdd / du")
 
 
-def test_printed_velocity_columns_and_B_agree_to_printed_digits(paper):
-    A, B = paper.linearize(Q0, DQ0, U0)
+def test_printed_velocity_columns_and_B_agree_to_printed_digits(double_pendulum):
+    A, B = double_pendulum.linearize(Q0, DQ0, U0)
     tol = PRINTED_HALF_UNIT + 1e-12
     np.testing.assert_allclose(A[2, 2:], PRINTED_ROW3[2:], rtol=0, atol=tol)
     np.testing.assert_allclose(A[3, 2:], PRINTED_ROW4[2:], rtol=0, atol=tol)
     np.testing.assert_allclose(B[2:, 0], PRINTED_B, rtol=0, atol=tol)
 
 
-def test_printed_position_columns_are_not_reproduced(paper):
+def test_printed_position_columns_are_not_reproduced(double_pendulum):
     """Known erratum: the paper's d(ddq)/dq block is wrong (see the module docstring). Every one
     of its four entries is off by more than its printed rounding, most by far more."""
-    A, _ = paper.linearize(Q0, DQ0, U0)
+    A, _ = double_pendulum.linearize(Q0, DQ0, U0)
     ours = np.array([A[2, :2], A[3, :2]])
     printed = np.array([PRINTED_ROW3[:2], PRINTED_ROW4[:2]])
     diff = np.abs(ours - printed)
     assert np.all(diff > PRINTED_HALF_UNIT), diff
     assert diff.max() > 1.0, diff
     # nor are they reproduced with the paper's printed (+) velocity
-    A_plus, _ = paper.linearize(Q0, DQ0_PRINTED, U0)
+    A_plus, _ = double_pendulum.linearize(Q0, DQ0_PRINTED, U0)
     assert np.abs(np.array([A_plus[2, :2], A_plus[3, :2]]) - printed).max() > 0.1
 
 
-def test_initial_velocity_sign(paper):
-    h, Dh = paper.constraint(Q0, order=1)
+def test_initial_velocity_sign(double_pendulum):
+    h, Dh = double_pendulum.constraint(Q0, order=1)
     # q0 "by inspection" is close to, not on, the constraint manifold
     assert abs(h[0]) < 5e-3 and abs(h[0]) > 1e-4
     np.testing.assert_allclose(Dh, [[-3.45808274, -1.72803856]], atol=1e-7)
@@ -121,7 +103,7 @@ def test_initial_velocity_sign(paper):
     assert abs(Dh[0] @ DQ0_PRINTED) > 1.0
 
 
-def test_python_api_builds_the_same_system(paper):
+def test_python_api_builds_the_same_system(double_pendulum):
     s = core.System(gravity=[0, -9.8, 0])
     s.add_frame("link1", parent="world", rz="theta1")
     s.add_frame("A", parent="link1", ty=-1.0, mass=1.0)
@@ -131,12 +113,12 @@ def test_python_api_builds_the_same_system(paper):
     s.add_constraint("distance", frame1="B", frame2="C", distance=1.0)
     s.add_input("torque", config="theta1")
     A1, B1 = s.linearize(Q0, DQ0, U0)
-    A2, B2 = paper.linearize(Q0, DQ0, U0)
+    A2, B2 = double_pendulum.linearize(Q0, DQ0, U0)
     np.testing.assert_array_equal(A1, A2)
     np.testing.assert_array_equal(B1, B2)
 
 
-def test_closed_form_accelerations(paper):
+def test_closed_form_accelerations(double_pendulum):
     """qdd and lam of the paper's system against a hand-derived closed form."""
     q, dq, u = Q0, DQ0, U0
     t1, t2 = q
@@ -159,5 +141,5 @@ def test_closed_form_accelerations(paper):
     F = np.array([u[0], 0.0])
     K = np.block([[M, -Ah[:, None]], [Ah[None, :], np.zeros((1, 1))]])
     sol = np.linalg.solve(K, np.concatenate([F - c - dV, [-b]]))
-    np.testing.assert_allclose(paper.qdd(q, dq, u), sol[:2], rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(paper.constraint_forces(q, dq, u), sol[2:], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(double_pendulum.qdd(q, dq, u), sol[:2], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(double_pendulum.constraint_forces(q, dq, u), sol[2:], rtol=1e-10, atol=1e-10)
