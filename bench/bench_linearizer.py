@@ -24,43 +24,22 @@ from pathlib import Path
 
 import numpy as np
 import sympy as sp
-from sympy.physics.mechanics import (KanesMethod, Point, ReferenceFrame, RigidBody, cross, dot,
-                                     dynamicsymbols, inertia, msubs)
+from sympy.physics.mechanics import (KanesMethod, Point, ReferenceFrame, RigidBody, dot, dynamicsymbols,
+                                     inertia, msubs)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core.examples import sympy_rolling_disc  # noqa: E402
 from core.sympy_bridge import from_sympy  # noqa: E402
 
 
 # ---------------------------------------------------------------------- systems
 def rolling_disc():
-    """Rolling disc of SymPy's test_linearize_rolling_disc_kane; returns (KM, values, dependent)."""
-    t, r, m, g = sp.symbols("t r m g")
-    q = dynamicsymbols("q1:7")
-    q1, q2, q3, q4, q5, q6 = q
-    u = dynamicsymbols("u1:7")
-    N = ReferenceFrame("N")
-    NO = Point("NO")
-    A = N.orientnew("A", "Axis", [q1, N.z])
-    B = A.orientnew("B", "Axis", [q2, A.x])
-    C = B.orientnew("C", "Axis", [q3, B.y])
-    CO = NO.locatenew("CO", q4 * N.x + q5 * N.y + q6 * N.z)
-    w_c_n_qd, w_b_n_qd = C.ang_vel_in(N), B.ang_vel_in(N)
-    C.set_ang_vel(N, u[0] * B.x + u[1] * B.y + u[2] * B.z)
-    v_co_n_qd = CO.pos_from(NO).dt(N)
-    CO.set_vel(N, u[3] * C.x + u[4] * C.y + u[5] * C.z)
-    P = CO.locatenew("P", r * B.z)
-    P.v2pt_theory(CO, N, C)
-    f_c = sp.Matrix([q6 - dot(CO.pos_from(P), N.z)])
-    f_v = sp.Matrix([dot(P.vel(N), uv) for uv in C])
-    kindiffs = sp.Matrix([dot(w_c_n_qd - C.ang_vel_in(N), uv) for uv in B]
-                         + [dot(v_co_n_qd - CO.vel(N), uv) for uv in N])
-    qdots = sp.solve(kindiffs, [qi.diff(t) for qi in q])
-    B.set_ang_vel(N, w_b_n_qd.subs(qdots))
-    C.set_ang_acc(N, C.ang_vel_in(N).dt(B) + cross(B.ang_vel_in(N), C.ang_vel_in(N)))
-    disc = RigidBody("Disc", CO, C, m, (inertia(C, m * r**2 / 4, m * r**2 / 2, m * r**2 / 4), CO))
-    KM = KanesMethod(N, q[:5], u[:3], kd_eqs=kindiffs, q_dependent=[q6],
-                     configuration_constraints=f_c, u_dependent=u[3:], velocity_constraints=f_v)
-    KM.kanes_equations([disc], [(CO, m * g * A.z)])
+    """Rolling disc of SymPy's test_linearize_rolling_disc_kane (core.examples.sympy_rolling_disc);
+    returns (KM, random_point)."""
+    KM = sympy_rolling_disc()
+    q, u = list(KM.q), list(KM.u)
+    q2, q6 = q[1], q[5]
+    r, m, g = sp.symbols("r m g")
 
     def random_point(rng):
         values = {r: 0.3, m: 2.0, g: 9.81}

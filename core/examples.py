@@ -120,3 +120,47 @@ def marionette_rest_state(system, pose=None, tol: float = 1e-10, max_iterations:
         q[dyn] += step[:nd]
         lam += step[nd:]
     raise RuntimeError(f"no static equilibrium found: residual {np.max(np.abs(residual)):.2e}")
+
+
+def sympy_rolling_disc():
+    """The rolling disc of SymPy's ``test_linearize.py`` (``test_linearize_rolling_disc_kane``),
+    built with ``sympy.physics.mechanics`` and Kane's method; needs SymPy (imported here only).
+
+    A disc of radius ``r`` and mass ``m`` rolls without slipping on the plane under gravity
+    ``g``: coordinates ``q1..q6`` (yaw, lean, spin; centre x, y, z) with ``q6`` dependent (one
+    configuration constraint), speeds ``u1..u6`` with ``u4..u6`` dependent (three velocity
+    constraints). Returns the ``KanesMethod`` after ``kanes_equations``; its ``q`` and ``u`` are
+    in that order and the parameters are ``sympy.symbols("r m g")``."""
+    import sympy as sp
+    from sympy.physics.mechanics import (KanesMethod, Point, ReferenceFrame, RigidBody, cross, dot,
+                                         dynamicsymbols, inertia)
+
+    t = dynamicsymbols._t
+    r, m, g = sp.symbols("r m g")
+    q = dynamicsymbols("q1:7")
+    q1, q2, q3, q4, q5, q6 = q
+    u = dynamicsymbols("u1:7")
+    N = ReferenceFrame("N")
+    NO = Point("NO")
+    A = N.orientnew("A", "Axis", [q1, N.z])
+    B = A.orientnew("B", "Axis", [q2, A.x])
+    C = B.orientnew("C", "Axis", [q3, B.y])
+    CO = NO.locatenew("CO", q4 * N.x + q5 * N.y + q6 * N.z)
+    w_c_n_qd, w_b_n_qd = C.ang_vel_in(N), B.ang_vel_in(N)
+    C.set_ang_vel(N, u[0] * B.x + u[1] * B.y + u[2] * B.z)
+    v_co_n_qd = CO.pos_from(NO).dt(N)
+    CO.set_vel(N, u[3] * C.x + u[4] * C.y + u[5] * C.z)
+    P = CO.locatenew("P", r * B.z)
+    P.v2pt_theory(CO, N, C)
+    f_c = sp.Matrix([q6 - dot(CO.pos_from(P), N.z)])
+    f_v = sp.Matrix([dot(P.vel(N), uv) for uv in C])
+    kindiffs = sp.Matrix([dot(w_c_n_qd - C.ang_vel_in(N), uv) for uv in B]
+                         + [dot(v_co_n_qd - CO.vel(N), uv) for uv in N])
+    qdots = sp.solve(kindiffs, [qi.diff(t) for qi in q])
+    B.set_ang_vel(N, w_b_n_qd.subs(qdots))
+    C.set_ang_acc(N, C.ang_vel_in(N).dt(B) + cross(B.ang_vel_in(N), C.ang_vel_in(N)))
+    disc = RigidBody("Disc", CO, C, m, (inertia(C, m * r**2 / 4, m * r**2 / 2, m * r**2 / 4), CO))
+    KM = KanesMethod(N, q[:5], u[:3], kd_eqs=kindiffs, q_dependent=[q6],
+                     configuration_constraints=f_c, u_dependent=u[3:], velocity_constraints=f_v)
+    KM.kanes_equations([disc], [(CO, m * g * A.z)])
+    return KM

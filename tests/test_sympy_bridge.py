@@ -2,8 +2,10 @@
 
 The systems are rebuilt here with the sympy.physics.mechanics API as in SymPy 1.14's
 ``sympy/physics/mechanics/tests/test_linearize.py`` (pendulum minimal/non-minimal with Kane's and
-Lagrange's methods, rolling disc with both methods), plus a double pendulum and a cart-pole with
-an input (so that B is not empty) and a spherical pendulum (three coordinates, for orderings).
+Lagrange's methods, rolling disc with both methods; the Kane rolling disc is
+``core.examples.sympy_rolling_disc``, shared with bench/bench_linearizer.py), plus a double
+pendulum and a cart-pole with an input (so that B is not empty) and a spherical pendulum (three
+coordinates, for orderings).
 At random operating points that satisfy the constraints, our M, A, B and state-space A, B must
 equal SymPy's ``linearize`` with the same numeric op_point to 1e-10 relative.
 """
@@ -18,9 +20,10 @@ import pytest
 sp = pytest.importorskip("sympy")
 from sympy import Matrix, atan, cos, sin, symbols  # noqa: E402
 from sympy.physics.mechanics import (  # noqa: E402
-    KanesMethod, LagrangesMethod, Lagrangian, Particle, Point, ReferenceFrame, RigidBody, cross,
-    dot, dynamicsymbols, inertia, msubs)
+    KanesMethod, LagrangesMethod, Lagrangian, Particle, Point, ReferenceFrame, RigidBody,
+    dynamicsymbols, inertia, msubs)
 
+from core.examples import sympy_rolling_disc  # noqa: E402
 from core.linearizer import LinearizerError  # noqa: E402
 from core.sympy_bridge import SympyLinearizer, from_sympy  # noqa: E402
 
@@ -129,33 +132,11 @@ def pendulum_lagrange_nonminimal():
 
 @functools.lru_cache(maxsize=None)
 def rolling_disc_kane():
+    """SymPy's rolling disc (core.examples.sympy_rolling_disc); random r, m and a random point."""
+    KM = sympy_rolling_disc()
+    q, u = list(KM.q), list(KM.u)
+    q2, q6 = q[1], q[5]
     r, m, g = symbols("r m g")
-    q = dynamicsymbols("q1:7")
-    q1, q2, q3, q4, q5, q6 = q
-    u = dynamicsymbols("u1:7")
-    N = ReferenceFrame("N")
-    NO = Point("NO")
-    A = N.orientnew("A", "Axis", [q1, N.z])
-    B = A.orientnew("B", "Axis", [q2, A.x])
-    C = B.orientnew("C", "Axis", [q3, B.y])
-    CO = NO.locatenew("CO", q4 * N.x + q5 * N.y + q6 * N.z)
-    w_c_n_qd, w_b_n_qd = C.ang_vel_in(N), B.ang_vel_in(N)
-    C.set_ang_vel(N, u[0] * B.x + u[1] * B.y + u[2] * B.z)
-    v_co_n_qd = CO.pos_from(NO).dt(N)
-    CO.set_vel(N, u[3] * C.x + u[4] * C.y + u[5] * C.z)
-    P = CO.locatenew("P", r * B.z)
-    P.v2pt_theory(CO, N, C)
-    f_c = Matrix([q6 - dot(CO.pos_from(P), N.z)])
-    f_v = Matrix([dot(P.vel(N), uv) for uv in C])
-    kindiffs = Matrix([dot(w_c_n_qd - C.ang_vel_in(N), uv) for uv in B]
-                      + [dot(v_co_n_qd - CO.vel(N), uv) for uv in N])
-    qdots = sp.solve(kindiffs, [qi.diff(t) for qi in q])
-    B.set_ang_vel(N, w_b_n_qd.subs(qdots))
-    C.set_ang_acc(N, C.ang_vel_in(N).dt(B) + cross(B.ang_vel_in(N), C.ang_vel_in(N)))
-    disc = RigidBody("Disc", CO, C, m, (inertia(C, m * r**2 / 4, m * r**2 / 2, m * r**2 / 4), CO))
-    KM = KanesMethod(N, q[:5], u[:3], kd_eqs=kindiffs, q_dependent=[q6],
-                     configuration_constraints=f_c, u_dependent=u[3:], velocity_constraints=f_v)
-    KM.kanes_equations([disc], [(CO, m * g * A.z)])
 
     def random_point(rng):
         point = {r: rng.uniform(0.2, 1), m: rng.uniform(0.5, 2), g: 9.81}
