@@ -96,6 +96,7 @@ def test_pendulum_closed_loop_converges_open_loop_does_not(pend60):
                                atol=1e-12)
 
 
+@pytest.mark.slow   # about 10 s: N = 100, both methods to the paper's tolerance
 def test_pendulum_full_paper_setting():
     """N = 100, dt = 0.1 (Sec. VIII-A): both methods converge from u = 0 to the same trajectory,
     the second-order one in far fewer iterations (paper: 14 vs 653; here 26 vs 659); LQR about

@@ -99,6 +99,7 @@ def test_given_multiplier_is_used_as_given():
     assert A[1, 0] == pytest.approx(-2 * lam / MASS, rel=1e-12)
 
 
+@pytest.mark.slow   # about 5 s, every run: njit compiles the eight callables (not cached)
 def test_numba_compiled_callables_give_the_same_result():
     parts = {name: njit(function) for name, function in PENDULUM_PARTS.items()}
     point = swinging(0.4, -0.7)

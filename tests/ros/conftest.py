@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -42,6 +43,18 @@ def _import_rclpy():
 
 
 _rclpy, _rclpy_error = _import_rclpy()
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m deselects by mark
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/ros/ is marked ``ros`` (deselect them with ``-m "not ros"``).
+
+    The hook sees the whole session's items, so it marks only those collected from this
+    directory."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if here in item.path.resolve().parents:
+            item.add_marker(pytest.mark.ros)
 
 
 def pytest_report_header(config):

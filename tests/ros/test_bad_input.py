@@ -16,7 +16,8 @@ import pytest
 import core
 from nodeproc import TIMEOUT, NodeProcess
 
-pytestmark = pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")
+# slow: starts a node process (it loads the numba kernels)
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
 
 DT = 0.01
 JOINTS = ["base_joint", "slide_joint"]

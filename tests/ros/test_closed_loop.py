@@ -10,7 +10,8 @@ import os
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")
+# slow: a node process, then the closed loop runs in real time
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
 
 
 def test_closed_loop_over_dds_converges(rclpy_mod, ifaces):

@@ -12,7 +12,8 @@ import pytest
 import core
 from nodeproc import NodeProcess
 
-pytestmark = pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")
+# slow: starts a node process (it loads the numba kernels)
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, "config", "double_pendulum.yaml")

@@ -18,7 +18,8 @@ import core
 from mechnode.harness import DEFAULT_PARAMS
 from nodeproc import TIMEOUT, NodeProcess
 
-pytestmark = pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")
+# slow: starts a node process (it loads the numba kernels)
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
 
 DT = 0.01
 Q_PARAM, R_PARAM = np.diag([10.0, 10.0, 1.0, 10.0]), np.array([[0.1]])
