@@ -8,10 +8,9 @@ import sys
 
 import numpy as np
 
-from common import median_us, start_time
-
-import core
 from core.examples import branched_tree, chain
+
+from common import median_us, start_time
 
 
 def state(system, seed=0):

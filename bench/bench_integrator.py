@@ -6,10 +6,10 @@ variables, 18 kinematic, 6 constraints), and the trajectory linearization in par
 """
 import numpy as np
 
-from common import median_us, times_us
-
 import core
 from core.examples import chain, marionette, marionette_rest_state
+
+from common import median_us, times_us
 
 TREP = {  # trep (C) on this kind of machine, from the issue: step, first, second order [ms]
     "marionette": (1.98, 0.82, 23.3), "chain N=40": (23.1, 5.6, 287.0)}

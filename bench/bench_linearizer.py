@@ -24,8 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import sympy as sp
-from sympy.physics.mechanics import (KanesMethod, Point, ReferenceFrame, RigidBody, dot, dynamicsymbols,
-                                     inertia, msubs)
+from sympy.physics.mechanics import KanesMethod, Point, ReferenceFrame, RigidBody, dot, dynamicsymbols, inertia, msubs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.examples import sympy_rolling_disc  # noqa: E402

@@ -13,8 +13,18 @@ import scipy.linalg
 
 from core import control
 from core.control import (
-    METHODS, PROJECTIONS, RiccatiError, controllability, cost_and_gradient, dlqr, linearize_trajectory,
-    optimize_trajectory, simulate_closed_loop, simulate_open_loop, trajectory_cost, tvlqr,
+    METHODS,
+    PROJECTIONS,
+    RiccatiError,
+    controllability,
+    cost_and_gradient,
+    dlqr,
+    linearize_trajectory,
+    optimize_trajectory,
+    simulate_closed_loop,
+    simulate_open_loop,
+    trajectory_cost,
+    tvlqr,
 )
 
 

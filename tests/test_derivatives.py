@@ -22,6 +22,7 @@ from core.constraints import holonomic
 from core.forces import generalized_force
 from core.kinematics import create_data, forward_kinematics, joint_union, point_jet
 from core.lagrangian import create_derivs, prepare, third_order
+
 from randsys import KINDS, assert_close, fd, fd2_along, fd_along, random_system
 
 GENERAL = list(range(24)) + [200, 201]   # 200, 201: 15-frame trees

@@ -126,6 +126,7 @@ def test_runs_match_numpy():
     """The unsigned-index loops: segment copy and add (any offsets, the rest untouched) and a
     run of a row of O + O^T."""
     from numba import njit
+
     from core.linalg import add_run, copy_run, symmetric_run
 
     @njit

@@ -28,6 +28,7 @@ from scipy.optimize import linear_sum_assignment
 
 import core
 from core.minimal import MinimalInfo, linearize_minimal, velocity_constraint
+
 from randsys import assert_close, build_system, fd, random_system
 
 FOURBAR = {

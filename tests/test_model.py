@@ -8,6 +8,7 @@ import pytest
 
 import core
 from core import ModelError, SingularMatrixError
+
 from randsys import Reference, build_system, random_system
 
 Q = np.array([0.5, 1.0])

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 import core
+
 from randsys import assert_close, fd
 
 Q0 = np.array([0.5246, 1.0472])

@@ -8,6 +8,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import core
+
 from randsys import assert_close, fd_along, random_system
 
 INTEGRATION = dict(method="DOP853", rtol=1e-12, atol=1e-12, dense_output=True)

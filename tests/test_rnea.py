@@ -15,6 +15,7 @@ import pytest
 from core.kinematics import body_inertias, composites_from_bodies, create_data, forward_kinematics
 from core.lagrangian import spring_potential_derivatives
 from core.rnea import add_joint_accelerations, inverse_dynamics_derivatives, mass_matrix, newton_euler
+
 from randsys import assert_close, fd, random_system
 
 SEEDS = list(range(12)) + [200, 201]

@@ -10,10 +10,22 @@ import pytest
 
 import core
 from core.examples import chain
-from mechnode.plant import CONFIG_DIR, Plant, load_model, resolve_model_path, ModelSpecError
-from mechnode.schedule import (STATE_Q_QDOT, InputError, JointMap, Options, Reference, Weights,
-                               discrete_reference, gain_schedule, make_feasible, resample,
-                               schedule_from_reference, schedule_in_qdot, weight_matrix)
+from mechnode.plant import CONFIG_DIR, ModelSpecError, Plant, load_model, resolve_model_path
+from mechnode.schedule import (
+    STATE_Q_QDOT,
+    InputError,
+    JointMap,
+    Options,
+    Reference,
+    Weights,
+    discrete_reference,
+    gain_schedule,
+    make_feasible,
+    resample,
+    schedule_from_reference,
+    schedule_in_qdot,
+    weight_matrix,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DT = 0.01

@@ -20,8 +20,17 @@ import pytest
 sp = pytest.importorskip("sympy")
 from sympy import Matrix, atan, cos, sin, symbols  # noqa: E402
 from sympy.physics.mechanics import (  # noqa: E402
-    KanesMethod, LagrangesMethod, Lagrangian, Particle, Point, ReferenceFrame, RigidBody,
-    dynamicsymbols, inertia, msubs)
+    KanesMethod,
+    LagrangesMethod,
+    Lagrangian,
+    Particle,
+    Point,
+    ReferenceFrame,
+    RigidBody,
+    dynamicsymbols,
+    inertia,
+    msubs,
+)
 
 from core.examples import sympy_rolling_disc  # noqa: E402
 from core.linearizer import LinearizerError  # noqa: E402

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import core
+
 from nodeproc import TIMEOUT, NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)
@@ -59,12 +60,13 @@ def node(rclpy_mod, ifaces, tmp_path_factory):
 
 
 def _setup_io(h):
-    from mechnode.node import COMMAND_QOS, LATCHED
     from mechnode_interfaces.msg import GainSchedule
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
     from trajectory_msgs.msg import JointTrajectory
+
+    from mechnode.node import COMMAND_QOS, LATCHED
     h.commands, h.schedules = [], []
     h.client.create_subscription(Float64MultiArray, f"{h.ns}/effort_controller/commands",
                                  lambda m: h.commands.append(np.asarray(m.data)), COMMAND_QOS)
@@ -226,9 +228,11 @@ def test_wrong_sized_and_singular_linearize_requests(node):
 
 def test_wrong_sized_compute_gains_and_plan_requests(node):
     import array
-    from mechnode.conversions import matrix_msg
+
     from mechnode_interfaces.msg import Matrix
     from mechnode_interfaces.srv import ComputeGains, PlanTrajectory
+
+    from mechnode.conversions import matrix_msg
     X = np.tile([0.0, 0.5, 0.0, 0.0], (11, 1))
     broken = Matrix(rows=11, cols=4, data=array.array("d", np.zeros(40).tobytes()))
     cases = [

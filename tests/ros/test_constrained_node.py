@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import core
+
 from nodeproc import NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)

@@ -16,6 +16,7 @@ import pytest
 
 import core
 from mechnode.harness import DEFAULT_PARAMS
+
 from nodeproc import TIMEOUT, NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)
@@ -149,6 +150,7 @@ def test_compute_gains_equals_library_tvlqr(node, vi):
 
 def test_compute_gains_positions_only_and_qdot_convention(node, vi):
     from mechnode_interfaces.srv import ComputeGains
+
     from mechnode.plant import Plant
     from mechnode.schedule import Weights, schedule_in_qdot
     t = DT * np.arange(101)
@@ -235,10 +237,11 @@ def test_reference_topic_yields_schedule_equal_to_library_tvlqr(node, vi, schedu
 
 
 def test_state_message_yields_command_of_the_tracking_law(node, vi, schedule):
-    from mechnode.conversions import joint_state, stamp_ns
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
+
+    from mechnode.conversions import joint_state, stamp_ns
     from mechnode.node import COMMAND_QOS
     msg = schedule[0]
     X, U, K = _arr(msg.x_ref), _arr(msg.u_ref), _arr(msg.k)
@@ -304,11 +307,12 @@ def test_diagnostics(node, schedule):
 
 # ------------------------------------------------------------------------------ lifecycle
 def test_lifecycle_transitions(node, schedule):
-    from mechnode.conversions import joint_state
     from mechnode_interfaces.srv import GetModel, Linearize
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
+
+    from mechnode.conversions import joint_state
     from mechnode.node import COMMAND_QOS
     commands = []
     node.client.create_subscription(Float64MultiArray, f"{node.ns}/effort_controller/commands",
