@@ -167,7 +167,7 @@ def dependent_speeds(sympy_linearizer, point):
     """Solve the velocity constraints (linear in u) for the dependent speeds at ``point``."""
     f_v = msubs(sympy_linearizer.f_v, {k: v for k, v in point.items()
                                        if k not in set(sympy_linearizer.u_d)})
-    u_i, u_d = list(sympy_linearizer.u_i), list(sympy_linearizer.u_d)
+    u_d = list(sympy_linearizer.u_d)
     jac_d = np.array(f_v.jacobian(u_d).xreplace({x: 0 for x in u_d}), dtype=float)
     rest = np.array(f_v.xreplace({x: 0 for x in u_d}), dtype=float).ravel()
     point.update(zip(u_d, np.linalg.solve(jac_d, -rest)))

@@ -244,7 +244,7 @@ def run(N: int = 100, methods=METHODS, max_iterations=None, tol: float = 1e-6,
                                 for m, r in runs.items()))
     feedback = stabilize(problem, best.x, best.u)
     ec, eo = feedback.error_closed, feedback.error_open
-    print(f"LQR about the optimal trajectory (Q = I, R = 1), from x(0) = [1, 1]:")
+    print("LQR about the optimal trajectory (Q = I, R = 1), from x(0) = [1, 1]:")
     print(f"  linearization {1e3 * feedback.seconds_linearize:.2f} ms (first parallel call in "
           f"this process), Riccati {1e3 * feedback.seconds_riccati:.2f} ms for {N} steps")
     print(f"  closed loop |x - x_d|: initial {ec[0]:.4f}  max {ec.max():.4f}  "

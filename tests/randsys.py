@@ -249,7 +249,7 @@ class Reference:
         kin = self.poses(q)
         R, p, _ = kin
         rows = []
-        for kind, f1, f2, axis, value in self._holonomic_rows():
+        for kind, f1, f2, axis, _value in self._holonomic_rows():
             w = p[f1] - p[f2]
             W = self.point_jacobian(q, f1, kin=kin) - self.point_jacobian(q, f2, kin=kin)
             if kind == "distance":
@@ -418,7 +418,7 @@ def random_system(seed: int, *, n_frames=(3, 15), constraints=None, velocity_con
     n_vc = (int(rng.random() < 0.35)) if velocity_constraints is None else int(velocity_constraints)
     max_rows = n - 1
     anchors = 0
-    for attempt in range(6 * (n_hc + n_vc) + 1):
+    for _attempt in range(6 * (n_hc + n_vc) + 1):
         done_h, done_v = len(spec["constraints"]), len(spec["velocity_constraints"])
         if done_h >= n_hc and done_v >= n_vc:
             break

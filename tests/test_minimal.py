@@ -254,7 +254,7 @@ def peterson_assembly(system, q, dq, u, info, rows_fn):
     differences of the constraint rows here) and o - m dynamic rows C2^T (M du' - M ddq_lin) = 0,
     the full dynamics projected on the independent speeds (the constraint forces drop out).
     """
-    n, nh = system.nq, system.model.nh
+    n = system.nq
     Af, Bf = system.linearize(q, dq, u)
     ddq = system.qdd(q, dq, u)
     M = system.lagrangian_derivatives(q, dq, 2).Lvv

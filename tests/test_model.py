@@ -286,7 +286,7 @@ def test_errors_through_the_python_api():
     s3.add_frame("a", rz="th", mass=1.0, inertia=[1, 1, 1])
     s3.add_damping("psi", 0.1)
     with pytest.raises(ModelError, match="psi"):
-        s3.model
+        _ = s3.model
     with pytest.raises(ModelError):
         s3.add_damping("th", -1.0)
     with pytest.raises(ModelError, match="hinge"):
