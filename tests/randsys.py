@@ -59,8 +59,8 @@ def random_rotation(rng) -> np.ndarray:
 def random_inertia(rng, scale: float) -> np.ndarray:
     """Symmetric positive definite with clearly non-zero off-diagonal entries."""
     B = rng.normal(size=(3, 3))
-    I = scale * (B @ B.T + 0.2 * np.eye(3))
-    return 0.5 * (I + I.T)
+    inertia = scale * (B @ B.T + 0.2 * np.eye(3))
+    return 0.5 * (inertia + inertia.T)
 
 
 def frame_transform(frame: dict):
@@ -182,15 +182,15 @@ class Reference:
         M = np.zeros((self.n, self.n))
         for name, f in self.frames.items():
             m = float(f.get("mass", 0.0))
-            I = f.get("inertia")
+            inertia = f.get("inertia")
             if m > 0:
                 Jp = self.point_jacobian(q, name, kin=kin)
                 M += m * Jp.T @ Jp
-            if I is not None:
-                I = np.asarray(I, float)
-                I = np.diag(I) if I.shape == (3,) else I
+            if inertia is not None:
+                inertia = np.asarray(inertia, float)
+                inertia = np.diag(inertia) if inertia.shape == (3,) else inertia
                 Jw = self.angular_jacobian(q, name, kin=kin)
-                M += Jw.T @ (R[name] @ I @ R[name].T) @ Jw
+                M += Jw.T @ (R[name] @ inertia @ R[name].T) @ Jw
         return M
 
     def potential(self, q):

@@ -73,16 +73,16 @@ class RK4Pendulum:
         """Chain rule through the RK4 stages Y1 = x, Y2 = x + h/2 k1, Y3 = x + h/2 k2,
         Y4 = x + h k3, x_next = x + h/6 (k1 + 2 k2 + 2 k3 + k4), with k_i = f(Y_i, u)."""
         h = self.dt
-        I = np.hstack([np.eye(2), np.zeros((2, 1))])      # ∂x/∂z
-        y, Dy, D2y = x, I, (np.zeros((2, 3, 3)) if second_order else None)
-        D, H = I.copy(), np.zeros((2, 3, 3))
+        Dx = np.hstack([np.eye(2), np.zeros((2, 1))])      # ∂x/∂z
+        y, Dy, D2y = x, Dx, (np.zeros((2, 3, 3)) if second_order else None)
+        D, H = Dx.copy(), np.zeros((2, 3, 3))
         for coef, weight in ((0.5, 1.0), (0.5, 2.0), (1.0, 2.0), (None, 1.0)):
             k, Dk, D2k = self._stage(y, Dy, D2y, u)
             D += h / 6 * weight * Dk
             if second_order:
                 H += h / 6 * weight * D2k
             if coef is not None:
-                y, Dy = x + coef * h * k, I + coef * h * Dk
+                y, Dy = x + coef * h * k, Dx + coef * h * Dk
                 D2y = coef * h * D2k if second_order else None
         return D[:, :2], D[:, 2:], H
 
@@ -340,12 +340,17 @@ def test_controllability_rejects_bad_shapes():
 def test_pendulum_derivatives_match_central_differences():
     system = RK4Pendulum()
     rng = np.random.default_rng(6)
+
+    def step(z):
+        return system.step(z[:2], z[2:])
+
+    def jac(z):
+        return np.hstack(system.linearize(z[:2], z[2:]))
+
     for _ in range(5):
         x, u = rng.normal(size=2) * 2, rng.normal(size=1) * 3
         A, B, H = system.linearize2(x, u)
         z = np.concatenate([x, u])
-        step = lambda z: system.step(z[:2], z[2:])
-        jac = lambda z: np.hstack(system.linearize(z[:2], z[2:]))
         eps = 1e-6
         fd_J = np.column_stack([(step(z + eps * e) - step(z - eps * e)) / (2 * eps)
                                 for e in np.eye(3)])

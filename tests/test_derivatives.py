@@ -65,9 +65,9 @@ def test_generator_covers_every_element():
             if "translation" in off:
                 seen.add("offset translation")
             if "inertia" in f:
-                I = np.asarray(f["inertia"])
-                assert np.allclose(I, I.T) and np.linalg.eigvalsh(I).min() > 0
-                if np.abs(I - np.diag(np.diag(I))).max() > 1e-3:
+                inertia = np.asarray(f["inertia"])
+                assert np.allclose(inertia, inertia.T) and np.linalg.eigvalsh(inertia).min() > 0
+                if np.abs(inertia - np.diag(np.diag(inertia))).max() > 1e-3:
                     seen.add("full inertia")
         seen.update("constraint " + c["type"] for c in spec["constraints"])
         seen.update("velocity constraint" for _ in spec["velocity_constraints"])
@@ -101,7 +101,8 @@ def _L(s, order):
 def test_lagrangian_gradient(seed):
     s, q, dq, _ = off_manifold(seed)
     d = s.lagrangian_derivatives(q, dq, 1)
-    L = lambda qq, vv: s.lagrangian_derivatives(qq, vv, 0).L[0]
+    def L(qq, vv):
+        return s.lagrangian_derivatives(qq, vv, 0).L[0]
     assert_close(d.Lq, fd(lambda x: L(x, dq), q), "Lq")
     assert_close(d.Lv, fd(lambda x: L(q, x), dq), "Lv")
 
@@ -147,7 +148,8 @@ def test_lagrangian_directional_third_order(seed):
     prepare(model, data, q, dq)
     third_order(model, data, False, wq, wv, der)
     D2 = _L(s, 2)
-    along = lambda name: fd_along(lambda t: getattr(D2(q + t * wq, dq + t * wv), name))
+    def along(name):
+        return fd_along(lambda t: getattr(D2(q + t * wq, dq + t * wv), name))
     assert_close(der.dLqq, along("Lqq"), "dLqq")
     assert_close(der.dLqv, along("Lqv"), "dLqv")
     assert_close(der.dLvv, along("Lvv"), "dLvv")
@@ -204,7 +206,8 @@ def test_constraint_third_order_contractions(seed):
     holonomic(model, data, q, 2, lam, w, h, H1, np.empty((0, n, n)), H2lam_only,
               np.empty((0, 0, 0)), np.empty((0, n)))
     assert_close(H2lam_only, H2lam, "sum_r lam_r D2h_r without rows", tol=1e-14)
-    D2 = lambda x: s.constraint(x, order=2)[2]
+    def D2(x):
+        return s.constraint(x, order=2)[2]
     assert_close(H3lam, fd(lambda x: np.einsum("r,rab->ab", lam, D2(x)), q), "sum_r lam_r D3h_r")
     assert_close(H3ww, fd(lambda x: np.einsum("a,rab,b->r", w, D2(x), w), q), "D3h_r(w, w, .)")
 
@@ -247,12 +250,14 @@ def test_generalized_force_derivatives(seed):
     assert s.nu >= 1
     F, Fq, Fv, Fu, Fqq, Fqu = _force(s, q, dq, u, 2)
     assert_close(F, s.reference.generalized_force(q, dq, u), "F vs virtual-work reference", tol=1e-12)
-    F0 = lambda qq, vv, uu: _force(s, qq, vv, uu, 0)[0]
+    def F0(qq, vv, uu):
+        return _force(s, qq, vv, uu, 0)[0]
     assert_close(F, F0(q, dq, u), "F at order 0 vs order 2", tol=1e-14)
     assert_close(Fq, fd(lambda x: F0(x, dq, u), q), "Fq")
     assert_close(Fv, fd(lambda x: F0(q, x, u), dq), "Fv")
     assert_close(Fu, fd(lambda x: F0(q, dq, x), u), "Fu")
-    Fq1 = lambda qq, uu: _force(s, qq, dq, uu, 1)[1]
+    def Fq1(qq, uu):
+        return _force(s, qq, dq, uu, 1)[1]
     assert_close(Fqq, fd(lambda x: Fq1(x, u), q), "Fqq")
     assert_close(Fqu, fd(lambda x: Fq1(q, x), u), "Fqu")
 
@@ -288,7 +293,8 @@ def test_multiplier_derivatives(seed):
     A, B, dlam_dx, dlam_du = s.linearize(q, dq, u, multipliers=True)
     A2, B2 = s.linearize(q, dq, u)
     assert_close(A, A2, "A with multipliers", tol=0)
-    lam = lambda qq, vv, uu: s.constraint_forces(qq, vv, uu)
+    def lam(qq, vv, uu):
+        return s.constraint_forces(qq, vv, uu)
     assert_close(dlam_dx[:, :n], fd(lambda x: lam(x, dq, u), q), "d lam / dq")
     assert_close(dlam_dx[:, n:], fd(lambda x: lam(q, x, u), dq), "d lam / d dq")
     assert_close(dlam_du, fd(lambda x: lam(q, dq, x), u), "d lam / du")
@@ -316,7 +322,8 @@ def test_constraint_forces_satisfy_equations_of_motion(seed, state):
                  scale=max(1.0, np.linalg.norm(b_h)))
     # ... and independently of any library derivative: along q(t) = q + t dq + t^2/2 qdd,
     # d2/dt2 h(q(t)) = Dh qdd + dq^T D2h dq and d/dt [a(q(t)) . (dq + t qdd)] = a qdd + b
-    path = lambda t: q + t * dq + 0.5 * t * t * qdd
+    def path(t):
+        return q + t * dq + 0.5 * t * t * qdd
     assert_close(fd2_along(lambda t: s.constraint(path(t))), np.zeros(nh), "d2/dt2 h(q(t))",
                  tol=1e-6, scale=max(1.0, np.linalg.norm(b_h)))
     if ref.velocity_rows(q).shape[0]:

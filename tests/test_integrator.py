@@ -100,7 +100,8 @@ def _random_vi_system(rng, wrench=True):
     from core.kinematics import create_data, forward_kinematics
     data = create_data(s.model)
     forward_kinematics(s.model, q, np.zeros_like(q), data)
-    position = lambda name: data.p[s.frame_index(name)].copy()
+    def position(name):
+        return data.p[s.frame_index(name)].copy()
     string = float(np.linalg.norm(position(frames[-1]) - position("hand")))
     s.add_constraint("distance", frame1="hand", frame2=frames[-1], distance="string")
     s.add_constraint("distance", frame1=frames[1], frame2="world", distance=float(np.linalg.norm(position(frames[1]))))
@@ -184,10 +185,12 @@ def check_against_finite_differences(vi, x, u):
     A, B, H = vi.linearize2(x, u)
     np.testing.assert_allclose(vi.linearize(x, u)[0], A, rtol=1e-12, atol=1e-12)
     z = np.concatenate([x, u])
-    f = lambda zz: vi.f(zz[:nx], zz[nx:])
+    def f(zz):
+        return vi.f(zz[:nx], zz[nx:])
     J = fd_jacobian(f, z, 1e-4)
     assert rel_err(np.hstack([A, B]), J) < 1e-6
-    AB = lambda zz: np.hstack(vi.linearize(zz[:nx], zz[nx:]))
+    def AB(zz):
+        return np.hstack(vi.linearize(zz[:nx], zz[nx:]))
     H_fd = fd_jacobian(AB, z, 1e-4)  # [i, a, b] = d(dx_i/dz_a)/dz_b
     assert rel_err(H, H_fd) < 1e-4
     assert np.allclose(H, H.transpose(0, 2, 1), atol=1e-10 * max(1.0, np.abs(H).max()))

@@ -124,23 +124,23 @@ def test_norm1_matches_numpy_and_keeps_nan():
 
 def test_runs_match_numpy():
     """The unsigned-index loops: segment copy and add (any offsets, the rest untouched) and a
-    run of a row of O + O^T."""
+    run of a row of M + M^T (the O + O^T of the second-order expansion)."""
     from numba import njit
 
     from core.linalg import add_run, copy_run, symmetric_run
 
     @njit
-    def runs(dst, src, O):  # (inline="always" helpers: called from jitted code)
+    def runs(dst, src, M):  # (inline="always" helpers: called from jitted code)
         copy_run(dst, 3, src, 5, 4)
         add_run(dst, 10, src, 0, 6, -2.0)
         copy_run(dst, 0, src, 0, 0)          # empty run
-        symmetric_run(dst, 16, O.ravel(), 7, 2, 3, 4)   # row 2, columns 3..6
+        symmetric_run(dst, 16, M.ravel(), 7, 2, 3, 4)   # row 2, columns 3..6
 
     rng = np.random.default_rng(6)
-    src, dst, O = rng.normal(size=12), rng.normal(size=21), rng.normal(size=(7, 7))
+    src, dst, M = rng.normal(size=12), rng.normal(size=21), rng.normal(size=(7, 7))
     expected = dst.copy()
     expected[3:7] = src[5:9]
     expected[10:16] += -2.0 * src[:6]
-    expected[16:20] = (O + O.T)[2, 3:7]
-    runs(dst, src, O)
+    expected[16:20] = (M + M.T)[2, 3:7]
+    runs(dst, src, M)
     np.testing.assert_array_equal(dst, expected)

@@ -269,50 +269,50 @@ def test_wrong_construction_raises_clear_errors(kwargs, message):
 
 
 # ---------------------------------------------------------------------- property: linear systems
-def constrained_linear_system(seed, n, l):
-    """Mass matrix, stiffness and l linear constraints G q = 0 (Lagrange form, k = m = l)."""
+def constrained_linear_system(seed, n, nc):
+    """Mass matrix, stiffness and nc linear constraints G q = 0 (Lagrange form, k = m = nc)."""
     rng = np.random.default_rng(seed)
     root = rng.standard_normal((n, n))
     mass = root @ root.T + n * np.eye(n)
     stiffness = rng.standard_normal((n, n))
     stiffness = stiffness + stiffness.T
-    G = rng.standard_normal((l, n))
+    G = rng.standard_normal((nc, n))
     return rng, mass, stiffness, G
 
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 5), data=st.data())
 def test_linear_constrained_systems_match_the_null_space_reduction(seed, n, data):
-    l = data.draw(st.integers(0, n - 1))
-    rng, mass, stiffness, G = constrained_linear_system(seed, n, l)
+    nc = data.draw(st.integers(0, n - 1))
+    rng, mass, stiffness, G = constrained_linear_system(seed, n, nc)
     q_order, u_order = rng.permutation(n), rng.permutation(n)  # any dependent sets and orders
-    q_ind, q_dep, u_ind, u_dep = q_order[l:], q_order[:l], u_order[l:], u_order[:l]
-    if l:
+    q_ind, q_dep, u_ind, u_dep = q_order[nc:], q_order[:nc], u_order[nc:], u_order[:nc]
+    if nc:
         assume(np.linalg.cond(G[:, q_dep]) < 1e6 and np.linalg.cond(G[:, u_dep]) < 1e6)
     zeros = np.zeros
     lin = Linearizer(
-        n, n, q_ind=q_ind, q_dep=q_dep, u_ind=u_ind, u_dep=u_dep, n_lam=l,
+        n, n, q_ind=q_ind, q_dep=q_dep, u_ind=u_ind, u_dep=u_dep, n_lam=nc,
         f_c=lambda q, t, p: (G @ q, G),
-        f_v=lambda q, u, t, p: (G @ u, zeros((l, n)), G),
-        f_a=lambda q, qd, u, ud, t, p: (G @ ud, zeros((l, n)), zeros((l, n)), zeros((l, n)), G),
+        f_v=lambda q, u, t, p: (G @ u, zeros((nc, n)), G),
+        f_a=lambda q, qd, u, ud, t, p: (G @ ud, zeros((nc, n)), zeros((nc, n)), zeros((nc, n)), G),
         f_0=lambda q, qd, t, p: (qd.copy(), zeros((n, n)), np.eye(n)),
         f_1=lambda q, u, t, p: (-u, zeros((n, n)), -np.eye(n)),
         f_2=lambda q, u, ud, t, p: (mass @ ud, zeros((n, n)), zeros((n, n)), mass),
         f_3=lambda q, qd, u, r, t, p: (stiffness @ q, stiffness, zeros((n, n)), zeros((n, n)),
                                        zeros((n, 0))),
         f_4=lambda q, lam, t, p: (G.T @ lam, zeros((n, n)), G.T.copy()))
-    Z = np.linalg.svd(G)[2][l:].T if l else np.eye(n)  # q = Z y on the constraint manifold
-    y, y_rate = rng.standard_normal(n - l), rng.standard_normal(n - l)
+    Z = np.linalg.svd(G)[2][nc:].T if nc else np.eye(n)  # q = Z y on the constraint manifold
+    y, y_rate = rng.standard_normal(n - nc), rng.standard_normal(n - nc)
     A, B = lin.linearize({"q": Z @ y, "u": Z @ y_rate}, A_and_B=True)
     # x = [q_ind, u_ind] = [S_q Z y, S_u Z y']  and  y'' = -W y
     W = np.linalg.solve(Z.T @ mass @ Z, Z.T @ stiffness @ Z)
     to_y_from_q = np.linalg.inv(Z[q_ind])
     to_y_rate_from_u = np.linalg.inv(Z[u_ind])
     expected = np.block([
-        [zeros((n - l, n - l)), Z[q_ind] @ to_y_rate_from_u],
-        [-Z[u_ind] @ W @ to_y_from_q, zeros((n - l, n - l))]])
+        [zeros((n - nc, n - nc)), Z[q_ind] @ to_y_rate_from_u],
+        [-Z[u_ind] @ W @ to_y_from_q, zeros((n - nc, n - nc))]])
     np.testing.assert_allclose(A, expected, rtol=1e-8, atol=1e-8 * np.abs(expected).max())
-    assert B.shape == (2 * (n - l), 0)
+    assert B.shape == (2 * (n - nc), 0)
     residuals = lin.residuals({"q": Z @ y, "u": Z @ y_rate})
     np.testing.assert_allclose(residuals["dynamic"], 0.0, atol=1e-9)
 

@@ -530,7 +530,8 @@ def test_unconstrained_and_degenerate():
     """No constraints: the minimal linearization is the full one. Redundant constraints: error."""
     spec = {"gravity": [0, -9.8, 0],
             "frames": [{"name": "l1", "rz": "a"}, {"name": "m1", "parent": "l1", "ty": -1.0, "mass": 1.0},
-                       {"name": "l2", "parent": "m1", "rz": "b"}, {"name": "m2", "parent": "l2", "ty": -1.0, "mass": 1.0}],
+                       {"name": "l2", "parent": "m1", "rz": "b"},
+                       {"name": "m2", "parent": "l2", "ty": -1.0, "mass": 1.0}],
             "inputs": [{"type": "torque", "config": "a"}]}
     free = core.load_system(spec)
     q, dq = np.array([0.3, -0.2]), np.array([0.5, 1.0])

@@ -203,14 +203,14 @@ def test_simple_pendulum():
 
 def test_rigid_body_spinning_about_a_body_axis():
     """Free rotation about a body axis tilted by a constant offset: KE = 1/2 (a^T I a) w^2."""
-    I = np.array([[0.4, 0.1, -0.05], [0.1, 0.3, 0.02], [-0.05, 0.02, 0.5]])
+    inertia = np.array([[0.4, 0.1, -0.05], [0.1, 0.3, 0.02], [-0.05, 0.02, 0.5]])
     s = core.load_system({"gravity": [0, 0, 0], "frames": [
         {"name": "axle", "rx": "phi", "offset": {"rotation": [0.2, -0.4, 0.9]}},
-        {"name": "body", "parent": "axle", "mass": 3.0, "inertia": I.tolist(),
+        {"name": "body", "parent": "axle", "mass": 3.0, "inertia": inertia.tolist(),
          "offset": {"rotation": [0.5, 0.1, -0.3]}}]})
     from randsys import rpy_matrix
     a = rpy_matrix(0.5, 0.1, -0.3).T @ np.array([1.0, 0, 0])  # spin axis in body coordinates
-    assert s.energy([0.7], [2.0]) == pytest.approx(0.5 * (a @ I @ a) * 4.0, rel=1e-12)
+    assert s.energy([0.7], [2.0]) == pytest.approx(0.5 * (a @ inertia @ a) * 4.0, rel=1e-12)
     assert s.qdd([0.7], [2.0])[0] == pytest.approx(0.0, abs=1e-12)
 
 

@@ -193,11 +193,11 @@ def double_pendulum_lagrange():
     N = ReferenceFrame("N")
     A = N.orientnew("A", "Axis", [q1, N.z])
     B = A.orientnew("B", "Axis", [q2, A.z])
-    O = Point("O")
-    O.set_vel(N, 0)
-    P1 = O.locatenew("P1", l1 * A.x)
+    origin = Point("O")
+    origin.set_vel(N, 0)
+    P1 = origin.locatenew("P1", l1 * A.x)
     P2 = P1.locatenew("P2", l2 * B.x)
-    P1.v2pt_theory(O, N, A)
+    P1.v2pt_theory(origin, N, A)
     P2.v2pt_theory(P1, N, B)
     particles = [Particle("p1", P1, m1), Particle("p2", P2, m2)]
     loads = [(P1, m1 * g * N.x), (P2, m2 * g * N.x), (B, T * N.z), (A, -T * N.z)]
@@ -216,23 +216,23 @@ def double_pendulum_lagrange():
 def cart_pole_kane():
     """Cart (x) with a pendulum (angle th), force F(t) on the cart; Kane's method."""
     x, th, v, w, F = dynamicsymbols("x th v w F")
-    mc, mp, l, g = symbols("m_c m_p l g")
+    mc, mp, length, g = symbols("m_c m_p l g")
     N = ReferenceFrame("N")
     A = N.orientnew("A", "Axis", [th, N.z])
     A.set_ang_vel(N, w * N.z)
-    O = Point("O")
-    O.set_vel(N, 0)
-    cart = O.locatenew("cart", x * N.x)
+    origin = Point("O")
+    origin.set_vel(N, 0)
+    cart = origin.locatenew("cart", x * N.x)
     cart.set_vel(N, v * N.x)
-    bob = cart.locatenew("bob", l * A.y)
+    bob = cart.locatenew("bob", length * A.y)
     bob.v2pt_theory(cart, N, A)
     KM = KanesMethod(N, q_ind=[x, th], u_ind=[v, w], kd_eqs=[x.diff(t) - v, th.diff(t) - w])
     KM.kanes_equations([Particle("c", cart, mc), Particle("b", bob, mp)],
                        [(cart, F * N.x - mc * g * N.y), (bob, -mp * g * N.y)])
 
     def random_point(rng):
-        point = {mc: 2.0, mp: 0.5, l: 0.8, g: 9.81, F: rng.uniform(-1, 1)}
-        point.update(zip([x, th, v, w], rng.uniform(-2, 2, 4)))
+        point = {mc: 2.0, mp: 0.5, length: 0.8, g: 9.81, F: rng.uniform(-1, 1)}
+        point.update(zip([x, th, v, w], rng.uniform(-2, 2, 4), strict=True))
         return point
 
     return System(KM, {}, random_point)
@@ -244,10 +244,10 @@ def spherical_pendulum():
     q = dynamicsymbols("x y z")
     L, m, g = symbols("L m g")
     N = ReferenceFrame("N")
-    O = Point("O")
-    O.set_vel(N, 0)
-    P = O.locatenew("P", q[0] * N.x + q[1] * N.y + q[2] * N.z)
-    P.set_vel(N, P.pos_from(O).dt(N))
+    origin = Point("O")
+    origin.set_vel(N, 0)
+    P = origin.locatenew("P", q[0] * N.x + q[1] * N.y + q[2] * N.z)
+    P.set_vel(N, P.pos_from(origin).dt(N))
     LM = LagrangesMethod(Lagrangian(N, Particle("p", P, m)), q,
                          hol_coneqs=[q[0]**2 + q[1]**2 + q[2]**2 - L**2],
                          forcelist=[(P, -m * g * N.z)], frame=N)
