@@ -18,13 +18,18 @@ def state(system, seed=0):
     return rng.normal(size=system.nq) * 0.3, rng.normal(size=system.nq) * 0.3, rng.normal(size=system.nu)
 
 
+def time_system(system):
+    """Median times of ``qdd`` and ``linearize`` at a random state, in microseconds."""
+    q, dq, u = state(system)
+    system.linearize(q, dq, u)
+    return median_us(lambda: system.qdd(q, dq, u)), median_us(lambda: system.linearize(q, dq, u))
+
+
 def main():
     print(f"{'system':<22}{'nq':>4}{'qdd [us]':>12}{'linearize [us]':>16}")
-    for name, system in [(f"chain N={n}", chain(n)) for n in (5, 10, 20, 40)] + [("branched 3-D tree", branched_tree(40))]:
-        q, dq, u = state(system)
-        system.linearize(q, dq, u)
-        t_qdd = median_us(lambda: system.qdd(q, dq, u))
-        t_lin = median_us(lambda: system.linearize(q, dq, u))
+    systems = [(f"chain N={n}", chain(n)) for n in (5, 10, 20, 40)] + [("branched 3-D tree", branched_tree(40))]
+    for name, system in systems:
+        t_qdd, t_lin = time_system(system)
         print(f"{name:<22}{system.nq:>4}{t_qdd:>12.1f}{t_lin:>16.1f}")
     if "--no-start" not in sys.argv:
         snippet = ("import numpy as np, core; from core.examples import chain; s = chain(5); "

@@ -27,6 +27,29 @@ def setups():
     yield "marionette", vi, vi.state(q, np.zeros(vi.nd)), q[vi.kinematic_index].copy()
 
 
+def time_integrator(vi, x, u):
+    """Median times of a fresh step and of a fresh step + first-order linearization, and all
+    times of the first- and second-order linearizations of a solved step, in microseconds."""
+    vi.linearize2(x, u)
+    xs = [x, x + 1e-9]  # alternate so that no solve is answered from the last-step cache
+    flip = [0]
+
+    def fresh_step():
+        flip[0] ^= 1
+        return vi.f(xs[flip[0]], u)
+
+    def fresh_linearize():
+        flip[0] ^= 1
+        return vi.linearize(xs[flip[0]], u)
+
+    t_step = median_us(fresh_step)
+    t_incl = median_us(fresh_linearize)
+    # (many repeats: on a shared host the minimum needs a quiet stretch to land in)
+    times_1 = times_us(lambda: vi.linearize(x, u), repeat=2000, budget_s=3.0)
+    times_2 = times_us(lambda: vi.linearize2(x, u), repeat=400, budget_s=6.0)
+    return t_step, t_incl, times_1, times_2
+
+
 def main():
     print("step: a real DEL solve every call; 1st/2nd order: the linearization of a solved step")
     print("(the pattern along a trajectory: f(x, u) then linearize(x, u)); 'incl.' adds the solve")
@@ -34,23 +57,7 @@ def main():
           f"{'2nd [us]':>11}   speed-up vs trep (step / 1st / 2nd)")
     minima = {}
     for name, vi, x, u in setups():
-        vi.linearize2(x, u)
-        xs = [x, x + 1e-9]  # alternate so that no solve is answered from the last-step cache
-        flip = [0]
-
-        def fresh_step():
-            flip[0] ^= 1
-            return vi.f(xs[flip[0]], u)
-
-        def fresh_linearize():
-            flip[0] ^= 1
-            return vi.linearize(xs[flip[0]], u)
-
-        t_step = median_us(fresh_step)
-        t_incl = median_us(fresh_linearize)
-        # (many repeats: on a shared host the minimum needs a quiet stretch to land in)
-        times_1 = times_us(lambda: vi.linearize(x, u), repeat=2000, budget_s=3.0)
-        times_2 = times_us(lambda: vi.linearize2(x, u), repeat=400, budget_s=6.0)
+        t_step, t_incl, times_1, times_2 = time_integrator(vi, x, u)
         t_1, t_2 = np.median(times_1), np.median(times_2)
         ref = TREP.get(name)
         speed = "" if ref is None else "   x{:.0f} / x{:.0f} / x{:.0f}".format(

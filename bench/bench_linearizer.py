@@ -17,6 +17,7 @@ Plain script, no assertions on timings; run ``python bench/bench_linearizer.py [
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -42,9 +43,9 @@ def rolling_disc():
 
     def random_point(rng):
         values = {r: 0.3, m: 2.0, g: 9.81}
-        values.update(zip(q[:5], rng.uniform(-0.5, 0.5, 5)))
+        values.update(zip(q[:5], rng.uniform(-0.5, 0.5, 5), strict=True))
         values[q6] = -0.3 * float(sp.cos(values[q2]))
-        values.update(zip(u[:3], rng.uniform(-2.0, 2.0, 3)))
+        values.update(zip(u[:3], rng.uniform(-2.0, 2.0, 3), strict=True))
         return values
 
     return KM, random_point
@@ -112,7 +113,7 @@ def bicycle():
         [WFrad, WRrad, htangle, forkoffset, forklength, framelength, forkcg1, forkcg3, framecg1,
          framecg3, Iwr11, Iwr22, Iwf11, Iwf22, Ifork11, Ifork22, Ifork33, Ifork31, Iframe11,
          Iframe22, Iframe33, Iframe31, mfork, mframe, mwf, mwr, g],
-        _benchmark_bicycle_values()))
+        _benchmark_bicycle_values(), strict=True))
 
     def random_point(rng):
         # Upright straight running at speed v with q4 = 0 satisfies the configuration constraint
@@ -170,7 +171,7 @@ def dependent_speeds(sympy_linearizer, point):
     u_d = list(sympy_linearizer.u_d)
     jac_d = np.array(f_v.jacobian(u_d).xreplace({x: 0 for x in u_d}), dtype=float)
     rest = np.array(f_v.xreplace({x: 0 for x in u_d}), dtype=float).ravel()
-    point.update(zip(u_d, np.linalg.solve(jac_d, -rest)))
+    point.update(zip(u_d, np.linalg.solve(jac_d, -rest), strict=True))
     return point
 
 
@@ -193,17 +194,17 @@ def bench_system(name, builder, n_points, sympy_points, repeat, backends, linear
     raw_points = [dependent_speeds(sympy_lin, random_point(rng)) for _ in range(n_points)]
     ours = {}
     for backend in backends:
-        ours[backend], seconds = timed(lambda: from_sympy(KM, backend=backend))
+        ours[backend], seconds = timed(functools.partial(from_sympy, KM, backend=backend))
         report(f"mechnode build, backend={backend!r}", seconds)
     reference = ours[backends[0]]
     points = [reference.complete_op_point(p) for p in raw_points]  # q', u' solved
     per_point = {}
     for backend, lin in ours.items():
-        per_point[backend] = median_us(lambda p: lin.linearize(op_point=p, A_and_B=True),
+        per_point[backend] = median_us(lambda p, lin=lin: lin.linearize(op_point=p, A_and_B=True),
                                        points, repeat)
         arrays = [lin._numeric_point(p) for p in points]
-        t_core = median_us(lambda a: lin.linearizer.linearize(a, A_and_B=True), arrays, repeat)
-        t_solve = median_us(lambda p: lin.linearize(op_point=p, A_and_B=True), raw_points,
+        t_core = median_us(lambda a, lin=lin: lin.linearizer.linearize(a, A_and_B=True), arrays, repeat)
+        t_solve = median_us(lambda p, lin=lin: lin.linearize(op_point=p, A_and_B=True), raw_points,
                             repeat)
         report(f"mechnode per point, backend={backend!r}", per_point[backend] * 1e-6,
                f"   (arrays in: {t_core:.0f} us; q', u' solved too: {t_solve:.0f} us)")
@@ -231,7 +232,7 @@ def check_bicycle_benchmark(lin, random_point):
     for v in range(6):
         point = random_point(np.random.default_rng(v))  # parameters; q, u, u' set below
         point.update({q1: 0, q2: 0, q4: 0, q5: 0, **{x.diff(): 0 for x in u}})
-        point.update(zip(u, [0, 0, v / 0.3, 0, 0, v / 0.35]))
+        point.update(zip(u, [0, 0, v / 0.3, 0, 0, v / 0.35], strict=True))
         A, _ = lin.linearize(op_point=point, A_and_B=True)
         block = A[np.ix_([1, 2, 3, 5], [1, 2, 3, 5])]  # lean, steer, lean rate, steer rate
         reference = np.array([

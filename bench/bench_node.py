@@ -179,11 +179,11 @@ def bench_reference(b, h, msg, repeats):
         seq = len(re.findall(r"schedule #\d+ published", open(h["log"]).read())) + 1
         t0 = time.perf_counter()
         pub.publish(msg)
-        wait_for(lambda: len(got) > n, 600, "GainSchedule")
+        wait_for(lambda n=n: len(got) > n, 600, "GainSchedule")
         outside.append(got[-1] - t0)
         pattern = rf"schedule #{seq} published: (\d+) knots.*?; ([\d.]+) ms \(resample ([\d.]+), " \
                   rf"feasibility ([\d.]+), linearization ([\d.]+), Riccati ([\d.]+) ms\)"
-        line = wait_for(lambda: re.search(pattern, open(h["log"]).read()), 10, "the node's log line")
+        line = wait_for(lambda pattern=pattern: re.search(pattern, open(h["log"]).read()), 10, "the node's log line")
         inside.append([float(v) for v in line.groups()])
     return outside, inside
 

@@ -5,6 +5,7 @@ classical Runge-Kutta 4 scheme with a zero-order-hold input. Its exact first and
 derivatives come from propagating Jacobians and Hessians through the four stages by the chain
 rule; they are checked against central finite differences before anything relies on them.
 """
+import itertools
 import math
 
 import numpy as np
@@ -184,7 +185,7 @@ def test_tvlqr_matches_dense_kkt_solution():
     K, P = tvlqr(A, B, Q, R, Q_N)
     assert K.shape == (N, nu, nx) and P.shape == (N + 1, nx, nx)
     xs, us, costs = dense_lq_solution(A, B, Q, R, Q_N, x0s)
-    for x0, x_opt, u_opt, cost in zip(x0s, xs, us, costs):
+    for x0, x_opt, u_opt, cost in zip(x0s, xs, us, costs, strict=True):
         u_law = -np.einsum("kij,kj->ki", K, x_opt[:-1])
         np.testing.assert_allclose(u_law, u_opt, rtol=0, atol=1e-10)
         x_cl, u_cl = simulate_closed_loop(ltv_step(A, B), x0, np.zeros((N + 1, nx)),
@@ -339,7 +340,6 @@ def test_controllability_rejects_bad_shapes():
 # ============================================================================== test system
 def test_pendulum_derivatives_match_central_differences():
     system = RK4Pendulum()
-    rng = np.random.default_rng(6)
 
     def step(z):
         return system.step(z[:2], z[2:])
@@ -347,6 +347,7 @@ def test_pendulum_derivatives_match_central_differences():
     def jac(z):
         return np.hstack(system.linearize(z[:2], z[2:]))
 
+    rng = np.random.default_rng(6)
     for _ in range(5):
         x, u = rng.normal(size=2) * 2, rng.normal(size=1) * 3
         A, B, H = system.linearize2(x, u)
@@ -430,7 +431,7 @@ def test_both_methods_converge_to_the_same_trajectory(swing_up_results):
         np.testing.assert_allclose(result.x, simulate_open_loop(problem["system"].step,
                                                                 problem["x0"], result.u))
         costs = [h["cost"] for h in result.history]
-        assert all(b <= a + 1e-9 * abs(a) for a, b in zip(costs, costs[1:]))
+        assert all(b <= a + 1e-9 * abs(a) for a, b in itertools.pairwise(costs))
         assert [h["iteration"] for h in result.history] == list(range(result.iterations + 1))
         assert set(result.history[0]) >= {"iteration", "cost", "step", "gradient_norm"}
     np.testing.assert_allclose(second.u, first.u, rtol=0, atol=1e-5)
@@ -445,7 +446,7 @@ def test_both_methods_converge_to_the_same_trajectory(swing_up_results):
 def _final_phase_pairs(history, count=3):
     """The last ``count`` consecutive gradient norms (g_i, g_i+1)."""
     g = [h["gradient_norm"] for h in history]
-    return list(zip(g, g[1:]))[-count:]
+    return list(itertools.pairwise(g))[-count:]
 
 
 def test_second_order_method_converges_quadratically(swing_up_results):

@@ -374,8 +374,7 @@ def test_point_jets_match_fd_of_positions(seed):
         out3[np.ix_(J, J, J)] = X3
         return x0, out1, out2, out3
 
-    for f in range(model.nf):
-        local = rng.normal(size=3)
+    def check_frame(f, local):
         x0, X1, X2, X3 = jet(q, f, local, 3)
         assert_close(x0, point(q, f, local), "point", tol=1e-14)
         name = s.frame_names[f]
@@ -384,6 +383,9 @@ def test_point_jets_match_fd_of_positions(seed):
         # X2[a, b] = d2x / dq_a dq_b: FD of X1[a] in q_b
         assert_close(X2, np.moveaxis(fd(lambda x: jet(x, f, local, 1)[1], q), 2, 1), f"d2x/dq2 of {name}")
         assert_close(X3, np.moveaxis(fd(lambda x: jet(x, f, local, 2)[2], q), 3, 2), f"d3x/dq3 of {name}")
+
+    for f in range(model.nf):
+        check_frame(f, rng.normal(size=3))
 
 
 @pytest.mark.parametrize("seed", GENERAL)

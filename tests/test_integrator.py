@@ -1,5 +1,7 @@
 """The midpoint variational integrator: the paper's numbers, exactness of the first- and
 second-order linearizations against finite differences, long-run behaviour, singularities."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -202,8 +204,8 @@ def check_against_finite_differences(vi, x, u):
     n, m = vi.nq, vi.system.nu
     edges = sorted(set([0, n, nx, nx + m, z.size]))
     scale = np.linalg.norm(H)
-    for a0, a1 in zip(edges[:-1], edges[1:]):
-        for b0, b1 in zip(edges[:-1], edges[1:]):
+    for a0, a1 in itertools.pairwise(edges):
+        for b0, b1 in itertools.pairwise(edges):
             exact = H[:, a0:a1, b0:b1]
             err = min(np.linalg.norm(exact - H_fd[:, a0:a1, b0:b1]),
                       np.linalg.norm(exact - H_fd[:, b0:b1, a0:a1].transpose(0, 2, 1)))

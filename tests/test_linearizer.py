@@ -105,7 +105,7 @@ def test_numba_compiled_callables_give_the_same_result():
     point = swinging(0.4, -0.7)
     expected = pendulum().linearize(point, A_and_B=True)
     result = pendulum(**parts).linearize(point, A_and_B=True)
-    for ours, reference in zip(result, expected):
+    for ours, reference in zip(result, expected, strict=True):
         np.testing.assert_allclose(ours, reference, rtol=1e-13, atol=1e-13)
 
 
@@ -117,8 +117,7 @@ def test_parts_given_as_separate_value_and_jacobian_callables():
     parts = {name: [split(PENDULUM_PARTS[name], i) for i in range(count)]
              for name, count in n_outputs.items()}
     point = swinging(-0.3, 1.1)
-    for ours, reference in zip(pendulum(**parts).linearize(point),
-                               pendulum().linearize(point)):
+    for ours, reference in zip(pendulum(**parts).linearize(point), pendulum().linearize(point), strict=True):
         np.testing.assert_array_equal(ours, reference)
 
 

@@ -320,7 +320,8 @@ def test_velocity_constraint_rows_and_derivative(skate):
         v = np.random.default_rng(seed).normal(size=system.nq)  # any dq, not only tangent ones
         fv, Gq, Gu = velocity_constraint(system, q0, v)
         assert_close(Gu, ref.velocity_rows(q0), f"seed {seed}: A_v", tol=1e-10)
-        assert_close(Gq, fd(lambda x: ref.velocity_rows(x) @ v, q0), f"seed {seed}: d(A_v dq)/dq", tol=1e-7)
+        assert_close(Gq, fd(lambda x, ref=ref, v=v: ref.velocity_rows(x) @ v, q0), f"seed {seed}: d(A_v dq)/dq",
+                     tol=1e-7)
 
 
 def test_double_pendulum_equilibrium(double_pendulum):

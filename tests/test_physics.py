@@ -47,11 +47,11 @@ def test_energy_is_conserved_without_forces(seed):
     s, q0, dq0, _ = random_system(seed, forces=False, damping=False, constraints=0, velocity_constraints=0)
     assert s.nu == 0 and not s.model.damping.any() and s.model.nh == 0 and s.model.nv == 0
     Q, DQ = integrate(s, q0, dq0, [], T=3.0)
-    E = np.array([s.energy(q, dq) for q, dq in zip(Q, DQ)])
+    E = np.array([s.energy(q, dq) for q, dq in zip(Q, DQ, strict=True)])
     KE0 = 0.5 * dq0 @ s.lagrangian_derivatives(q0, dq0).Lvv @ dq0
     # the motion is not trivial: the configuration moved and energy was exchanged
     assert np.abs(Q[-1] - q0).max() > 0.1
-    KE = np.array([0.5 * dq @ s.lagrangian_derivatives(q, dq).Lvv @ dq for q, dq in zip(Q, DQ)])
+    KE = np.array([0.5 * dq @ s.lagrangian_derivatives(q, dq).Lvv @ dq for q, dq in zip(Q, DQ, strict=True)])
     assert KE.max() - KE.min() > 0.05 * KE0
     drift = np.abs(E - E[0]).max() / max(abs(E[0]), KE0)
     assert drift < 1e-8, drift
@@ -62,7 +62,7 @@ def test_energy_is_conserved_by_the_constrained_paper_system():
     s = core.load_system(PAPER)
     q0, dq0 = consistent_paper_state(s)
     Q, DQ = integrate(s, q0, dq0, [0.0], T=3.0)
-    E = np.array([s.energy(q, dq) for q, dq in zip(Q, DQ)])
+    E = np.array([s.energy(q, dq) for q, dq in zip(Q, DQ, strict=True)])
     assert np.abs(E - E[0]).max() / abs(E[0]) < 1e-8
 
 
@@ -84,7 +84,7 @@ def test_paper_system_keeps_its_constraint():
     q0, dq0 = consistent_paper_state(s)
     Q, DQ = integrate(s, q0, dq0, [2.0], T=3.0)
     h = np.array([s.constraint(q)[0] for q in Q])
-    Adq = np.array([s.constraint(q, order=1)[1][0] @ dq for q, dq in zip(Q, DQ)])
+    Adq = np.array([s.constraint(q, order=1)[1][0] @ dq for q, dq in zip(Q, DQ, strict=True)])
     assert np.abs(Q[-1] - q0).max() > 0.1
     assert np.abs(h).max() < 1e-6, np.abs(h).max()
     assert np.abs(Adq).max() < 1e-6, np.abs(Adq).max()
@@ -98,7 +98,8 @@ def test_random_constrained_system_keeps_its_constraints(seed):
     ref = s.reference
     Q, DQ = integrate(s, q0, dq0, u0, T=2.0)
     h = np.array([s.constraint(q) for q in Q])
-    Adq = np.array([np.vstack([s.constraint(q, order=1)[1], ref.velocity_rows(q)]) @ dq for q, dq in zip(Q, DQ)])
+    Adq = np.array([np.vstack([s.constraint(q, order=1)[1], ref.velocity_rows(q)]) @ dq
+                    for q, dq in zip(Q, DQ, strict=True)])
     assert np.abs(Q[-1] - q0).max() > 0.05
     assert np.abs(h).max() < 1e-6, np.abs(h).max()
     assert np.abs(Adq).max() < 1e-6, np.abs(Adq).max()
@@ -132,7 +133,7 @@ def test_momentum_of_a_cyclic_variable_is_conserved(seed, kind):
     # momenta are not conserved
     assert abs(s.lagrangian_derivatives(q0, dq0, 1).Lq[0]) < 1e-10
     Q, DQ = integrate(s, q0, dq0, [], T=2.0)
-    P = np.array([s.momentum(q, dq) for q, dq in zip(Q, DQ)])
+    P = np.array([s.momentum(q, dq) for q, dq in zip(Q, DQ, strict=True)])
     scale = np.abs(P).max()
     assert np.abs(P[:, 0] - p0[0]).max() < 1e-8 * scale, np.abs(P[:, 0] - p0[0]).max()
     assert np.abs(P[:, 1:] - p0[1:]).max() > 1e-3 * scale
@@ -164,13 +165,13 @@ def test_power_balance(seed):
 @pytest.mark.parametrize("seed", list(range(12)) + list(range(100, 106)))
 def test_values_match_the_reference_model(seed):
     if seed >= 100:
-        s, q, dq, u = random_system(seed, n_frames=(4, 15), constraints=1 + seed % 3,
-                                    velocity_constraints=1 + seed % 2)
+        s, q0, dq0, u = random_system(seed, n_frames=(4, 15), constraints=1 + seed % 3,
+                                      velocity_constraints=1 + seed % 2)
     else:
-        s, q, dq, u = random_system(seed)
+        s, q0, dq0, u = random_system(seed)
     ref = s.reference
     rng = np.random.default_rng(seed)
-    for q, dq in ((q, dq), (rng.uniform(-3, 3, q.size), rng.normal(size=q.size))):
+    for q, dq in ((q0, dq0), (rng.uniform(-3, 3, q0.size), rng.normal(size=q0.size))):
         d = s.lagrangian_derivatives(q, dq, 1)
         assert_close(d.L[0], ref.lagrangian(q, dq), "L", tol=1e-12)
         assert_close(s.energy(q, dq), ref.energy(q, dq), "energy", tol=1e-12)

@@ -149,9 +149,9 @@ def rolling_disc_kane():
 
     def random_point(rng):
         point = {r: rng.uniform(0.2, 1), m: rng.uniform(0.5, 2), g: 9.81}
-        point.update(zip(q[:5], rng.uniform(-1, 1, 5)))
+        point.update(zip(q[:5], rng.uniform(-1, 1, 5), strict=True))
         point[q6] = -point[r] * math.cos(point[q2])
-        point.update(zip(u[:3], rng.uniform(-2, 2, 3)))
+        point.update(zip(u[:3], rng.uniform(-2, 2, 3), strict=True))
         return point
 
     return System(KM, {}, random_point)
@@ -178,8 +178,8 @@ def rolling_disc_lagrange():
 
     def random_point(rng):
         point = {r: rng.uniform(0.2, 1), m: rng.uniform(0.5, 2), g: 9.81}
-        point.update(zip(q, rng.uniform(-1, 1, 3)))
-        point.update(zip([x.diff(t) for x in q], rng.uniform(-2, 2, 3)))
+        point.update(zip(q, rng.uniform(-1, 1, 3), strict=True))
+        point.update(zip([x.diff(t) for x in q], rng.uniform(-2, 2, 3), strict=True))
         return point
 
     return System(LM, dict(q_ind=q, qd_ind=[x.diff(t) for x in q]), random_point)
@@ -206,7 +206,7 @@ def double_pendulum_lagrange():
 
     def random_point(rng):
         point = {l1: 1.0, l2: 0.7, m1: 1.5, m2: 0.8, g: 9.81, T: rng.uniform(-1, 1)}
-        point.update(zip([q1, q2, q1.diff(t), q2.diff(t)], rng.uniform(-2, 2, 4)))
+        point.update(zip([q1, q2, q1.diff(t), q2.diff(t)], rng.uniform(-2, 2, 4), strict=True))
         return point
 
     return System(LM, dict(q_ind=[q1, q2], qd_ind=[q1.diff(t), q2.diff(t)]), random_point)
@@ -258,8 +258,8 @@ def spherical_pendulum():
         position *= 1.5 / np.linalg.norm(position)
         velocity = np.cross(position, rng.uniform(-1, 1, 3))
         point = {L: 1.5, m: 0.7, g: 9.81}
-        point.update(zip(q, position))
-        point.update(zip([x.diff(t) for x in q], velocity))
+        point.update(zip(q, position, strict=True))
+        point.update(zip([x.diff(t) for x in q], velocity, strict=True))
         return point
 
     return LM, q, random_point
@@ -275,7 +275,7 @@ def with_dependent_speeds(sympy_linearizer, point):
     f_v = msubs(sympy_linearizer.f_v, known)
     jacobian = np.array(f_v.jacobian(u_d), dtype=float)
     rest = np.array(f_v.xreplace(dict.fromkeys(u_d, 0)), dtype=float).ravel()
-    return {**point, **dict(zip(u_d, np.linalg.solve(jacobian, -rest)))}
+    return {**point, **dict(zip(u_d, np.linalg.solve(jacobian, -rest), strict=True))}
 
 
 def sympy_residuals(sympy_linearizer, point):
@@ -306,7 +306,7 @@ def compare_with_sympy(system, n_points=2, seed=0):
             expected = theirs.linearize(op_point=point, A_and_B=A_and_B)
             result = ours.linearize(op_point=point, A_and_B=A_and_B)
             assert len(result) == len(expected)
-            for name, a, b in zip("MAB"[-len(result):], result, expected):
+            for name, a, b in zip("MAB"[-len(result):], result, expected, strict=True):
                 assert_close(a, b, f"{name} (A_and_B={A_and_B})")
     return ours
 
@@ -450,7 +450,7 @@ def test_numba_backend_equals_python_backend():
     compiled = from_sympy(system.method, backend="numba", **system.kwargs)
     point = system.random_point(np.random.default_rng(7))
     point = with_dependent_speeds(system.method.to_linearizer(**system.kwargs), point)
-    for a, b in zip(python.linearize(op_point=point), compiled.linearize(op_point=point)):
+    for a, b in zip(python.linearize(op_point=point), compiled.linearize(op_point=point), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
 
 

@@ -278,7 +278,7 @@ def test_parameters_are_validated_on_set(node):
            Parameter("dt", value=0.02), Parameter("model", value="pendulum.yaml"),
            Parameter("state_timeout", value=-1.0), Parameter("feasibility", value="magic"),
            Parameter("joint_map", value=["x=cart"]), Parameter("state_topic", value="elsewhere")]
-    for p, res in zip(bad, set_params(*bad)):
+    for p, res in zip(bad, set_params(*bad), strict=True):
         assert not res.successful, f"{p.name} accepted"
         assert res.reason, f"{p.name}: no reason"
     (res,) = set_params(Parameter("Q", value=[10.0, 10.0, 1.0, 10.0]))
