@@ -132,8 +132,16 @@ def sympy_rolling_disc():
     constraints). Returns the ``KanesMethod`` after ``kanes_equations``; its ``q`` and ``u`` are
     in that order and the parameters are ``sympy.symbols("r m g")``."""
     import sympy as sp
-    from sympy.physics.mechanics import (KanesMethod, Point, ReferenceFrame, RigidBody, cross, dot,
-                                         dynamicsymbols, inertia)
+    from sympy.physics.mechanics import (
+        KanesMethod,
+        Point,
+        ReferenceFrame,
+        RigidBody,
+        cross,
+        dot,
+        dynamicsymbols,
+        inertia,
+    )
 
     t = dynamicsymbols._t
     r, m, g = sp.symbols("r m g")
