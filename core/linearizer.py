@@ -74,7 +74,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numba import njit
 
-from .dynamics import SingularMatrixError as _CoreSingularMatrixError
+from .errors import LinearizerError, SingularMatrixError
 
 __all__ = ["Linearizer", "LinearizerError", "SingularMatrixError", "Dimensions", "PART_VARIABLES"]
 
@@ -101,18 +101,6 @@ Dimensions = namedtuple("Dimensions", ["l", "m", "n", "o", "s", "k"])
 
 _FC_NAME = "df_c/dq_dep (dependent coordinates)"
 _FV_NAME = "df_v/du_dep (dependent speeds)"
-
-
-class LinearizerError(ValueError):
-    """Wrong sizes, missing values or an operating point that cannot be completed."""
-
-
-class SingularMatrixError(LinearizerError, _CoreSingularMatrixError):
-    """A matrix that must be inverted is singular; ``matrix`` (and the message) names it.
-    Also a :class:`core.SingularMatrixError`, so one ``except`` catches both sources."""
-
-    def __init__(self, message, matrix):
-        _CoreSingularMatrixError.__init__(self, message, matrix, -1)
 
 
 class Linearizer:

@@ -43,7 +43,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from .linearizer import PART_ORDER, PART_VARIABLES, Linearizer, LinearizerError
+from .errors import LinearizerError
+from .linearizer import PART_ORDER, PART_VARIABLES, Linearizer
 
 __all__ = ["from_sympy", "SympyLinearizer"]
 

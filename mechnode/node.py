@@ -776,12 +776,7 @@ class MechNode(LifecycleNode):
 
     @staticmethod
     def _minimal(system, q, dq, u, independent):
-        try:
-            from core.minimal import linearize_minimal
-        except ImportError as exc:
-            raise InputError("minimal coordinates need core.minimal, which this installation "
-                             "lacks") from exc
-        return linearize_minimal(system, q, dq, u, independent=independent or None)
+        return system.linearize_minimal(q, dq, u, independent=independent or None)
 
     def _request_weights(self, plant, q, r, q_n, convention=STATE_Q_P) -> Weights:
         """Weights of a service request; empty matrices = the node's parameters (on [q, p, v],

@@ -1,4 +1,4 @@
-"""Tests for core.control: TV-LQR, DARE, controllability, simulation and trajectory optimization.
+"""Tests for core.lqr, core.simulation and core.optimal: TV-LQR, DARE, controllability, simulation and trajectory optimization.
 
 The optimizer tests use :class:`RK4Pendulum`, a damped torque-driven pendulum discretized by the
 classical Runge-Kutta 4 scheme with a zero-order-hold input. Its exact first and second
@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from core import control
-from core.control import (
-    METHODS, PROJECTIONS, RiccatiError, controllability, cost_and_gradient, dlqr, linearize_trajectory,
+from core import optimal
+from core.errors import RiccatiError
+from core.optimal import METHODS, PROJECTIONS
+from core import (
+    controllability, cost_and_gradient, dlqr, linearize_trajectory,
     optimize_trajectory, simulate_closed_loop, simulate_open_loop, trajectory_cost, tvlqr,
 )
 
@@ -452,29 +454,29 @@ def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
     open-loop path u + γv for ``direction``: open-loop costate). Central differences."""
     problem = swing_up_problem(N=30)
     system = problem["system"]
-    pb = control._problem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
+    pb = optimal._problem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
                                                   "Q_N")))
     u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
-    x = control._rollout(pb, u)
+    x = optimal._rollout(pb, u)
     A, B, H = linearize_trajectory(system, x, u, second_order=True)
-    _, _, wx, wu, w_N = control._weighted_errors(pb, x, u)
-    lam, g = control._costate_and_gradient(A, B, wx, wu, w_N)
-    J = lambda xu: control._cost(pb, *xu)  # noqa: E731
+    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
+    lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
+    J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
     for method in METHODS:
-        d = control._descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N)
+        d = optimal._descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N)
         h = 1e-5
-        fd = (J(control._projected_rollout(pb, x, u, d, h))
-              - J(control._projected_rollout(pb, x, u, d, -h))) / (2 * h)
+        fd = (J(optimal._projected_rollout(pb, x, u, d, h))
+              - J(optimal._projected_rollout(pb, x, u, d, -h))) / (2 * h)
         assert d.slope < 0
         assert fd == pytest.approx(d.slope, rel=1e-6), (method, d.model)
-    z, v = control._linear_response(A, B, d.K, d.kff)      # tangent of the last direction
+    z, v = optimal._linear_response(A, B, d.K, d.kff)      # tangent of the last direction
     if projection == "lqr":
-        lam_model = control._closed_loop_costate(A, B, d.K, wx, wu, w_N)
-        path = lambda gam: control._projected_rollout(pb, x, u, d, gam)  # noqa: E731
+        lam_model = optimal._closed_loop_costate(A, B, d.K, wx, wu, w_N)
+        path = lambda gam: optimal._projected_rollout(pb, x, u, d, gam)  # noqa: E731
     else:
         lam_model = lam
-        path = lambda gam: (control._rollout(pb, u + gam * v), u + gam * v)  # noqa: E731
-    Wxx, Wuu, Wux = control._newton_weights(pb, lam_model, H, 2)
+        path = lambda gam: (optimal._rollout(pb, u + gam * v), u + gam * v)  # noqa: E731
+    Wxx, Wuu, Wux = optimal._newton_weights(pb, lam_model, H, 2)
     curvature = (np.einsum("ki,kij,kj->", z[:-1], Wxx, z[:-1])
                  + np.einsum("ki,kij,kj->", v, Wuu, v)
                  + 2 * np.einsum("ki,kij,kj->", v, Wux, z[:-1]) + z[-1] @ pb.Q_N @ z[-1])
@@ -482,9 +484,9 @@ def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
     fd2 = (J(path(h)) - 2 * J(path(0.0)) + J(path(-h))) / h ** 2
     assert fd2 == pytest.approx(curvature, rel=1e-5)
     # and the other costate does not fit this path (the test can tell the two apart)
-    other = lam if projection == "lqr" else control._closed_loop_costate(
-        A, B, control._projection_gains(A, B), wx, wu, w_N)
-    Wxx2, _, _ = control._newton_weights(pb, other, H, 2)
+    other = lam if projection == "lqr" else optimal._closed_loop_costate(
+        A, B, optimal._projection_gains(A, B), wx, wu, w_N)
+    Wxx2, _, _ = optimal._newton_weights(pb, other, H, 2)
     wrong = curvature + np.einsum("ki,kij,kj->", z[:-1], Wxx2 - Wxx, z[:-1])
     assert fd2 != pytest.approx(wrong, rel=1e-3)
 
