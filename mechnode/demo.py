@@ -72,7 +72,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     from . import conversions as cv
     from .harness import LifecycleClient, Spinner, call, start_node_process, stop_process, wait_for
     from .plant import Plant
-    from .schedule import JointMap
+    from .joint_map import JointMap
     from .sim import SimRobot
 
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,

@@ -73,9 +73,13 @@ from mechnode_interfaces.srv import ComputeGains, GetModel, Linearize, PlanTraje
 
 from . import conversions as cv
 from .plant import DEFAULT_MODEL, ModelSpecError, Plant, check_model_spec
-from .schedule import (STATE_Q_P, STATE_Q_QDOT, InputError, JointMap, Options, Weights,
-                       check_weight_values, gain_schedule, make_feasible, schedule_from_reference,
-                       schedule_in_qdot)
+from .errors import InputError
+from .feasibility import make_feasible
+from .gains import STATE_Q_P, STATE_Q_QDOT, gain_schedule, schedule_in_qdot
+from .joint_map import JointMap
+from .schedule import Options, schedule_from_reference
+from .weights import Weights, check_weight_values
+
 
 NODE_NAME = "mechnode"
 

@@ -2,7 +2,7 @@
 
 :class:`SimRobot` steps a :class:`mechnode.plant.Plant` in real time (its own thread, one step
 every ``dt`` against absolute deadlines), publishes ``sensor_msgs/JointState`` (position and
-velocity of every joint, named through a :class:`~mechnode.schedule.JointMap`, stamped with the
+velocity of every joint, named through a :class:`~mechnode.joint_map.JointMap`, stamped with the
 ROS time of the step) and applies the latest ``std_msgs/Float64MultiArray`` command (the force
 inputs, as an effort forward_command_controller would). Kinematic variables, if any, are held.
 With ``start_on_command`` it holds its initial state (still publishing it) until the first

@@ -149,7 +149,8 @@ def test_compute_gains_equals_library_tvlqr(node, vi):
 def test_compute_gains_positions_only_and_qdot_convention(node, vi):
     from mechnode_interfaces.srv import ComputeGains
     from mechnode.plant import Plant
-    from mechnode.schedule import Weights, schedule_in_qdot
+    from mechnode.gains import schedule_in_qdot
+    from mechnode.weights import Weights
     t = DT * np.arange(101)
     pos = np.stack([0.2 * t, 0 * t], 1)
     r = node.call(ComputeGains, "compute_gains", ComputeGains.Request(x_ref=_matrix(pos)))
