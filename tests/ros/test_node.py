@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import core
-from mechnode.harness import DEFAULT_PARAMS
+from mechnode.testing.harness import DEFAULT_PARAMS
 from nodeproc import TIMEOUT, NodeProcess
 
 pytestmark = pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")

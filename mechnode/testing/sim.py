@@ -19,7 +19,8 @@ from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import Float64MultiArray
 from sensor_msgs.msg import JointState
 
-from . import conversions as cv
+from .. import conversions as cv
+from ..qos import COMMAND_QOS
 
 
 class SimRobot(Node):
@@ -28,7 +29,6 @@ class SimRobot(Node):
                  command_topic: str = "effort_controller/commands", start_on_command: bool = True,
                  context=None):
         super().__init__(name, namespace=namespace, context=context)
-        from .node import COMMAND_QOS
         self.plant = plant
         self.joint_names = list(joint_names)
         q0 = np.asarray(q0, dtype=float)
