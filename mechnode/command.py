@@ -166,9 +166,7 @@ class CommandPath:
         if active is None:
             return
         t_ns = cv.stamp_ns(msg.header.stamp) or self._node.get_clock().now().nanoseconds
-        sched = active.schedule
-        k = sched.knot((t_ns - active.start_ns) * 1e-9)
-        u, _ = plant.control(q, dq, sched.x_ref[k], sched.u_ref[k], sched.K[k])
+        u, _, _ = active.schedule.command(plant, (t_ns - active.start_ns) * 1e-9, q, dq)
         if u is None:
             health.count("commands_not_finite")
             health.warn_limited("u_nan", "the control law gave a non-finite command; not sent")
