@@ -12,8 +12,8 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
 class Health:
     """What every part of the node records for the diagnostics: ``counters`` (events),
-    ``stats`` (seconds of the last operations and similar), ``last_error``; and a logger that
-    repeats a warning at most once per period."""
+    ``stats`` (seconds of the last operations, how the last reference was made feasible),
+    ``last_error``; and a logger that repeats a warning at most once per period."""
 
     def __init__(self, logger):
         self.logger = logger
