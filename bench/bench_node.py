@@ -45,8 +45,8 @@ from rclpy.context import Context  # noqa: E402
 import core  # noqa: E402
 from core.examples import branched_tree  # noqa: E402
 from mechnode import conversions as cv  # noqa: E402
-from mechnode.harness import (DEFAULT_PARAMS, LifecycleClient, Spinner, call, ros_environment,  # noqa: E402
-                              start_node_process, stop_process, wait_for)
+from mechnode.testing.harness import (DEFAULT_PARAMS, LifecycleClient, Spinner, call,  # noqa: E402
+                                      ros_environment, start_node_process, stop_process, wait_for)
 from mechnode.node import LATCHED  # noqa: E402
 
 PARAMS = """\

@@ -1,9 +1,9 @@
-"""Conversions between ROS 2 messages and numpy arrays / :mod:`mechnode.schedule` objects.
+"""Conversions between ROS 2 messages and numpy arrays / :class:`mechnode.gains.Schedule`.
 
 ``float64[]`` fields are filled with ``array.array('d', ...)`` (rclpy's type check rejects numpy
 arrays) and read with ``np.frombuffer``; :class:`mechnode_interfaces.msg.Matrix` is row-major,
 :class:`~mechnode_interfaces.msg.Tensor` C-ordered. Every ``*_from_msg`` reader validates sizes
-and raises :class:`mechnode.schedule.InputError` with the reason.
+and raises :class:`mechnode.errors.InputError` with the reason.
 """
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ import array
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
-from mechnode_interfaces.msg import GainSchedule, Matrix, Tensor
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from .schedule import STATE_Q_P, InputError, Schedule
+from mechnode_interfaces.msg import GainSchedule, Matrix, Tensor
+
+from .errors import InputError
+from .gains import STATE_Q_P, Schedule
 
 NS = 1_000_000_000
 

@@ -35,7 +35,8 @@ def test_params_files_are_ros2_parameter_files_for_the_node(rel):
     assert key.split("/")[-1] == "mechnode" and set(body) == {"ros__parameters"}
     params = body["ros__parameters"]
     from mechnode.plant import Plant
-    from mechnode.schedule import JointMap, Weights
+    from mechnode.joint_map import JointMap
+    from mechnode.weights import Weights
     plant = Plant.load(params["model"], params["dt"])
     assert plant.system.name == "cartpole"
     JointMap(plant.config_names, params["joint_map"])

@@ -1,6 +1,7 @@
-"""The node's ROS-free logic (mechnode.plant, mechnode.schedule): exact state conversion, joint
-mapping by name, reference resampling, feasibility (DEL inverse dynamics / optimizer), gain
-schedules equal to the library's TV-LQR, knot lookup and the control law. No rclpy here."""
+"""The node's ROS-free logic (mechnode.plant, .joint_map, .resampling, .feasibility, .weights,
+.gains, .schedule): exact state conversion, joint mapping by name, reference resampling,
+feasibility (DEL inverse dynamics / optimizer), gain schedules equal to the library's TV-LQR,
+knot lookup and the control law. No rclpy here."""
 import os
 import subprocess
 import sys
@@ -11,9 +12,13 @@ import pytest
 import core
 from core.examples import chain
 from mechnode.plant import CONFIG_DIR, Plant, load_model, resolve_model_path, ModelSpecError
-from mechnode.schedule import (STATE_Q_QDOT, InputError, JointMap, Options, Reference, Weights,
-                               discrete_reference, gain_schedule, make_feasible, resample,
-                               schedule_from_reference, schedule_in_qdot, weight_matrix)
+from mechnode.errors import InputError
+from mechnode.feasibility import discrete_reference, make_feasible
+from mechnode.gains import STATE_Q_QDOT, gain_schedule, schedule_in_qdot
+from mechnode.joint_map import JointMap
+from mechnode.resampling import Reference, resample
+from mechnode.schedule import Options, schedule_from_reference
+from mechnode.weights import Weights, weight_matrix
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DT = 0.01
@@ -47,7 +52,9 @@ def smooth(s):
 
 # ------------------------------------------------------------------------------ separation
 def test_importing_the_ros_free_modules_imports_no_rclpy():
-    code = ("import sys, core, mechnode.plant, mechnode.schedule; "
+    code = ("import sys, core, mechnode.plant, mechnode.errors, mechnode.joint_map, "
+            "mechnode.resampling, mechnode.feasibility, mechnode.weights, mechnode.gains, "
+            "mechnode.schedule; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('rclpy', 'rcl_interfaces')]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=600)

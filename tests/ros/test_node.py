@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import core
-from mechnode.harness import DEFAULT_PARAMS
+from mechnode.testing.harness import DEFAULT_PARAMS
 from nodeproc import TIMEOUT, NodeProcess
 
 pytestmark = pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")
@@ -80,6 +80,7 @@ def test_get_model(node):
     assert list(r.discrete_state_names) == ["x", "theta", "p_x", "p_theta"]
     assert r.dt == DT
     assert "cart_joint" in r.conventions and "underactuated" in r.message
+    assert r.conventions.startswith(core.CONVENTIONS)   # written once, in core
 
 
 # ------------------------------------------------------------------------------ Linearize
@@ -149,7 +150,8 @@ def test_compute_gains_equals_library_tvlqr(node, vi):
 def test_compute_gains_positions_only_and_qdot_convention(node, vi):
     from mechnode_interfaces.srv import ComputeGains
     from mechnode.plant import Plant
-    from mechnode.schedule import Weights, schedule_in_qdot
+    from mechnode.gains import schedule_in_qdot
+    from mechnode.weights import Weights
     t = DT * np.arange(101)
     pos = np.stack([0.2 * t, 0 * t], 1)
     r = node.call(ComputeGains, "compute_gains", ComputeGains.Request(x_ref=_matrix(pos)))
