@@ -11,31 +11,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import core
+
 from .errors import InputError
 
 
 def weight_matrix(values, n: int, name: str, definite: bool = False) -> np.ndarray:
-    """A symmetric ``n x n`` weight from ``n`` diagonal entries or ``n*n`` row-major entries;
-    positive semi-definite (``definite``: positive definite). Raises InputError."""
-    v = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=float).ravel()
-    if v.size == n:
-        W = np.diag(v)
-    elif v.size == n * n:
-        W = v.reshape(n, n)
-    else:
-        raise InputError(f"{name} needs {n} (diagonal) or {n * n} (full) numbers, got {v.size}")
-    if not np.all(np.isfinite(W)):
-        raise InputError(f"{name} has non-finite entries")
-    if not np.allclose(W, W.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(W).max())):
-        raise InputError(f"{name} is not symmetric")
-    W = 0.5 * (W + W.T)
-    eig = np.linalg.eigvalsh(W) if n else np.zeros(0)
-    scale = max(1.0, float(np.abs(eig).max())) if n else 1.0
-    if definite and not np.all(eig > 1e-12 * scale):
-        raise InputError(f"{name} must be positive definite (smallest eigenvalue {eig.min():.3g})")
-    if not definite and not np.all(eig >= -1e-12 * scale):
-        raise InputError(f"{name} must be positive semi-definite (smallest eigenvalue {eig.min():.3g})")
-    return W
+    """:func:`core.weight_matrix` (diagonal or full, symmetric, semi-definite or with
+    ``definite`` definite), its errors raised as :class:`InputError`."""
+    try:
+        return core.weight_matrix(values, n, name, definite)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 @dataclass(frozen=True)
