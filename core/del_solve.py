@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .constraints import holonomic
-from .errors import NEWTON_FAILED, OK, SINGULAR_JACOBIAN
+from .errors import NEWTON_FAILED, OK, OVERFLOW, SINGULAR_JACOBIAN
 from .forces import generalized_force
 from .kinematics import composites, forward_kinematics
 from .lagrangian import gradient_hessian, prepare, third_order
@@ -91,7 +91,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     needs only L's gradient, O(n), and no factorization.
     Converged when every momentum row is below ``tol`` relative to the largest term of the
     equation and every constraint row below ``tol`` absolutely.
-    ``status``: OK, NEWTON_FAILED or SINGULAR_JACOBIAN (``status[1]`` = row);
+    ``status``: OK, NEWTON_FAILED, SINGULAR_JACOBIAN (``status[1]`` = row) or OVERFLOW;
     ``info``: [final (scaled) residual, iterations].
     """
     n, nd, nk, nc = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0]
@@ -159,7 +159,9 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
             res = max(res, abs(R[nd + r, 0]))
         info[0], info[1] = res, it
         if res <= tol:
-            status[0], status[1] = OK, -1
+            # relative convergence with overflowing terms (inf - inf momenta): not a step
+            finite = np.isfinite(np.sum(p1)) and np.isfinite(np.sum(q1))
+            status[0], status[1] = (OK, -1) if finite else (OVERFLOW, -1)
             return
         if it >= max_iter or not np.isfinite(res):
             status[0], status[1] = NEWTON_FAILED, -1

@@ -25,6 +25,7 @@ NEWTON_FAILED = 4          # the DEL solve did not converge
 SINGULAR_JACOBIAN = 5      # the DEL Newton Jacobian is singular (index: the row)
 SINGULAR_M_NEXT = 6        # Sec. VII-A: M_k+1 = D2 D1 L_d + D2 F_d^- is singular
 SINGULAR_CONSTRAINT_STEP = 7  # Sec. VII-B: Dh(q_k+1) M_k+1^-1 Dh(q_k)^T is singular
+OVERFLOW = 8               # the DEL solve converged but its result is not finite (too large)
 
 
 class CoreError(Exception):

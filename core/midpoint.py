@@ -37,6 +37,7 @@ from .del_trajectory import (
 from .errors import (
     NEWTON_FAILED,
     OK,
+    OVERFLOW,
     SINGULAR_CONSTRAINT_STEP,
     SINGULAR_JACOBIAN,
     SINGULAR_M_NEXT,
@@ -77,7 +78,7 @@ class MidpointVI:
         self.condition_limit = float(condition_limit)
         kin_names = set(system.kinematic_names)
         names = system.config_names
-        self._last = threading.local()      # per thread: the last solve, status arrays, scratch
+        self._last = threading.local()      # per thread: the last solve
         self.kinematic_index = np.array([i for i, nm in enumerate(names) if nm in kin_names], np.int64)
         self.dynamic_index = np.array([i for i, nm in enumerate(names) if nm not in kin_names], np.int64)
         # dimensions are fixed with the index arrays (plain attributes: read on every call)
@@ -264,8 +265,6 @@ class MidpointVI:
         del_step(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
                  u_force, rho, self.tolerance, self.max_iterations, q1, p1, lam, Dh1, status, info)
         self._raise_solve(status, info, None)
-        if not math.isfinite(q1.sum() + p1.sum()):
-            self._raise_overflow(None)
         # Shared through the cache: callers copy them or only pass them to kernels. (Kept
         # writable: numba types read-only arrays apart and types them slowly, ~9 us a call.)
         # Dh(q_k+1) goes to the linearization, which then need not evaluate it again.
@@ -284,12 +283,11 @@ class MidpointVI:
                 f"DEL Newton Jacobian is singular{at} (row {int(status[1])}): M_k+1 or the "
                 "constraint Jacobian lost rank", step=step, matrix="DEL Jacobian",
                 residual=float(info[0]), iterations=int(info[1]))
-
-    def _raise_overflow(self, step):
-        at = f" at step {step}" if step is not None else ""
-        raise IntegratorError(f"DEL solve overflowed{at}: the next state is not finite (the "
-                              "state or inputs are too large for this system and dt)", step=step,
-                              matrix=None)
+        if code == OVERFLOW:
+            raise IntegratorError(
+                f"DEL solve overflowed{at}: the next state is not finite (the state or inputs are "
+                "too large for this system and dt)", step=step, matrix=None,
+                residual=float(info[0]), iterations=int(info[1]))
 
     def step(self, x, u=None, multipliers: bool = False):
         """The one-step map ``x_k+1 = f(x_k, u_k)`` (``u`` None: zeros); with ``multipliers``
@@ -317,9 +315,6 @@ class MidpointVI:
                         self.tolerance, self.max_iterations, Q, P, LAM, status, info)
         if status[0] != OK:
             self._raise_solve(status, info, int(status[2]))
-        bad = np.flatnonzero(~np.isfinite(Q).all(axis=1) | ~np.isfinite(P).all(axis=1))
-        if bad.size:
-            self._raise_overflow(int(bad[0]) - 1)
         return Q, P, LAM
 
     def inverse_dynamics(self, Q, p0):
@@ -363,13 +358,10 @@ class MidpointVI:
         return q, q1, p1, rho, A, B, H
 
     def _status(self):
-        """Per-thread status and condition-number arrays of the linearization kernel (read
+        """This thread's status and condition-number arrays of the linearization kernel (read
         right after each call)."""
-        cache = self._last.__dict__
-        pair = cache.get("status")
-        if pair is None:
-            pair = cache["status"] = (np.zeros(2, np.int64), np.zeros(2))
-        return pair
+        ws = self.system.workspace
+        return ws.buffer("vi_status", 2, np.int64), ws.buffer("vi_conditions", 2)
 
     def _scratch(self, second):
         """Per-thread work space of the second-order linearization (kept: allocating megabytes
@@ -432,9 +424,6 @@ class MidpointVI:
                    self.max_iterations, Q1, LAM, DH1, status, info)
         if status[0] != OK:
             self._raise_solve(status, info, int(status[2]))
-        bad = np.flatnonzero(~np.isfinite(Q1).all(axis=1))
-        if bad.size:
-            self._raise_overflow(int(bad[0]))
         nz = self.nx + self.nu
         As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
         Hs = np.empty((N, self.nx, nz, nz) if second_order else (N, 0, 0, 0))

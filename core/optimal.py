@@ -19,6 +19,7 @@ from numba import njit
 
 from .errors import RiccatiError
 from .lqr import lq_riccati, state_weights, tvlqr, weight_stack
+from .midpoint import MidpointVI
 from .simulation import initial_state, next_state, simulate_open_loop
 from .validation import float_array
 
@@ -193,6 +194,10 @@ def linearize_trajectory(system, x, u, second_order: bool = False):
     if u.ndim != 2 or x.ndim != 2 or x.shape[0] not in (u.shape[0], u.shape[0] + 1):
         raise ValueError(f"x must have shape (N+1, nx) and u shape (N, nu), "
                          f"got {x.shape}, {u.shape}")
+    if isinstance(system, MidpointVI) and x.shape[0] == u.shape[0] + 1:
+        # the same linearizations in one compiled serial call (no per-step Python; serial, so
+        # callers that are themselves multi-threaded never share numba's threading layer)
+        return system.linearize_trajectory(x, u, second_order=second_order, threads=1)
     (N, nu), nx = u.shape, x.shape[1]
     shapes = ((nx, nx), (nx, nu), (nx, nx + nu, nx + nu))[:3 if second_order else 2]
     stacks = [np.empty((N,) + shape) for shape in shapes]

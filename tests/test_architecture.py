@@ -22,7 +22,7 @@ def python_files(package_dir):
                 yield os.path.join(base, name)
 
 
-def imported_modules(path, package):
+def imported_modules(path):
     """Every module ``path`` imports, top-level or inside functions, as absolute names."""
     tree = ast.parse(open(path, encoding="utf-8").read(), path)
     here = os.path.splitext(os.path.relpath(path, ROOT))[0].replace(os.sep, ".")
@@ -49,7 +49,7 @@ def core_graph():
     graph = {}
     for module, path in modules.items():
         edges = set()
-        for target, name in imported_modules(path, "core"):
+        for target, name in imported_modules(path):
             if target and f"{target}.{name}" in modules:
                 edges.add(f"{target}.{name}")
             elif target in modules and target != module:
@@ -102,7 +102,7 @@ def test_the_node_uses_only_core_public_api():
     for path in python_files(MECHNODE):
         rel = os.path.relpath(path, ROOT)
         source = open(path, encoding="utf-8").read()
-        for target, name in imported_modules(path, "mechnode"):
+        for target, name in imported_modules(path):
             if target and (target == "core" or target.startswith("core.")):
                 if target != "core" or (name is not None and name not in public):
                     offences.append(f"{rel}: from {target} import {name}")
