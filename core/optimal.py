@@ -133,7 +133,7 @@ class _Problem(NamedTuple):
 def _problem(system, x0, x_ref, u_ref, Q, R, Q_N) -> _Problem:
     for attr in ("nx", "nu", "step", "linearize"):
         if not hasattr(system, attr):
-            raise TypeError(f"system has no attribute {attr!r}; see core.control.DiscreteSystem")
+            raise TypeError(f"system has no attribute {attr!r}; see core.DiscreteSystem")
     nx, nu = int(system.nx), int(system.nu)
     x0 = initial_state(x0)
     if x0.shape != (nx,):
