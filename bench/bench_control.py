@@ -1,4 +1,4 @@
-"""Control benchmark: the TV-LQR Riccati pass and the trajectory optimizers of core.control.
+"""Control benchmark: the TV-LQR Riccati pass and the trajectory optimizers of core.lqr and core.optimal.
 
     .venv/bin/python bench/bench_control.py [--no-start]
 
@@ -22,8 +22,13 @@ from common import median_us, start_time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tests"))
 
-from core import control  # noqa: E402
-from core.control import optimize_trajectory, tvlqr  # noqa: E402
+from core import (  # noqa: E402
+    linearize_trajectory,  # noqa: E402
+    lqr,
+    optimize_trajectory,
+    simulation,
+    tvlqr,
+)
 
 NX, NU, N = 80, 20, 100
 PROBLEM_SNIPPET = f"""
@@ -46,13 +51,13 @@ def bench_riccati(fresh_interpreter: bool):
     t0 = time.perf_counter()
     tvlqr(A, B, Q, R, Q_N)
     first = time.perf_counter() - t0
-    how = "cache load" if control._lq_riccati.stats.cache_hits else "compile"
+    how = "cache load" if lqr.lq_riccati.stats.cache_hits else "compile"
     warm = median_us(lambda: tvlqr(A, B, Q, R, Q_N), repeat=50) / 1e3
     print(f"tvlqr Riccati pass, nx={NX} nu={NU} N={N}")
     print(f"  warm (median)                               {warm:9.2f} ms")
     print(f"  first call in this process ({how:10s})     {1e3 * first:9.2f} ms")
     if fresh_interpreter:
-        snippet = PROBLEM_SNIPPET + "from core.control import tvlqr\ntvlqr(A, B, Q, R, Q_N)\n"
+        snippet = PROBLEM_SNIPPET + "from core import tvlqr\ntvlqr(A, B, Q, R, Q_N)\n"
         cold = start_time(snippet, cold=True)
         cached = start_time(snippet, cold=False)
         print(f"  fresh interpreter, import + first call, cold (empty numba cache) "
@@ -67,11 +72,11 @@ def bench_optimizers(first_order_iterations=60):
     optimize_trajectory(**swing_up_problem(N=10), max_iterations=3)   # load the kernels
     print(f"trajectory optimization, RK4 pendulum swing-up, N={N}")
     for label, call in (
-            ("rollout (N Python steps)", lambda: control.simulate_open_loop(system.step,
+            ("rollout (N Python steps)", lambda: simulation.simulate_open_loop(system.step,
                                                                             problem["x0"], u)),
-            ("linearize along trajectory", lambda: control.linearize_trajectory(system, x, u)),
+            ("linearize along trajectory", lambda: linearize_trajectory(system, x, u)),
             ("linearize2 along trajectory",
-             lambda: control.linearize_trajectory(system, x, u, second_order=True))):
+             lambda: linearize_trajectory(system, x, u, second_order=True))):
         print(f"  test system {label:30s}  {median_us(call, repeat=20) / 1e3:7.2f} ms")
     for method, cap in (("second_order", 200), ("first_order", first_order_iterations)):
         t0 = time.perf_counter()

@@ -9,7 +9,7 @@ examples/pendulum_optimal_control.py.
   and second-order linearization (the paper: 2.11, 1.12 and 22.15 ms on an i7-2760QM).
 * Pendulum (N = 100, the paper's problem): time per iteration of each optimizer over its first
   iterations from u = 0, and the parts of an iteration: a linearization pass along the
-  trajectory (first or second order, through core.control's per-step calls), a rollout, the
+  trajectory (first or second order, through core.linearize_trajectory's per-step calls), a rollout, the
   LQ Riccati pass (the paper: descent direction 28.5 ms first order, 55.8 ms second order).
 Prints figures only; asserts nothing.
 
@@ -32,7 +32,6 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, ROOT)
 
 import core  # noqa: E402
-from core import control  # noqa: E402
 
 import marionette_lqr  # noqa: E402
 import pendulum_optimal_control as pendulum  # noqa: E402
@@ -56,7 +55,7 @@ def bench_marionette(full: bool):
           f"({t_lin / ref.N:.3f} ms/step)")
     print(f"  linearization + Riccati, 100 steps               {t_all:9.2f} ms")
     x, u = ref.x[10], ref.u[10]
-    t_step = median_us(lambda: vi.f(x, u)) / 1e3
+    t_step = median_us(lambda: vi.step(x, u)) / 1e3
     t_lin1 = median_us(lambda: vi.linearize(x, u)) / 1e3
     t_lin2 = median_us(lambda: vi.linearize2(x, u), repeat=50) / 1e3
     print(f"  per step: integrator {t_step:.3f} ms, first-order linearization {t_lin1:.3f} ms, "
@@ -78,13 +77,13 @@ def bench_pendulum(iterations: int):
     problem = pendulum.pendulum_problem(N=100)
     sys_ = problem.system
     u = problem.u_init
-    x = control.simulate_open_loop(sys_.step, problem.x0, u)
-    t_roll = median_us(lambda: control.simulate_open_loop(sys_.step, problem.x0, u), repeat=30)
-    t_lin1 = median_us(lambda: control.linearize_trajectory(sys_, x, u), repeat=30)
-    t_lin2 = median_us(lambda: control.linearize_trajectory(sys_, x, u, second_order=True),
+    x = core.simulate_open_loop(sys_.step, problem.x0, u)
+    t_roll = median_us(lambda: core.simulate_open_loop(sys_.step, problem.x0, u), repeat=30)
+    t_lin1 = median_us(lambda: core.linearize_trajectory(sys_, x, u), repeat=30)
+    t_lin2 = median_us(lambda: core.linearize_trajectory(sys_, x, u, second_order=True),
                        repeat=30)
     t_par = median_us(lambda: problem.vi.linearize_trajectory(x, u), repeat=30)
-    A, B = control.linearize_trajectory(sys_, x, u)
+    A, B = core.linearize_trajectory(sys_, x, u)
     t_ric = median_us(lambda: core.tvlqr(A, B, problem.Q, problem.R, problem.Q_N), repeat=50)
     print(f"  rollout (100 steps) {t_roll / 1e3:.2f} ms; linearization pass first order "
           f"{t_lin1 / 1e3:.2f} ms, second order {t_lin2 / 1e3:.2f} ms (per-step calls); "

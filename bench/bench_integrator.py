@@ -36,7 +36,7 @@ def time_integrator(vi, x, u):
 
     def fresh_step():
         flip[0] ^= 1
-        return vi.f(xs[flip[0]], u)
+        return vi.step(xs[flip[0]], u)
 
     def fresh_linearize():
         flip[0] ^= 1
@@ -73,11 +73,11 @@ def main():
     N = 100
     X = [x]
     for _ in range(N):
-        X.append(vi.f(X[-1], u))
+        X.append(vi.step(X[-1], u))
     X, U = np.array(X), np.tile(u, (N, 1))
     vi.linearize_trajectory(X, U)
     t = median_us(lambda: vi.linearize_trajectory(X, U), repeat=10) / 1e3
-    t2 = median_us(lambda: vi.linearize_trajectory(X, U, second=True), repeat=3) / 1e3
+    t2 = median_us(lambda: vi.linearize_trajectory(X, U, second_order=True), repeat=3) / 1e3
     print(f"marionette trajectory N={N}: first order {t:.1f} ms, second order {t2:.1f} ms (all steps)")
 
 

@@ -45,7 +45,8 @@ from rclpy.context import Context  # noqa: E402
 import core  # noqa: E402
 from core.examples import branched_tree  # noqa: E402
 from mechnode import conversions as cv  # noqa: E402
-from mechnode.harness import (  # noqa: E402
+from mechnode.node import LATCHED  # noqa: E402
+from mechnode.testing.harness import (  # noqa: E402
     DEFAULT_PARAMS,
     LifecycleClient,
     Spinner,
@@ -55,7 +56,6 @@ from mechnode.harness import (  # noqa: E402
     stop_process,
     wait_for,
 )
-from mechnode.node import LATCHED  # noqa: E402
 
 PARAMS = """\
 /**/mechnode:

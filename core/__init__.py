@@ -1,32 +1,56 @@
 """mechnode core: exact linearization of tree-structured mechanical systems (numba).
 
-Importing ``core`` never imports ROS. Main entry points:
+Importing ``core`` never imports ROS. The public API is :data:`__all__`; everything else is
+internal. Main entry points:
 
 * :func:`load_system` / :class:`System` — build a model from YAML, a dict or Python calls;
-* ``System.qdd``, ``System.linearize``, ``System.momentum``, ``System.energy``,
-  ``System.constraint``, ``System.lagrangian_derivatives`` — continuous dynamics;
+  ``System.qdd``, ``linearize``, ``momentum``, ``energy``, ``constraint``,
+  ``lagrangian_derivatives``, ``input_matrix`` — continuous dynamics; ``System.workspace`` —
+  its per-thread scratch (:class:`Workspace`);
 * ``System.linearize_minimal`` — linearization in independent coordinates (:mod:`core.minimal`);
 * :class:`Linearizer`, :func:`from_sympy` — general-form linearization of Kane/Lagrange
   equations from elsewhere (:mod:`core.linearizer`, :mod:`core.sympy_bridge`);
-* :class:`MidpointVI` — the midpoint variational integrator, its exact first- and second-order
-  linearizations (``linearize``, ``linearize2``, ``linearize_trajectory``);
-* :func:`tvlqr`, :func:`dlqr`, :func:`controllability`, :func:`optimize_trajectory` — discrete
-  LQR and trajectory optimization (:mod:`core.control`);
-* :class:`ModelError`, :class:`SingularMatrixError`, :class:`IntegratorError` — what goes
-  wrong, with names.
+* :class:`MidpointVI` — the midpoint variational integrator: ``step``, ``linearize``,
+  ``linearize2``, ``step_linearize``, ``linearize_trajectory``, the exact state transforms
+  (``discrete_state``, ``continuous_state``, ``state_jacobian``, ``discrete_momenta``), DEL
+  inverse dynamics and the tracking law ``feedback`` (:mod:`core.midpoint`);
+* :func:`tvlqr`, :func:`dlqr`, :func:`controllability` (:mod:`core.lqr`);
+  :func:`simulate_open_loop`, :func:`simulate_closed_loop` (:mod:`core.simulation`);
+  :func:`optimize_trajectory`, :func:`linearize_trajectory` (:mod:`core.optimal`);
+* :data:`CONVENTIONS` — state and input order, units, signs, tensor index order;
+* :class:`CoreError` and its subclasses — what goes wrong, with names (:mod:`core.errors`).
 """
-from .dynamics import SingularMatrixError
-from .control import (controllability, dlqr, optimize_trajectory, simulate_closed_loop,
-                      simulate_open_loop, tvlqr)
-from .integrator import IntegratorError, MidpointVI
-from .linearizer import Linearizer, LinearizerError
-from .minimal import MinimalInfo
-from .model import Model, ModelError, System, load_system
+from . import cache as _cache  # noqa: I001 - first: drops stale compiled kernels before any is loaded
 
-__all__ = ["System", "Model", "ModelError", "SingularMatrixError", "load_system", "MidpointVI",
-           "IntegratorError", "tvlqr", "dlqr", "controllability", "optimize_trajectory",
-           "simulate_closed_loop", "simulate_open_loop", "MinimalInfo", "Linearizer",
-           "LinearizerError", "from_sympy"]
+from .conventions import CONVENTIONS
+from .errors import (CoreError, IntegratorError, LinearizerError, ModelError, RiccatiError,
+                     SingularMatrixError)
+from .linearizer import Linearizer
+from .loader import load_system
+from .lqr import Controllability, controllability, dlqr, tvlqr
+from .midpoint import MidpointVI
+from .minimal import MinimalInfo
+from .model import Model
+from .optimal import (DiscreteSystem, TrajectoryOptimizationResult, cost_and_gradient,
+                      linearize_trajectory, optimize_trajectory, trajectory_cost)
+from .simulation import simulate_closed_loop, simulate_open_loop
+from .system import System
+from .validation import check_vector, weight_matrix
+from .workspace import Workspace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "System", "Model", "Workspace", "load_system", "MidpointVI", "MinimalInfo",
+    "Linearizer", "from_sympy",
+    "tvlqr", "dlqr", "controllability", "Controllability",
+    "simulate_open_loop", "simulate_closed_loop",
+    "optimize_trajectory", "linearize_trajectory", "trajectory_cost", "cost_and_gradient",
+    "DiscreteSystem", "TrajectoryOptimizationResult",
+    "check_vector", "weight_matrix", "CONVENTIONS",
+    "CoreError", "ModelError", "SingularMatrixError", "RiccatiError", "IntegratorError",
+    "LinearizerError", "__version__",
+]
 
 
 def from_sympy(method, *args, **kwargs):
@@ -34,4 +58,6 @@ def from_sympy(method, *args, **kwargs):
     arguments as ``method.to_linearizer``); needs the ``mechnode[sympy]`` extra."""
     from .sympy_bridge import from_sympy as _from_sympy
     return _from_sympy(method, *args, **kwargs)
-__version__ = "0.1.0"
+
+
+del _cache

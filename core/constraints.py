@@ -19,10 +19,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .kinematics import (PAIR_AXIS_DIFFERENCE, PAIR_PLANE, PAIR_SQUARED_DISTANCE, dot3,
-                         jets_max_joints, joint_union, pair_jet, pair_work, point_jet,
-                         scalar_jets)
-from .model import HC_COINCIDE, HC_DISTANCE, HC_PLANE
+from .kinematics import (
+    PAIR_AXIS_DIFFERENCE,
+    PAIR_PLANE,
+    PAIR_SQUARED_DISTANCE,
+    dot3,
+    jets_max_joints,
+    joint_union,
+    pair_jet,
+    pair_work,
+    point_jet,
+    scalar_jets,
+)
+from .model import HC_DISTANCE, HC_PLANE
 
 _PAIR_OF = (PAIR_SQUARED_DISTANCE, PAIR_PLANE, PAIR_AXIS_DIFFERENCE)
 

@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     x = vi.state(q, p)
     Ad, Bd = vi.linearize(x, u)
     print(f"\nmidpoint variational integrator, dt = {args.dt}: x = {vi.state_names}")
-    print("x_next =", vi.f(x, u))
+    print("x_next =", vi.step(x, u))
     print("A_d =\n", Ad, "\nB_d =\n", Bd)
     print(f"\nstart-up incl. numba cache load and first linearization: {t1 - t0:.2f} s")
     return 0

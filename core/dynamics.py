@@ -17,35 +17,39 @@ State ``x = [q, dq]`` (2n), input ``u`` (m): ``A_lin`` is 2n x 2n, ``B_lin`` is 
 """
 from __future__ import annotations
 
-import math
-import threading
 from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
 from .constraints import holonomic, velocity_rows
+from .errors import (
+    NONFINITE_INPUT,
+    OK,
+    SINGULAR_CONSTRAINTS,
+    SINGULAR_MASS,
+    SingularMatrixError,
+)
 from .forces import generalized_force
-from .kinematics import body_inertias, composites_from_bodies, create_data, forward_kinematics
-from .lagrangian import (create_derivs, gradient_hessian, prepare, spring_potential_derivatives,
-                         third_order)
-from .rnea import add_joint_accelerations, inverse_dynamics_derivatives, mass_matrix, newton_euler
+from .kinematics import body_inertias, composites_from_bodies, forward_kinematics
+from .lagrangian import (
+    gradient_hessian,
+    prepare,
+    spring_potential_derivatives,
+    third_order,
+)
 from .linalg import cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
-
-OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS, NONFINITE_INPUT = 0, 1, 2, 3
+from .rnea import (
+    add_joint_accelerations,
+    inverse_dynamics_derivatives,
+    mass_matrix,
+    newton_euler,
+)
+from .validation import check_vector, refuse_nonfinite
 
 #: Plain-Python copy of the Lagrangian derivatives returned to users (see core.lagrangian).
 Derivatives = namedtuple("Derivatives", ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv",
                                          "dLqq", "dLqv", "dLvv"])
-
-
-class SingularMatrixError(np.linalg.LinAlgError):
-    """A matrix that must be inverted is singular (or numerically so) at the given state."""
-
-    def __init__(self, message, matrix: str, index: int):
-        super().__init__(message)
-        self.matrix = matrix
-        self.index = index
 
 
 # ------------------------------------------------------------------------------ kernel
@@ -186,6 +190,16 @@ def lagrangian_kernel(model, data, der, q, dq, order):
 
 
 @njit(cache=True, nogil=True)
+def input_matrix_kernel(model, data, q, Fu):
+    """``Fu = dF/du`` at ``q`` (the generalized forces of unit inputs; independent of dq)."""
+    n, m = model.nq, model.nu
+    prepare(model, data, q, np.zeros(n))
+    e3 = np.empty((0, 0, 0))
+    generalized_force(model, data, np.zeros(n), np.zeros(m), 1, np.empty(n), np.empty((n, n)),
+                      np.empty((n, n)), Fu, e3, e3)
+
+
+@njit(cache=True, nogil=True)
 def constraint_kernel(model, data, q, order, h, H1, H2):
     dq = np.zeros(q.shape[0])
     prepare(model, data, q, dq)
@@ -195,59 +209,6 @@ def constraint_kernel(model, data, q, order, h, H1, H2):
 
 
 # ------------------------------------------------------------------------------ Python API
-def workspace(system, third_order: bool = False):
-    """Per-thread scratch (Data and derivative arrays) for ``system``'s current model.
-
-    Kept on the system itself (one set per thread and per model compilation), so it is freed
-    with the system and never shared between threads.
-    """
-    model = system.model
-    local = system.__dict__.get("_workspaces")
-    if local is None:
-        local = system.__dict__.setdefault("_workspaces", threading.local())
-    entries = getattr(local, "entries", None)
-    if entries is None or entries[0] is not model:  # recompiled: drop the old scratch
-        entries = local.entries = [model, None, None]
-    slot = 2 if third_order else 1
-    if entries[slot] is None:
-        entries[slot] = (create_data(model), create_derivs(model.nq, third_order))
-    return entries[slot]
-
-
-def is_plain_vector(x, n: int, finite: bool = True) -> bool:
-    """Whether ``x`` can be used as it is: a C-contiguous float64 vector of length ``n``
-    (with ``finite``: all entries finite; a finite sum means finite entries, and an overflow
-    only sends ``x`` down the slow path of :func:`check_vector`)."""
-    return (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,)
-            and x.flags.c_contiguous and (not finite or math.isfinite(x.sum())))
-
-
-def check_vector(name: str, x, n: int, names=None, finite: bool = True) -> np.ndarray:
-    """``x`` as a float64 vector of length ``n``, or a ValueError naming what is wrong.
-
-    ``finite=False`` leaves the NaN/inf check to a kernel that reports it (see
-    :func:`refuse_nonfinite`)."""
-    if is_plain_vector(x, n, finite):
-        return x
-    arr = np.asarray(x if x is not None else np.zeros(n), dtype=float)
-    if arr.ndim != 1 or arr.shape[0] != n:
-        label = f" ({', '.join(names)})" if names is not None and n <= 12 else ""
-        raise ValueError(f"{name} must be a vector of {n} entries{label}, got shape {arr.shape}")
-    bad = np.flatnonzero(~np.isfinite(arr)) if finite else ()
-    if len(bad):
-        i = int(bad[0])
-        what = f" ({names[i]})" if names is not None else ""
-        raise ValueError(f"{name}[{i}]{what} is not finite: {arr[i]}")
-    return np.ascontiguousarray(arr)
-
-
-def refuse_nonfinite(vectors) -> None:
-    """Raise :func:`check_vector`'s error for the first non-finite entry of ``vectors``, a
-    sequence of ``(name, x, names)``."""
-    for name, x, names in vectors:
-        check_vector(name, x, x.shape[0], names)
-
-
 def raise_for_status(system, status, where: str) -> None:
     code, index = int(status[0]), int(status[1])
     if code == SINGULAR_MASS:
@@ -271,7 +232,7 @@ def _dynamics(system, q, dq, u, linearize):
     q = check_vector("q", q, n, names, finite=False)
     dq = check_vector("dq", dq, n, names, finite=False)
     u = check_vector("u", u, m, system._input_names, finite=False)
-    data, der = workspace(system)
+    data, der = system.workspace.get()
     ddq, lam = np.empty(n), np.zeros(model.nh + model.nv)
     A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, m))
     dlam = np.zeros((lam.shape[0], 2 * n + m))
@@ -313,7 +274,7 @@ def lagrangian_derivatives(system, q, dq, order: int = 2):
     n = system.nq
     q = check_vector("q", q, n, system.config_names)
     dq = check_vector("dq", dq, n, system.config_names)
-    data, der = workspace(system, third_order=order >= 3)
+    data, der = system.workspace.get(third_order=order >= 3)
     lagrangian_kernel(system.model, data, der, q, dq, order)
     # fields above the requested order are not part of the answer (the scratch is shared)
     wanted = {0: 1, 1: 3, 2: 6, 3: 9}[order]
@@ -338,7 +299,17 @@ def constraint(system, q, order: int = 0):
         raise ValueError(f"order must be 0, 1 or 2, got {order!r}")
     model = system.model
     q = check_vector("q", q, model.nq, system.config_names)
-    data, _ = workspace(system)
+    data, _ = system.workspace.get()
     h, H1, H2 = np.empty(model.nh), np.zeros((model.nh, model.nq)), np.zeros((model.nh, model.nq, model.nq))
     constraint_kernel(model, data, q, order, h, H1, H2)
     return (h, H1, H2)[:order + 1] if order else h
+
+
+def input_matrix(system, q) -> np.ndarray:
+    """``dF/du`` (n x m) at ``q``: column ``r`` is the generalized force of a unit input ``r``."""
+    model = system.model
+    q = check_vector("q", q, model.nq, system.config_names)
+    Fu = np.empty((model.nq, model.nu))
+    data, _ = system.workspace.get()
+    input_matrix_kernel(model, data, q, Fu)
+    return Fu

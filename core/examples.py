@@ -11,7 +11,8 @@ import os
 
 import numpy as np
 
-from .model import System, load_system
+from .loader import load_system
+from .system import System
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config")
 

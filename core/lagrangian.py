@@ -23,10 +23,23 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .kinematics import (PAIR_SQUARED_DISTANCE, bracket, composites, compose_scalar,
-                         cross_force, dot6, forward_kinematics, jets_max_joints, joint_union,
-                         matvec6, omega_cross, pair_jet, pair_work, scalar_jets,
-                         spatial_inertia)
+from .kinematics import (
+    PAIR_SQUARED_DISTANCE,
+    bracket,
+    compose_scalar,
+    composites,
+    cross_force,
+    dot6,
+    forward_kinematics,
+    jets_max_joints,
+    joint_union,
+    matvec6,
+    omega_cross,
+    pair_jet,
+    pair_work,
+    scalar_jets,
+    spatial_inertia,
+)
 from .structs import record_type, set_constructor
 
 DERIV_FIELDS = ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv", "dLqq", "dLqv", "dLvv"]
@@ -327,7 +340,7 @@ def third_order(model, data, full, wq, wv, out):
     per (c, y) before the triple loop instead of a bracket per triple.
     """
     _pair_tables(model, data)
-    S, D, DD, dJ, IcS, IcD, Hcs = data.S, data.D, data.DD, data.dJ, data.IcS, data.IcD, data.Hc
+    S, DD, dJ, IcS, IcD, Hcs = data.S, data.DD, data.dJ, data.IcS, data.IcD, data.Hc
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     Lqqq, Lqqv, Lqvv, dLqq, dLqv, dLvv = out.Lqqq, out.Lqqv, out.Lqvv, out.dLqq, out.dLqv, out.dLvv
     g = model.gravity

@@ -74,7 +74,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numba import njit
 
-from .dynamics import SingularMatrixError as _CoreSingularMatrixError
+from .errors import LinearizerError, SingularMatrixError
 
 __all__ = ["Linearizer", "LinearizerError", "SingularMatrixError", "Dimensions", "PART_VARIABLES"]
 
@@ -101,18 +101,6 @@ Dimensions = namedtuple("Dimensions", ["l", "m", "n", "o", "s", "k"])
 
 _FC_NAME = "df_c/dq_dep (dependent coordinates)"
 _FV_NAME = "df_v/du_dep (dependent speeds)"
-
-
-class LinearizerError(ValueError):
-    """Wrong sizes, missing values or an operating point that cannot be completed."""
-
-
-class SingularMatrixError(LinearizerError, _CoreSingularMatrixError):
-    """A matrix that must be inverted is singular; ``matrix`` (and the message) names it.
-    Also a :class:`core.SingularMatrixError`, so one ``except`` catches both sources."""
-
-    def __init__(self, message, matrix):
-        _CoreSingularMatrixError.__init__(self, message, matrix, -1)
 
 
 class Linearizer:
@@ -291,7 +279,7 @@ class Linearizer:
                                       f"{1 + len(variables)}: value, d/d{', d/d'.join(variables)}")
             expected = [(rows,)] + [(rows, sizes[v]) for v in variables]
             labels = ["value"] + [f"d{name}/d{v}" for v in variables]
-            for label, array, shape in zip(labels, out, expected):
+            for label, array, shape in zip(labels, out, expected, strict=True):
                 if not isinstance(array, np.ndarray) or array.shape != shape:
                     raise LinearizerError(f"{name} returned {label} of shape {np.shape(array)}; "
                                           f"expected {shape}")
@@ -338,7 +326,7 @@ class Linearizer:
         bad = []
         for name, out in parts.items():
             labels = ["value"] + [f"d/d{v}" for v in PART_VARIABLES[name]]
-            bad += [f"{name} {lab}" for lab, arr in zip(labels, out) if not np.isfinite(arr).all()]
+            bad += [f"{name} {lab}" for lab, arr in zip(labels, out, strict=True) if not np.isfinite(arr).all()]
         return ", ".join(bad) or "the constraint solution"
 
 

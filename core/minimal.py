@@ -91,8 +91,8 @@ import scipy.linalg
 from numba import njit
 
 from .constraints import velocity_rows
-from .dynamics import check_vector, workspace
 from .lagrangian import prepare
+from .validation import check_vector
 
 __all__ = ["MinimalInfo", "linearize_minimal", "velocity_constraint"]
 
@@ -166,7 +166,7 @@ def velocity_constraint(system, q, dq):
     dq = check_vector("dq", dq, n, system.config_names)
     Av, Gv = np.zeros((nv, n)), np.zeros((nv, n))
     if nv:
-        data, _ = workspace(system)
+        data, _ = system.workspace.get()
         _velocity_kernel(model, data, q, dq, Av, Gv)
     return Av @ dq, Gv, Av
 

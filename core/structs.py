@@ -36,7 +36,7 @@ def record_type(name: str, fields, module: str):
         ctor = getattr(cls, "_cached_ctor", None)
         inst = ctor(*args) if ctor is not None else structref.StructRefProxy.__new__(cls, *args)
         # Python-side view of the same arrays: attribute reads need no jitted call
-        inst._values = dict(zip(fields, args))
+        inst._values = dict(zip(fields, args, strict=True))
         return inst
 
     namespace = {"__module__": module, "__qualname__": name, "_fields": fields, "fields": arrays,

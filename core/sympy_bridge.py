@@ -43,7 +43,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from .linearizer import PART_ORDER, PART_VARIABLES, Linearizer, LinearizerError
+from .errors import LinearizerError
+from .linearizer import PART_ORDER, PART_VARIABLES, Linearizer
 
 __all__ = ["from_sympy", "SympyLinearizer"]
 
@@ -204,11 +205,11 @@ class _SystemSymbols:
         self.qd_is_u = [u_position.get(x) for x in self.dynamic["qd"]]
         replace = {}
         for key, items in self.dynamic.items():
-            replace.update(zip(items, self._plain[key]))
+            replace.update(zip(items, self._plain[key], strict=True))
         for j, i in enumerate(self.qd_is_u):
             if i is not None:
                 replace[self.dynamic["qd"][j]] = self._plain["u"][i]
-        replace.update(zip(self.params, self.p))
+        replace.update(zip(self.params, self.p, strict=True))
         self.plain_expressions = {name: e.xreplace(replace) for name, e in self.expressions.items()}
         self.time_dependent = any(t in e.free_symbols for e in self.plain_expressions.values())
         self._check_part_dependencies()
@@ -272,8 +273,8 @@ class _SystemSymbols:
         """Arrays of a completed numeric point back to a dict symbol -> float."""
         result = {}
         for key, symbols in self.dynamic.items():
-            result.update(zip(symbols, map(float, point[key])))
-        result.update(zip(self.params, map(float, point["p"])))
+            result.update(zip(symbols, map(float, point[key]), strict=True))
+        result.update(zip(self.params, map(float, point["p"]), strict=True))
         if self.time_dependent:
             result[self.time] = point["t"]
         return result

@@ -88,7 +88,7 @@ def reference(duration: float = 10.0, dt: float = 0.01, amplitude: float = 0.1,
     V = np.zeros((N + 1, vi.nk))               # v_k = (rho_k - rho_k-1) / dt, v_0 = 0 (rest)
     V[1:] = (Q[1:, kin] - Q[:-1, kin]) / dt
     X = np.hstack([Q, P, V])
-    return MarionetteReference(vi, vi.discrete_system(), dt, X, U, seconds)
+    return MarionetteReference(vi, vi, dt, X, U, seconds)
 
 
 def lqr_weights(vi, config_weight: float = 100.0, other_weight: float = 1.0):

@@ -69,7 +69,7 @@ class PendulumProblem:
 @dataclass
 class OptimizationRun:
     method: str
-    result: object           # core.control.TrajectoryOptimizationResult
+    result: object           # core.TrajectoryOptimizationResult
     seconds: float
     iteration_times: list = field(default_factory=list)   # wall time of each iteration
 
@@ -102,14 +102,14 @@ def pendulum_problem(N: int = 100, dt: float = 0.1, q_weight: float = 1000.0,
     x_ref[N // 2:, 0] = np.pi           # Eq. (35a): 0 for k < N/2, pi for k >= N/2
     u_ref = np.zeros((N, 1))             # Eq. (35b, c): p_ref = 0, u_ref = 0
     Q = np.diag([q_weight, p_weight])
-    return PendulumProblem(vi, vi.discrete_system(), dt, np.zeros(2), x_ref, u_ref,
+    return PendulumProblem(vi, vi, dt, np.zeros(2), x_ref, u_ref,
                            np.zeros((N, 1)), Q, np.array([[r_weight]]), Q.copy())
 
 
 def initial_cost(problem: PendulumProblem) -> float:
     """Cost of the initial guess (rolled out from x0)."""
     x = core.simulate_open_loop(problem.system.step, problem.x0, problem.u_init)
-    return core.control.trajectory_cost(x, problem.u_init, problem.x_ref, problem.u_ref,
+    return core.trajectory_cost(x, problem.u_init, problem.x_ref, problem.u_ref,
                                         problem.Q, problem.R, problem.Q_N)
 
 

@@ -43,7 +43,6 @@ def main(argv=None) -> int:
         return 2
     executor = MultiThreadedExecutor(num_threads=max(2, args.threads))
     executor.add_node(node)
-    status = 0
     try:
         if args.autostart or node.get_parameter("autostart").value:
             from rclpy.lifecycle import TransitionCallbackReturn
@@ -62,7 +61,7 @@ def main(argv=None) -> int:
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
         rclpy.try_shutdown()
-    return status
+    return 0
 
 
 if __name__ == "__main__":

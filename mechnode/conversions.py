@@ -1,9 +1,9 @@
-"""Conversions between ROS 2 messages and numpy arrays / :mod:`mechnode.schedule` objects.
+"""Conversions between ROS 2 messages and numpy arrays / :class:`mechnode.gains.Schedule`.
 
 ``float64[]`` fields are filled with ``array.array('d', ...)`` (rclpy's type check rejects numpy
 arrays) and read with ``np.frombuffer``; :class:`mechnode_interfaces.msg.Matrix` is row-major,
 :class:`~mechnode_interfaces.msg.Tensor` C-ordered. Every ``*_from_msg`` reader validates sizes
-and raises :class:`mechnode.schedule.InputError` with the reason.
+and raises :class:`mechnode.errors.InputError` with the reason.
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from .schedule import STATE_Q_P, InputError, Schedule
+from .errors import InputError
+from .gains import STATE_Q_P, Schedule
 
 NS = 1_000_000_000
 
@@ -55,7 +56,7 @@ def matrix_from_msg(m: Matrix, name: str = "matrix", shape=None, allow_empty: bo
     a = np.frombuffer(m.data, dtype=np.float64).copy().reshape(m.rows, m.cols) if len(m.data) \
         else np.zeros((m.rows, m.cols))
     if shape is not None:
-        for want, got in zip(shape, a.shape):
+        for want, got in zip(shape, a.shape, strict=True):
             if want is not None and want != got:
                 raise InputError(f"{name} must be {_shape_text(shape)}, got {a.shape[0]} x {a.shape[1]}")
     if not np.all(np.isfinite(a)):

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command of README.md: set up .venv and ROS 2 (both idempotent), then run every test.
+# The test command of README.md: set up .venv and ROS 2 (both idempotent), lint with ruff (the
+# configuration is in pyproject.toml), then run every test.
 # ROS tests are required here (MECHNODE_REQUIRE_ROS=1: a missing rclpy fails instead of skipping)
 # and DDS discovery is kept on this host.
 set -euo pipefail
@@ -8,4 +9,5 @@ bash "$root/scripts/bootstrap.sh"
 bash "$root/scripts/setup_ros.sh"
 cd "$root"
 export MECHNODE_REQUIRE_ROS=1 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+.venv/bin/ruff check .
 exec .venv/bin/python -m pytest -q "$@"

@@ -1,4 +1,5 @@
-"""Tests for core.control: TV-LQR, DARE, controllability, simulation and trajectory optimization.
+"""Tests for core.lqr, core.simulation and core.optimal: TV-LQR, DARE, controllability, simulation
+and trajectory optimization.
 
 The optimizer tests use :class:`RK4Pendulum`, a damped torque-driven pendulum discretized by the
 classical Runge-Kutta 4 scheme with a zero-order-hold input. Its exact first and second
@@ -12,21 +13,20 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from core import control
-from core.control import (
-    METHODS,
-    PROJECTIONS,
-    RiccatiError,
+from core import (
     controllability,
     cost_and_gradient,
     dlqr,
     linearize_trajectory,
+    optimal,
     optimize_trajectory,
     simulate_closed_loop,
     simulate_open_loop,
     trajectory_cost,
     tvlqr,
 )
+from core.errors import RiccatiError
+from core.optimal import METHODS, PROJECTIONS
 
 
 # ================================================================================ test system
@@ -74,16 +74,16 @@ class RK4Pendulum:
         """Chain rule through the RK4 stages Y1 = x, Y2 = x + h/2 k1, Y3 = x + h/2 k2,
         Y4 = x + h k3, x_next = x + h/6 (k1 + 2 k2 + 2 k3 + k4), with k_i = f(Y_i, u)."""
         h = self.dt
-        Dx = np.hstack([np.eye(2), np.zeros((2, 1))])      # ∂x/∂z
-        y, Dy, D2y = x, Dx, (np.zeros((2, 3, 3)) if second_order else None)
-        D, H = Dx.copy(), np.zeros((2, 3, 3))
+        I = np.hstack([np.eye(2), np.zeros((2, 1))])      # ∂x/∂z
+        y, Dy, D2y = x, I, (np.zeros((2, 3, 3)) if second_order else None)
+        D, H = I.copy(), np.zeros((2, 3, 3))
         for coef, weight in ((0.5, 1.0), (0.5, 2.0), (1.0, 2.0), (None, 1.0)):
             k, Dk, D2k = self._stage(y, Dy, D2y, u)
             D += h / 6 * weight * Dk
             if second_order:
                 H += h / 6 * weight * D2k
             if coef is not None:
-                y, Dy = x + coef * h * k, Dx + coef * h * Dk
+                y, Dy = x + coef * h * k, I + coef * h * Dk
                 D2y = coef * h * D2k if second_order else None
         return D[:, :2], D[:, 2:], H
 
@@ -340,18 +340,17 @@ def test_controllability_rejects_bad_shapes():
 # ============================================================================== test system
 def test_pendulum_derivatives_match_central_differences():
     system = RK4Pendulum()
-
-    def step(z):
-        return system.step(z[:2], z[2:])
-
-    def jac(z):
-        return np.hstack(system.linearize(z[:2], z[2:]))
-
     rng = np.random.default_rng(6)
     for _ in range(5):
         x, u = rng.normal(size=2) * 2, rng.normal(size=1) * 3
         A, B, H = system.linearize2(x, u)
         z = np.concatenate([x, u])
+        def step(z):
+            return system.step(z[:2], z[2:])
+
+        def jac(z):
+            return np.hstack(system.linearize(z[:2], z[2:]))
+
         eps = 1e-6
         fd_J = np.column_stack([(step(z + eps * e) - step(z - eps * e)) / (2 * eps)
                                 for e in np.eye(3)])
@@ -468,29 +467,29 @@ def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
     open-loop path u + γv for ``direction``: open-loop costate). Central differences."""
     problem = swing_up_problem(N=30)
     system = problem["system"]
-    pb = control._problem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
+    pb = optimal._problem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
                                                   "Q_N")))
     u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
-    x = control._rollout(pb, u)
+    x = optimal._rollout(pb, u)
     A, B, H = linearize_trajectory(system, x, u, second_order=True)
-    _, _, wx, wu, w_N = control._weighted_errors(pb, x, u)
-    lam, g = control._costate_and_gradient(A, B, wx, wu, w_N)
-    J = lambda xu: control._cost(pb, *xu)  # noqa: E731
+    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
+    lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
+    J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
     for method in METHODS:
-        d = control._descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N)
+        d = optimal._descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N)
         h = 1e-5
-        fd = (J(control._projected_rollout(pb, x, u, d, h))
-              - J(control._projected_rollout(pb, x, u, d, -h))) / (2 * h)
+        fd = (J(optimal._projected_rollout(pb, x, u, d, h))
+              - J(optimal._projected_rollout(pb, x, u, d, -h))) / (2 * h)
         assert d.slope < 0
         assert fd == pytest.approx(d.slope, rel=1e-6), (method, d.model)
-    z, v = control._linear_response(A, B, d.K, d.kff)      # tangent of the last direction
+    z, v = optimal._linear_response(A, B, d.K, d.kff)      # tangent of the last direction
     if projection == "lqr":
-        lam_model = control._closed_loop_costate(A, B, d.K, wx, wu, w_N)
-        path = lambda gam: control._projected_rollout(pb, x, u, d, gam)  # noqa: E731
+        lam_model = optimal._closed_loop_costate(A, B, d.K, wx, wu, w_N)
+        path = lambda gam: optimal._projected_rollout(pb, x, u, d, gam)  # noqa: E731
     else:
         lam_model = lam
-        path = lambda gam: (control._rollout(pb, u + gam * v), u + gam * v)  # noqa: E731
-    Wxx, Wuu, Wux = control._newton_weights(pb, lam_model, H, 2)
+        path = lambda gam: (optimal._rollout(pb, u + gam * v), u + gam * v)  # noqa: E731
+    Wxx, Wuu, Wux = optimal._newton_weights(pb, lam_model, H, 2)
     curvature = (np.einsum("ki,kij,kj->", z[:-1], Wxx, z[:-1])
                  + np.einsum("ki,kij,kj->", v, Wuu, v)
                  + 2 * np.einsum("ki,kij,kj->", v, Wux, z[:-1]) + z[-1] @ pb.Q_N @ z[-1])
@@ -498,9 +497,9 @@ def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
     fd2 = (J(path(h)) - 2 * J(path(0.0)) + J(path(-h))) / h ** 2
     assert fd2 == pytest.approx(curvature, rel=1e-5)
     # and the other costate does not fit this path (the test can tell the two apart)
-    other = lam if projection == "lqr" else control._closed_loop_costate(
-        A, B, control._projection_gains(A, B), wx, wu, w_N)
-    Wxx2, _, _ = control._newton_weights(pb, other, H, 2)
+    other = lam if projection == "lqr" else optimal._closed_loop_costate(
+        A, B, optimal._projection_gains(A, B), wx, wu, w_N)
+    Wxx2, _, _ = optimal._newton_weights(pb, other, H, 2)
     wrong = curvature + np.einsum("ki,kij,kj->", z[:-1], Wxx2 - Wxx, z[:-1])
     assert fd2 != pytest.approx(wrong, rel=1e-3)
 

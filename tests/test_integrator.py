@@ -18,7 +18,7 @@ PENDULUM = {
 # ------------------------------------------------------------------------------ the paper
 def test_pendulum_single_step_matches_paper():
     vi = core.MidpointVI(core.load_system(PENDULUM), 0.1)
-    q1, p1 = vi.step([0.2], [0.5], [0.8])
+    q1, p1, _ = vi.split_state(vi.step(vi.state([0.2], [0.5]), [0.8]))
     assert q1[0] == pytest.approx(0.2471, abs=5e-5)
     assert p1[0] == pytest.approx(0.3627, abs=5e-5)
 
@@ -102,8 +102,10 @@ def _random_vi_system(rng, wrench=True):
     from core.kinematics import create_data, forward_kinematics
     data = create_data(s.model)
     forward_kinematics(s.model, q, np.zeros_like(q), data)
+
     def position(name):
         return data.p[s.frame_index(name)].copy()
+
     string = float(np.linalg.norm(position(frames[-1]) - position("hand")))
     s.add_constraint("distance", frame1="hand", frame2=frames[-1], distance="string")
     s.add_constraint("distance", frame1=frames[1], frame2="world", distance=float(np.linalg.norm(position(frames[1]))))
@@ -187,12 +189,16 @@ def check_against_finite_differences(vi, x, u):
     A, B, H = vi.linearize2(x, u)
     np.testing.assert_allclose(vi.linearize(x, u)[0], A, rtol=1e-12, atol=1e-12)
     z = np.concatenate([x, u])
+
     def f(zz):
-        return vi.f(zz[:nx], zz[nx:])
+        return vi.step(zz[:nx], zz[nx:])
+
     J = fd_jacobian(f, z, 1e-4)
     assert rel_err(np.hstack([A, B]), J) < 1e-6
+
     def AB(zz):
         return np.hstack(vi.linearize(zz[:nx], zz[nx:]))
+
     H_fd = fd_jacobian(AB, z, 1e-4)  # [i, a, b] = d(dx_i/dz_a)/dz_b
     assert rel_err(H, H_fd) < 1e-4
     assert np.allclose(H, H.transpose(0, 2, 1), atol=1e-10 * max(1.0, np.abs(H).max()))
@@ -227,7 +233,7 @@ def test_step_solves_the_del_equations(seed):
     x, u = consistent_state(vi, q, rng, speed=3.0)
     u[:s.nu] = 0.0                     # no inputs: the only generalized force is the damping
     n, dyn = s.nq, vi.dynamic_index
-    x1 = vi.f(x, u)
+    x1 = vi.step(x, u)
     q0, p0, q1, p1 = x[:n], x[n:n + vi.nd], x1[:n], x1[n:n + vi.nd]
     assert np.abs(q1 - q0).max() > 0.01
     qm, v = 0.5 * (q0 + q1), (q1 - q0) / dt
@@ -253,9 +259,9 @@ def test_linearize_trajectory_matches_pointwise():
     U[:, -2:] = q[vi.kinematic_index] + vi.dt * np.arange(1, N + 1)[:, None] * (u[-2:] - q[vi.kinematic_index]) / vi.dt
     X = [x]
     for k in range(N):
-        X.append(vi.f(X[-1], U[k]))
+        X.append(vi.step(X[-1], U[k]))
     X = np.array(X)
-    As, Bs, Hs = vi.linearize_trajectory(X, U, second=True)
+    As, Bs, Hs = vi.linearize_trajectory(X, U, second_order=True)
     for k in (0, N - 1):
         A, B, H = vi.linearize2(X[k], U[k])
         np.testing.assert_allclose(As[k], A, rtol=1e-10, atol=1e-10)
@@ -266,14 +272,14 @@ def test_linearize_trajectory_matches_pointwise():
 def test_first_order_with_and_without_the_solves_constraint_jacobian():
     """del_linearize takes Dh(q_k+1) from the DEL solve (linearize does) or evaluates it
     itself (given an empty array): the same A and B either way."""
-    from core.dynamics import workspace
-    from core.integrator import del_linearize, del_step
+    from core.del_first_order import del_linearize
+    from core.del_solve import del_step
     s, q, rng = random_vi_system(3)
     vi = core.MidpointVI(s, 0.01, tolerance=1e-13)
     x, u = consistent_state(vi, q, rng)
     q0, p0, _ = vi.split_state(x)
     u_force, rho = vi.split_input(u)
-    model, (data, der) = s.model, workspace(s)
+    model, (data, der) = s.model, s.workspace.get()
     n, nh = vi.nq, model.nh
     q1, p1, lam, Dh1 = np.empty(n), np.empty(vi.nd), np.zeros(nh), np.full((nh, n), np.nan)
     status, info = np.zeros(2, np.int64), np.zeros(2)
@@ -367,7 +373,7 @@ def test_spherical_pendulum_singularity_is_reported():
 def test_newton_failure_reports_residual_and_iterations():
     vi = core.MidpointVI(core.load_system(PENDULUM), 0.1, max_iterations=1, tolerance=1e-15)
     with pytest.raises(core.IntegratorError) as err:
-        vi.step([0.2], [50.0], [0.8])
+        vi.step(vi.state([0.2], [50.0]), [0.8])
     assert err.value.iterations == 1 and err.value.residual > 0
     assert "did not converge" in str(err.value)
 
@@ -384,9 +390,13 @@ def test_simulate_names_failing_step():
 def test_bad_inputs_are_refused():
     vi = core.MidpointVI(core.load_system(PENDULUM), 0.1)
     with pytest.raises(ValueError, match="q must be a vector of 1"):
-        vi.step([0.2, 0.1], [0.5], [0.8])
+        vi.step(vi.state([0.2, 0.1], [0.5]), [0.8])
+    with pytest.raises(ValueError, match="x must be a vector of 2"):
+        vi.step([0.2, 0.1, 0.5], [0.8])
     with pytest.raises(ValueError, match="not finite"):
-        vi.step([np.nan], [0.5], [0.8])
+        vi.step(vi.state([np.nan], [0.5]), [0.8])
+    with pytest.raises(ValueError, match=r"x\[0\] \(theta\) is not finite"):
+        vi.step([np.nan, 0.5], [0.8])
     with pytest.raises(ValueError, match="dt must be"):
         core.MidpointVI(core.load_system(PENDULUM), -1.0)
 
@@ -399,7 +409,7 @@ def test_linearize_refuses_non_finite_state_and_input_after_a_cached_solve(secon
     vi = core.MidpointVI(s, 0.01)
     x, u = consistent_state(vi, q, rng)
     linearize = vi.linearize2 if second else vi.linearize
-    vi.f(x, u)
+    vi.step(x, u)
     linearize(x, u)
     n, nd = vi.nq, vi.nd
     for i in (0, n, n + nd):  # a q, a p and a v entry

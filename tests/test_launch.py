@@ -34,8 +34,9 @@ def test_params_files_are_ros2_parameter_files_for_the_node(rel):
     (key, body), = doc.items()
     assert key.split("/")[-1] == "mechnode" and set(body) == {"ros__parameters"}
     params = body["ros__parameters"]
+    from mechnode.joint_map import JointMap
     from mechnode.plant import Plant
-    from mechnode.schedule import JointMap, Weights
+    from mechnode.weights import Weights
     plant = Plant.load(params["model"], params["dt"])
     assert plant.system.name == "cartpole"
     JointMap(plant.config_names, params["joint_map"])

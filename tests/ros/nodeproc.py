@@ -8,7 +8,15 @@ import time
 
 import pytest
 
-from mechnode.harness import LifecycleClient, Spinner, call, ros_environment, start_node_process, stop_process, wait_for
+from mechnode.testing.harness import (
+    LifecycleClient,
+    Spinner,
+    call,
+    ros_environment,
+    start_node_process,
+    stop_process,
+    wait_for,
+)
 
 TIMEOUT = 20.0        # seconds for any one message or service answer on loopback
 STARTUP = 900.0       # configure: loads the numba kernels; compiles them on a cold cache

@@ -127,7 +127,7 @@ def test_valid_reference_by_inverse_dynamics(node):
     s = node.schedules[-1]
     X, U, K = matrix_from_msg(s.x_ref), matrix_from_msg(s.u_ref), tensor_from_msg(s.k)
     vi = core.MidpointVI(core.load_system(POLAR_YAML), DT)
-    np.testing.assert_allclose(core.simulate_open_loop(vi.f, X[0], U[:-1]), X, atol=1e-9)
+    np.testing.assert_allclose(core.simulate_open_loop(vi.step, X[0], U[:-1]), X, atol=1e-9)
     t = DT * np.arange(X.shape[0])
     np.testing.assert_allclose(X[:, 1], 0.5 + 0.1 * t, atol=1e-9)   # the reference itself
     A, B = vi.linearize_trajectory(X, U[:-1])

@@ -1,5 +1,5 @@
 """The closed loop over DDS: the node (a subprocess started from config/cartpole_params.yaml)
-balances the simulated cart-pole (mechnode.sim.SimRobot: the variational integrator stepping in
+balances the simulated cart-pole (mechnode.testing.sim.SimRobot: the variational integrator stepping in
 real time, JointState out, Float64MultiArray commands in) while tracking a reference that moves
 the cart with the pole upright; the tracking error must converge. This is the README demo
 (``python -m mechnode.demo``) run on this test run's ROS_DOMAIN_ID."""

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import core
-from mechnode.harness import DEFAULT_PARAMS
+from mechnode.testing.harness import DEFAULT_PARAMS
 
 from nodeproc import TIMEOUT, NodeProcess
 
@@ -82,6 +82,7 @@ def test_get_model(node):
     assert list(r.discrete_state_names) == ["x", "theta", "p_x", "p_theta"]
     assert r.dt == DT
     assert "cart_joint" in r.conventions and "underactuated" in r.message
+    assert r.conventions.startswith(core.CONVENTIONS)   # written once, in core
 
 
 # ------------------------------------------------------------------------------ Linearize
@@ -107,7 +108,7 @@ def test_linearize_equals_library(node, vi):
         want = vi.linearize2(x, u) if order == 2 else vi.linearize(x, u)
         np.testing.assert_allclose(_arr(r.a), want[0], rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(_arr(r.b), want[1], rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(np.asarray(r.f), vi.f(x, u), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(np.asarray(r.f), vi.step(x, u), rtol=1e-12, atol=1e-14)
         assert list(r.state_names) == vi.state_names
         if order == 2:
             assert list(r.second_order.shape) == [4, 5, 5]
@@ -151,8 +152,9 @@ def test_compute_gains_equals_library_tvlqr(node, vi):
 def test_compute_gains_positions_only_and_qdot_convention(node, vi):
     from mechnode_interfaces.srv import ComputeGains
 
+    from mechnode.gains import schedule_in_qdot
     from mechnode.plant import Plant
-    from mechnode.schedule import Weights, schedule_in_qdot
+    from mechnode.weights import Weights
     t = DT * np.arange(101)
     pos = np.stack([0.2 * t, 0 * t], 1)
     r = node.call(ComputeGains, "compute_gains", ComputeGains.Request(x_ref=_matrix(pos)))
@@ -160,7 +162,7 @@ def test_compute_gains_positions_only_and_qdot_convention(node, vi):
     assert "positions only" in r.message
     X = _arr(r.schedule.x_ref)
     U = _arr(r.schedule.u_ref)[:-1]
-    np.testing.assert_allclose(core.simulate_open_loop(vi.f, X[0], U), X, atol=1e-8)   # feasible
+    np.testing.assert_allclose(core.simulate_open_loop(vi.step, X[0], U), X, atol=1e-8)   # feasible
 
     rng = np.random.default_rng(8)
     Xqd, U = 0.05 * rng.standard_normal((31, 4)), rng.standard_normal((30, 1))
@@ -186,7 +188,7 @@ def test_plan_trajectory(node, vi):
     assert r.success and re.match(r"first_order: (not )?converged after \d+ iterations", r.message), r.message
     X, U = _arr(r.x), _arr(r.u)
     assert X.shape == (151, 4) and U.shape == (150, 1) and 0 < r.iterations <= 3 and np.isfinite(r.cost)
-    np.testing.assert_allclose(core.simulate_open_loop(vi.f, Xref[0], U), X, atol=1e-8)
+    np.testing.assert_allclose(core.simulate_open_loop(vi.step, Xref[0], U), X, atol=1e-8)
     np.testing.assert_allclose(_arr(r.schedule.k)[:150], _library_gains(vi, X, U, Q_PARAM, R_PARAM),
                                rtol=1e-9, atol=1e-12)
 
@@ -229,7 +231,7 @@ def test_reference_topic_yields_schedule_equal_to_library_tvlqr(node, vi, schedu
     assert stamp_ns(msg.header.stamp) > 0                      # zero stamp -> the start time
     np.testing.assert_allclose(np.asarray(msg.times), DT * np.arange(N + 1), atol=1e-12)
     # made feasible (cart-pole is underactuated: optimizer): a rollout of the integrator
-    np.testing.assert_allclose(core.simulate_open_loop(vi.f, X[0], U[:N]), X, atol=1e-8)
+    np.testing.assert_allclose(core.simulate_open_loop(vi.step, X[0], U[:N]), X, atol=1e-8)
     np.testing.assert_allclose(X[:, 0], 0.3 * np.clip((DT * np.arange(N + 1) - 0.5) / 2.0, 0, 1), atol=0.05)
     np.testing.assert_allclose(K[:N], _library_gains(vi, X, U[:N], Q_PARAM, R_PARAM), rtol=1e-9, atol=1e-12)
     node.wait_log(r"schedule #1 published: 301 knots")

@@ -2,7 +2,7 @@
 
 :class:`SimRobot` steps a :class:`mechnode.plant.Plant` in real time (its own thread, one step
 every ``dt`` against absolute deadlines), publishes ``sensor_msgs/JointState`` (position and
-velocity of every joint, named through a :class:`~mechnode.schedule.JointMap`, stamped with the
+velocity of every joint, named through a :class:`~mechnode.joint_map.JointMap`, stamped with the
 ROS time of the step) and applies the latest ``std_msgs/Float64MultiArray`` command (the force
 inputs, as an effort forward_command_controller would). Kinematic variables, if any, are held.
 With ``start_on_command`` it holds its initial state (still publishing it) until the first
@@ -16,10 +16,11 @@ import time
 import numpy as np
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
-from std_msgs.msg import Float64MultiArray
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
 
-from . import conversions as cv
+from .. import conversions as cv
+from ..qos import COMMAND_QOS
 
 
 class SimRobot(Node):
@@ -28,7 +29,6 @@ class SimRobot(Node):
                  command_topic: str = "effort_controller/commands", start_on_command: bool = True,
                  context=None):
         super().__init__(name, namespace=namespace, context=context)
-        from .node import COMMAND_QOS
         self.plant = plant
         self.joint_names = list(joint_names)
         q0 = np.asarray(q0, dtype=float)

@@ -9,7 +9,7 @@ What runs:
   default model ``config/cartpole.yaml``) and driven through its lifecycle services
   (configure, activate; at the end deactivate, cleanup, shutdown) — or, with ``--in-process``,
   in this process on its own executor;
-* a simulated robot (:class:`mechnode.sim.SimRobot`: the variational integrator stepping at
+* a simulated robot (:class:`mechnode.testing.sim.SimRobot`: the variational integrator stepping at
   ``dt`` in real time, publishing ``JointState``, applying the ``Float64MultiArray`` commands),
   starting with the pole tilted by 0.15 rad and the cart 0.1 m off the reference;
 * a reference ``JointTrajectory`` (positions only, stamp zero = start when the gains are ready):
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
@@ -53,7 +52,7 @@ def reference_points(step: float = 0.1):
 def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.01,
         in_process=False, startup_timeout=600.0, log=print, context_domain=None):
     """Run the demo; returns ``(exit_status, history)`` with history = [(t, error), ...]."""
-    from .harness import DEFAULT_PARAMS, ros_environment
+    from ..testing.harness import DEFAULT_PARAMS, ros_environment
 
     params_file = params_file or DEFAULT_PARAMS
     env = ros_environment(context_domain)
@@ -62,18 +61,24 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     domain = int(env["ROS_DOMAIN_ID"])
 
     import rclpy
-    from rclpy.context import Context
-    from rclpy.qos import QoSProfile, DurabilityPolicy, ReliabilityPolicy
-
     from mechnode_interfaces.msg import GainSchedule
     from mechnode_interfaces.srv import GetModel
+    from rclpy.context import Context
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from trajectory_msgs.msg import JointTrajectory
 
-    from . import conversions as cv
-    from .harness import LifecycleClient, Spinner, call, start_node_process, stop_process, wait_for
-    from .plant import Plant
-    from .schedule import JointMap
-    from .sim import SimRobot
+    from .. import conversions as cv
+    from ..joint_map import JointMap
+    from ..plant import Plant
+    from ..testing.harness import (
+        LifecycleClient,
+        Spinner,
+        call,
+        start_node_process,
+        stop_process,
+        wait_for,
+    )
+    from ..testing.sim import SimRobot
 
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -88,7 +93,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     history = []
     try:
         if in_process:
-            from .node import MechNode
+            from ..node import MechNode
             node_inproc = MechNode(context=ctx, cli_args=["--ros-args", "--params-file", params_file,
                                                           "-r", f"__ns:={namespace}"])
             log("node: in this process")
@@ -138,8 +143,9 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         n = plant.n
         req = np.stack([np.interp(sched.times, times, pos[:, names.index(j)]) for j in jm.joint_names], 1)
         dev = np.abs(sched.x_ref[:, :n] - req).max(axis=0)
+        deviation = dict(zip(jm.joint_names, np.round(dev, 4).tolist(), strict=True))
         log(f"schedule received: {sched.knots} knots, dt {sched.dt} s; the feasible reference "
-            f"deviates from the requested one by at most {dict(zip(jm.joint_names, np.round(dev, 4).tolist()))}")
+            f"deviates from the requested one by at most {deviation}")
         wait_for(lambda: robot.running, 10.0, "the first command to reach the robot")
 
         below_since, next_print = None, 0.0
@@ -153,7 +159,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             err = float(np.linalg.norm(e))
             history.append((t, err))
             if t >= next_print:
-                parts = ", ".join(f"{j} {abs(v):.4f}" for j, v in zip(jm.joint_names, e))
+                parts = ", ".join(f"{j} {abs(v):.4f}" for j, v in zip(jm.joint_names, e, strict=True))
                 log(f"t = {t:5.2f} s   tracking error |q - q_ref| = {err:.5f}   ({parts})")
                 next_print = 0.5 * (np.floor(t / 0.5) + 1)
             if robot.failure:
@@ -211,7 +217,3 @@ def main(argv=None) -> int:
     status, _ = run(args.params, args.namespace, args.timeout, args.threshold, args.in_process,
                     log=lambda s: print(s, flush=True))
     return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from .plant import CONFIG_DIR, REPO_DIR
+from ..plant import CONFIG_DIR, REPO_DIR
 
 DEFAULT_PARAMS = os.path.join(CONFIG_DIR, "cartpole_params.yaml")
 

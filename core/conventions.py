@@ -1,0 +1,37 @@
+"""The conventions of mechnode, written once.
+
+:data:`CONVENTIONS` is the one source: the README's "Conventions" section is this text (a test
+checks it; ``python -m core.conventions`` prints it), and the node's ``GetModel`` service
+answers it in ``conventions``. Module docstrings refer here instead of restating it.
+"""
+from __future__ import annotations
+
+CONVENTIONS = """\
+* Units: SI (m, rad, kg, s, N, N m).
+* Configuration variables `q`: order of first appearance in `frames`, then variables that drive
+  no frame (e.g. a string length) in order of appearance in `constraints`, then `kinematic`
+  (`System.config_names`). Inputs `u`: order of `inputs`, a wrench expanding to six inputs
+  `fx, fy, fz, mx, my, mz` (`System.input_names`).
+* Continuous state `x = [q, dq]` (`System.state_names`). Equations:
+  `M ddq + L_vq dq - L_q = F(q, dq, u) + A^T lam`, `A ddq + b = 0` (`A`: holonomic
+  Jacobians in the order of `constraints`, a `coincide` entry one row per axis, then the
+  velocity-constraint rows). Linearization: `d/dt x = A x + B u`, `A` (2n, 2n), `B` (2n, m).
+* Variational integrator: `x_k = [q_k (all), p_k (dynamic variables), v_k (kinematic
+  velocities)]` (`MidpointVI.state_names`), `u_k = [force inputs, next values of the kinematic
+  variables]` (`MidpointVI.input_names`); `p = dL/d dq` on the dynamic rows. Discrete
+  Lagrangian `L_d = dt L((q_k + q_k+1)/2, (q_k+1 - q_k)/dt)`, `F_d^- = dt F(...)`, `F_d^+ = 0`.
+* Second-order tensors: `H[i, a, b] = d2 x_next_i / dz_a dz_b`, `z = [x, u]` (C order,
+  symmetric in `a, b`). Lagrangian derivatives: `Lqv[a, i] = d2L/dq_a dv_i`, `Lqqv[a, b, i]`,
+  `Lqvv[a, i, j]`.
+* Twists `(v, w)` (linear part first), wrenches `(f, m)`; signs: generalized forces act along
+  increasing `q`.
+* LQR: linearizations stacked `A` (N, nx, nx), `B` (N, nx, nu); gains `K` (N, nu, nx), law
+  `u_k = u_ref,k - K_k (x_k - x_ref,k)`; Riccati matrices `P` (N+1, nx, nx), `P[N]` terminal.
+* Minimal linearization: state `[independent q, independent dq]` in model order.
+* General-form `Linearizer` (Crist): SymPy's notation, coordinates `q`, generalized speeds `u`,
+  inputs `r`; `A` acts on `[q_ind, u_ind]`, `B` on `r`.
+"""
+
+
+if __name__ == "__main__":
+    print(CONVENTIONS, end="")

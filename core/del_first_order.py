@@ -1,0 +1,171 @@
+"""First-order linearization of the midpoint variational integrator's one-step map at a
+solved step, with the singularity checks of Sec. VII (Johnson, Schultz & Murphey).
+
+The implicit-function theorem on the stacked DEL residual ``R(q_k+1, lam; x_k, u_k)`` gives
+``dy/dz = -R_y^-1 R_z``; ``R_y`` is ``[[M_k+1, -Dh(q_k)^T], [Dh(q_k+1), 0]]`` restricted to the
+dynamic columns, and the checks test ``M_k+1`` (VII-A) and ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T``
+(VII-B). With ``second``, :func:`core.del_second_order.second_order` adds ``H``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .del_second_order import second_order
+from .del_solve import constraint_rows, midpoint_terms, slot_jacobians
+from .errors import OK, SINGULAR_CONSTRAINT_STEP, SINGULAR_M_NEXT
+from .forces import has_wrench_inputs
+from .linalg import add_product, condition_from_lu, lu_checked
+
+
+@njit(cache=True, nogil=True)
+def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam, Dh1_solved,
+                  second, cond_limit, A, B, H, status, conds, scratch):
+    """Exact derivatives of ``x_k+1 = f(x_k, u_k)`` at a solved step (``q1``, ``lam`` and, if
+    at hand, ``Dh1_solved = Dh(q1)`` from :func:`del_step`; pass an empty (0, n) array to have
+    it evaluated here). Fills ``A``, ``B`` and, with ``second``, ``H`` (see module docstring);
+    ``scratch`` is work space for the second order (:func:`second_order_scratch`).
+    ``status``: OK, SINGULAR_M_NEXT or SINGULAR_CONSTRAINT_STEP; ``conds`` = the two condition numbers."""
+    n, nd, nk, nc, m = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0], model.nu
+    nx = n + nd + nk
+    nz = nx + m + nk
+    # columns of z: q0 [0, n), p0 [n, n+nd), v0 [.., nx), u [nx, nx+m), rho1 [nx+m, nz)
+    cp, cu, cr = n, nx, nx + m
+    order = 3 if second else 2
+    F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
+    n3 = n if second else 0
+    nf = n3 if has_wrench_inputs(model) else 0      # (else Fqq and Fqu are zero: left empty)
+    Fqq, Fqu = np.empty((nf, nf, nf)), np.empty((nf, nf, m if second else 0))
+    # (holonomic() zeroes what it fills.) The first order needs lam . D2h(q_k) only; the
+    # second also D2h(q_k) per row, D2h(q_k+1) and lam . D3h(q_k)
+    nc2, nc3 = (nc if second else 0), (nc if second and nc > 0 else 0)
+    h0, Dh0, D2h0 = np.empty(nc), np.empty((nc, n)), np.empty((nc2, n, n))
+    lamD2h0 = np.zeros((n, n))
+    H3lam = np.empty((n3, n3, n3) if nc3 > 0 else (0, 0, 0))
+    constraint_rows(model, data, q0, 3 if second else 2, lam, h0, Dh0, D2h0, lamD2h0, H3lam)
+    D2h1 = np.empty((nc2, n3, n3))
+    if second or Dh1_solved.shape[0] != nc:   # (the second order needs D2h(q_k+1) as well)
+        Dh1 = np.empty((nc, n))
+        constraint_rows(model, data, q1, 2 if second else 1, lam, np.empty(nc), Dh1, D2h1,
+                         np.empty((0, 0)), np.empty((0, 0, 0)))
+    else:
+        Dh1 = Dh1_solved
+    midpoint_terms(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, Fqq, Fqu)
+    Gq0, Gq1, Pq0, Pq1, Gu = slot_jacobians(der, dt, Fq, Fv, Fu)
+    # Q1 = dq1/dz: kinematic rows select rho1 (dynamic rows: Y below); dq0/dz = [I 0] is used
+    # as a selection throughout
+    Q1 = np.zeros((n, nz))
+    for j in range(nk):
+        Q1[kin[j], cr + j] = 1.0
+    # R_y and R_z (first order); unknowns y = (q1_dyn, lam). R_z in parts: its q0 columns
+    # Rzq, its u and rho1 columns Rzu; its p0 columns are the identity on the dynamic rows and
+    # its v_k columns zero (nothing depends on v_k)
+    ny = nd + nc
+    Ry = np.zeros((ny, ny))
+    Rzq = np.empty((ny, n))
+    Rzu = np.zeros((ny, m + nk))
+    for a in range(nd):
+        i = dyn[a]
+        for b in range(nd):
+            Ry[a, b] = Gq1[i, dyn[b]]
+        for r in range(nc):
+            Ry[a, nd + r] = -Dh0[r, i]
+        for j in range(n):
+            Rzq[a, j] = Gq0[i, j] - lamD2h0[i, j]
+        for r in range(m):
+            Rzu[a, r] = Gu[i, r]
+        for j in range(nk):
+            Rzu[a, m + j] = Gq1[i, kin[j]]
+    for r in range(nc):
+        for b in range(nd):
+            Ry[nd + r, b] = Dh1[r, dyn[b]]
+        Rzq[nd + r] = 0.0
+        for j in range(nk):
+            Rzu[nd + r, m + j] = Dh1[r, kin[j]]
+    # Sec. VII checks: M_k+1 and Dh(q_k+1) M_k+1^-1 Dh(q_k)^T (one LU of M_k+1 gives its
+    # condition number and its inverse, from which the Schur complement and R_y^-1 follow)
+    Mk = Ry[:nd, :nd].copy()
+    LUm = np.empty((nd, nd))
+    pivm = np.empty(nd, np.int64)
+    Minv = np.empty((nd, nd))
+    if nd > 0 and lu_checked(Mk, LUm, pivm) >= 0:
+        conds[0] = np.inf
+    else:
+        conds[0] = condition_from_lu(Mk, LUm, pivm, Minv) if nd > 0 else 1.0
+    if not conds[0] < cond_limit:
+        status[0], status[1] = SINGULAR_M_NEXT, -1
+        return
+    if nc > 0:
+        # R_y^-1 by blocks from M^-1 and the Schur complement S = Dh(q1) M^-1 Dh(q0)^T (its
+        # condition is the Sec. VII-B check): with B = M^-1 Dh(q0)^T and C = S^-1 Dh(q1) M^-1,
+        # R_y^-1 = [[M^-1 - B C, B S^-1], [-C, S^-1]] (dynamic columns throughout; nc rows
+        # or columns each, so the products are loops)
+        D0t, D1 = Ry[:nd, nd:], Ry[nd:, :nd]         # -Dh(q0)^T and Dh(q1)
+        Bm = np.zeros((nd, nc))
+        add_product(Minv, D0t, Bm, -1.0)
+        S = np.zeros((nc, nc))
+        add_product(D1, Bm, S, 1.0)
+        LUs = np.empty((nc, nc))
+        pivs = np.empty(nc, np.int64)
+        Sinv = np.empty((nc, nc))
+        if lu_checked(S, LUs, pivs) >= 0:
+            conds[1] = np.inf
+        else:
+            conds[1] = condition_from_lu(S, LUs, pivs, Sinv)
+        if not conds[1] < cond_limit:
+            status[0], status[1] = SINGULAR_CONSTRAINT_STEP, -1
+            return
+        D1Minv = np.zeros((nc, nd))
+        add_product(D1, Minv, D1Minv, 1.0)
+        Ry_inv = np.zeros((ny, ny))
+        add_product(Sinv, D1Minv, Ry_inv[nd:, :nd], -1.0)          # -C
+        Ry_inv[:nd, :nd] = Minv
+        add_product(Bm, Ry_inv[nd:, :nd], Ry_inv[:nd, :nd], 1.0)   # M^-1 - B C
+        add_product(Bm, Sinv, Ry_inv[:nd, nd:], 1.0)
+        Ry_inv[nd:, nd:] = Sinv
+    else:
+        Ry_inv = Minv
+    # dy/dz = -R_y^-1 R_z: a BLAS product for the q0 columns and one for the inputs' (the
+    # inverse is at hand: condition numbers); the p0 columns are -R_y^-1's dynamic columns
+    Y = np.zeros((ny, nz))
+    if ny > 0:
+        Yq = Ry_inv @ Rzq
+        Yu = Ry_inv @ Rzu if m + nk > 0 else np.zeros((ny, 0))
+        for a in range(ny):
+            for j in range(n):
+                Y[a, j] = -Yq[a, j]
+            for b in range(nd):
+                Y[a, cp + b] = -Ry_inv[a, b]
+            for j in range(m + nk):
+                Y[a, cu + j] = -Yu[a, j]
+    for a in range(nd):
+        Q1[dyn[a]] = Y[a]
+    Lam = Y[nd:]
+    # first-order outputs: p_k+1 = P(q0, q1) on the dynamic rows, P1 = Pq1 Q1 + Pq0 Q0 with
+    # Q1's dynamic rows Y, its kinematic rows selecting rho1 and Q0 = [I 0]
+    Pq1d = np.empty((nd, nd))
+    for a in range(nd):
+        for b in range(nd):
+            Pq1d[a, b] = Pq1[dyn[a], dyn[b]]
+    P1 = Pq1d @ np.ascontiguousarray(Y[:nd]) if nd > 0 else np.zeros((0, nz))
+    for a in range(nd):
+        for j in range(n):
+            P1[a, j] += Pq0[dyn[a], j]
+        for j in range(nk):
+            P1[a, cr + j] += Pq1[dyn[a], kin[j]]
+    A[:, :] = 0.0
+    B[:, :] = 0.0
+    for i in range(n):
+        A[i] = Q1[i, :nx]
+        B[i] = Q1[i, nx:]
+    for a in range(nd):
+        A[n + a] = P1[a, :nx]
+        B[n + a] = P1[a, nx:]
+    for j in range(nk):  # v1 = (rho1 - q0_kin)/dt
+        A[n + nd + j, kin[j]] = -1.0 / dt
+        B[n + nd + j, m + j] = 1.0 / dt
+    status[0], status[1] = OK, -1
+    if not second:
+        return
+    second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq, Pq1d, Q1, Lam,
+                  H, scratch)

@@ -1,0 +1,195 @@
+"""One step of the midpoint variational integrator: the forced, constrained DEL equations
+solved for the next configuration (Johnson, Schultz & Murphey, Sec. III).
+
+Discrete Lagrangian and forcing (the paper's choice)::
+
+    L_d(q0, q1) = dt L((q0 + q1)/2, (q1 - q0)/dt),  F_d^- = dt F(qm, v, u),  F_d^+ = 0
+
+Forced, constrained DEL equations (28a-c), imposed on the dynamic variables only::
+
+    p_k + D1 L_d(q_k, q_k+1) + F_d^- - Dh(q_k)^T lam_k = 0
+    h(q_k+1) = 0
+    p_k+1 = D2 L_d(q_k, q_k+1)
+
+Kinematic variables (trep's term) have prescribed trajectories: their next value is an input.
+The state and input layouts are those of :mod:`core.conventions`; the Python front-end is
+:class:`core.midpoint.MidpointVI`. Status codes: :mod:`core.errors`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .constraints import holonomic
+from .errors import NEWTON_FAILED, OK, OVERFLOW, SINGULAR_JACOBIAN
+from .forces import generalized_force
+from .kinematics import composites, forward_kinematics
+from .lagrangian import gradient_hessian, prepare, third_order
+from .linalg import lu_checked, lu_solve
+from .rnea import mass_matrix
+
+
+# ------------------------------------------------------------------------------ midpoint terms
+@njit(cache=True, nogil=True)
+def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, Fqq, Fqu):
+    """Lagrangian (up to ``order``) and force derivatives at the midpoint of (q0, q1)."""
+    qm = 0.5 * (q0 + q1)
+    v = (q1 - q0) / dt
+    prepare(model, data, qm, v)
+    gradient_hessian(model, data, qm, min(order, 2), der)
+    if order >= 3:
+        third_order(model, data, True, v, v, der)
+    generalized_force(model, data, v, u, min(order - 1, 2), F, Fq, Fv, Fu, Fqq, Fqu)
+
+
+@njit(cache=True, nogil=True)
+def slot_jacobians(der, dt, Fq, Fv, Fu):
+    """G = D1 L_d + F_d^- and P = D2 L_d as functions of (q0, q1): their Jacobians.
+
+    With G = dt/2 Lq - Lv + dt F and P = dt/2 Lq + Lv at (qm, v):
+    dG/dq0 = Gq/2 - Gv/dt, dG/dq1 = Gq/2 + Gv/dt (likewise P); dG/du = dt Fu.
+    (One loop instead of array expressions: those built a dozen n x n temporaries.)
+    """
+    Lqq, Lqv, Lvv = der.Lqq, der.Lqv, der.Lvv
+    n = Lqq.shape[0]
+    Gq0, Gq1, Pq0, Pq1 = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n))
+    half, inv_dt = 0.5 * dt, 1.0 / dt
+    for i in range(n):
+        for j in range(n):
+            gq = half * Lqq[i, j] - Lqv[j, i] + dt * Fq[i, j]
+            gv = half * Lqv[i, j] - Lvv[i, j] + dt * Fv[i, j]
+            pq = half * Lqq[i, j] + Lqv[j, i]
+            pv = half * Lqv[i, j] + Lvv[i, j]
+            Gq0[i, j] = 0.5 * gq - gv * inv_dt
+            Gq1[i, j] = 0.5 * gq + gv * inv_dt
+            Pq0[i, j] = 0.5 * pq - pv * inv_dt
+            Pq1[i, j] = 0.5 * pq + pv * inv_dt
+    return Gq0, Gq1, Pq0, Pq1, dt * Fu
+
+
+@njit(cache=True, nogil=True)
+def constraint_rows(model, data, q, order, lam, h, H1, H2, H2lam, H3lam):
+    """Holonomic constraints at ``q`` (positions and joint screws are all they need); nothing
+    to do, not even the kinematics, without constraints. See :func:`holonomic` for which of
+    ``H2`` (per row), ``H2lam``, ``H3lam`` (contracted with ``lam``) are filled."""
+    if model.hc_kind.shape[0] == 0:
+        return
+    forward_kinematics(model, q, np.zeros(q.shape[0]), data)
+    holonomic(model, data, q, order, lam, q, h, H1, H2, H2lam, H3lam, np.empty((0, q.shape[0])))
+
+
+# ------------------------------------------------------------------------------ one step
+@njit(cache=True, nogil=True)
+def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_iter,
+             q1, p1, lam, Dh1, status, info):
+    """Solve the DEL equations for ``q1`` (all variables), ``p1`` (dynamic) and ``lam``;
+    ``Dh1`` (nh, n) receives ``Dh(q1)`` at the returned ``q1`` (for :func:`del_linearize`).
+
+    Newton's method in its chord form: the Jacobian (the Hessian of L and its LU) is computed
+    at the first iterate and kept while the residual falls at least fourfold per iteration;
+    otherwise it is recomputed at the current iterate (a plain Newton step). Each chord step
+    needs only L's gradient, O(n), and no factorization.
+    Converged when every momentum row is below ``tol`` relative to the largest term of the
+    equation and every constraint row below ``tol`` absolutely.
+    ``status``: OK, NEWTON_FAILED, SINGULAR_JACOBIAN (``status[1]`` = row) or OVERFLOW;
+    ``info``: [final (scaled) residual, iterations].
+    """
+    n, nd, nk, nc = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0]
+    m = model.nu
+    F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
+    e3, e2 = np.empty((0, 0, 0)), np.empty((0, 0))
+    h0, Dh0 = np.empty(nc), np.zeros((nc, n))
+    constraint_rows(model, data, q0, 1, lam, h0, Dh0, e3, e2, e3)
+    # initial guess: q1_dyn = q0 + dt M^-1 (p0 - M_dk v_kin) at q0 (M = L_vv from composites)
+    q1[:] = q0
+    for j in range(nk):
+        q1[kin[j]] = rho1[j]
+    forward_kinematics(model, q0, np.zeros(n), data)
+    composites(model, data)
+    M = np.empty((n, n))
+    mass_matrix(model, data, M)
+    Mdd = np.empty((nd, nd))
+    rhs = np.empty((nd, 1))
+    for a in range(nd):
+        rhs[a, 0] = p0[a]
+        for j in range(nk):
+            rhs[a, 0] -= M[dyn[a], kin[j]] * (rho1[j] - q0[kin[j]]) / dt
+        for b in range(nd):
+            Mdd[a, b] = M[dyn[a], dyn[b]]
+    LU0 = np.empty((nd, nd))
+    piv0 = np.empty(nd, np.int64)
+    if lu_checked(Mdd, LU0, piv0) < 0:
+        lu_solve(LU0, piv0, rhs)
+        for a in range(nd):
+            q1[dyn[a]] = q0[dyn[a]] + dt * rhs[a, 0]
+    lam[:] = 0.0
+    ny = nd + nc
+    R = np.empty((ny, 1))
+    Ry = np.zeros((ny, ny))
+    LU = np.empty((ny, ny))
+    piv = np.empty(ny, np.int64)
+    h1 = np.empty(nc)
+    it = 0
+    fresh = True            # evaluate the Jacobian at this iterate
+    last_res = np.inf
+    while True:
+        midpoint_terms(model, data, der, dt, q0, q1, u_force, 2 if fresh else 1, F, Fq, Fv, Fu, e3, e3)
+        Lq, Lv = der.Lq, der.Lv
+        for a in range(nd):
+            i = dyn[a]
+            s = p0[a] + 0.5 * dt * Lq[i] - Lv[i] + dt * F[i]
+            for r in range(nc):
+                s -= Dh0[r, i] * lam[r]
+            R[a, 0] = s
+            p1[a] = 0.5 * dt * Lq[i] + Lv[i]
+        if nc > 0:
+            constraint_rows(model, data, q1, 1, lam, h1, Dh1, e3, e2, e3)
+            for r in range(nc):
+                R[nd + r, 0] = h1[r]
+        # momentum rows relative to the size of their terms (round-off grows with them),
+        # constraint rows absolute (metres squared or metres)
+        scale = 1.0
+        for a in range(nd):
+            i = dyn[a]
+            scale = max(scale, abs(p0[a]), abs(Lv[i]), abs(0.5 * dt * Lq[i]), abs(dt * F[i]))
+        res = 0.0
+        for a in range(nd):
+            res = max(res, abs(R[a, 0]) / scale)
+        for r in range(nc):
+            res = max(res, abs(R[nd + r, 0]))
+        info[0], info[1] = res, it
+        if res <= tol:
+            # relative convergence with overflowing terms (inf - inf momenta): not a step
+            finite = np.isfinite(np.sum(p1)) and np.isfinite(np.sum(q1))
+            status[0], status[1] = (OK, -1) if finite else (OVERFLOW, -1)
+            return
+        if it >= max_iter or not np.isfinite(res):
+            status[0], status[1] = NEWTON_FAILED, -1
+            return
+        if not fresh and not res <= 0.25 * last_res:
+            fresh = True    # the chord stalls: a Newton step from here (same iterate)
+            continue
+        if fresh:
+            Gq1 = slot_jacobians(der, dt, Fq, Fv, Fu)[1]
+            for a in range(nd):
+                for b in range(nd):
+                    Ry[a, b] = Gq1[dyn[a], dyn[b]]
+                for r in range(nc):
+                    Ry[a, nd + r] = -Dh0[r, dyn[a]]
+            for r in range(nc):
+                for b in range(nd):
+                    Ry[nd + r, b] = Dh1[r, dyn[b]]
+                for s in range(nc):
+                    Ry[nd + r, nd + s] = 0.0
+            bad = lu_checked(Ry, LU, piv)
+            if bad >= 0:
+                status[0], status[1] = SINGULAR_JACOBIAN, bad
+                return
+        lu_solve(LU, piv, R)
+        for a in range(nd):
+            q1[dyn[a]] -= R[a, 0]
+        for r in range(nc):
+            lam[r] -= R[nd + r, 0]
+        it += 1
+        last_res = res
+        fresh = False

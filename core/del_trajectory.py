@@ -1,0 +1,74 @@
+"""Kernels over whole trajectories of the midpoint variational integrator: simulation, the
+steps re-solved from each knot of a given trajectory, and their linearizations (serial, or in
+parallel over chunks of knots). The front-end is :class:`core.midpoint.MidpointVI`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .del_first_order import del_linearize
+from .del_second_order import second_order_scratch
+from .del_solve import del_step
+from .errors import OK
+from .kinematics import copy_data
+from .lagrangian import copy_derivs
+
+
+@njit(cache=True, nogil=True)
+def simulate_kernel(model, data, der, dt, dyn, kin, q0, p0, u_force, rho, tol, max_iter,
+                    Q, P, LAM, status, info):
+    """Steps k = 0..N-1 from (q0, p0); stops at the first failure (status[2] = step)."""
+    N = u_force.shape[0]
+    Q[0] = q0
+    P[0] = p0
+    Dh1 = np.empty((model.hc_kind.shape[0], q0.shape[0]))
+    for k in range(N):
+        del_step(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], tol, max_iter,
+                 Q[k + 1], P[k + 1], LAM[k], Dh1, status, info)
+        if status[0] != OK:
+            status[2] = k
+            return
+    status[2] = -1
+
+
+@njit(cache=True, nogil=True)
+def solve_each(model, data, der, dt, dyn, kin, Q, P, u_force, rho, tol, max_iter, Q1, LAM, DH1,
+               status, info):
+    """The step from each knot ``(Q[k], P[k])`` with ``u_force[k], rho[k]`` (not chained):
+    ``Q1[k]``, ``LAM[k]`` and ``DH1[k] = Dh(Q1[k])``. Stops at the first failure (status[2] =
+    the knot, else -1)."""
+    p1 = np.empty(P.shape[1])
+    for k in range(u_force.shape[0]):
+        del_step(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], tol, max_iter,
+                 Q1[k], p1, LAM[k], DH1[k], status, info)
+        if status[0] != OK:
+            status[2] = k
+            return
+    status[2] = -1
+
+
+@njit(cache=True, nogil=True)
+def linearize_chunk(model, data, der, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force, rho, second,
+                    cond_limit, As, Bs, Hs, stat, conds, first, stride):
+    """Linearize the steps ``k = first, first + stride, ...`` from ``(Q[k], P[k])`` to
+    ``Q1[k]`` (solved by :func:`solve_each`); ``stat[k]`` receives each status code."""
+    st = np.zeros(2, np.int64)
+    scratch = np.empty(second_order_scratch(model.nq, dyn.shape[0], model.hc_kind.shape[0])
+                       if second else 0)
+    for k in range(first, u_force.shape[0], stride):
+        del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], Q1[k],
+                      LAM[k], DH1[k], second, cond_limit, As[k], Bs[k], Hs[k], st, conds[k],
+                      scratch)
+        stat[k] = st[0]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def linearize_parallel(model, data_proto, der_proto, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force,
+                       rho, second, cond_limit, As, Bs, Hs, stat, conds, nchunks):
+    """:func:`linearize_chunk` over ``nchunks`` interleaved chunks in parallel (each with its
+    own scratch)."""
+    for c in prange(nchunks):
+        linearize_chunk(model, copy_data(data_proto), copy_derivs(der_proto), dt, dyn, kin, Q, Q1,
+                        P, LAM, DH1, u_force, rho, second, cond_limit, As, Bs, Hs, stat, conds, c,
+                        nchunks)

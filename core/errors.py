@@ -1,0 +1,72 @@
+"""What goes wrong, in one place: the error classes of ``core`` and the status codes its kernels
+report.
+
+Every error is a :class:`CoreError` and also the standard exception a caller would expect
+(``ModelError`` and ``LinearizerError`` are ``ValueError``\\ s, ``SingularMatrixError`` and
+``RiccatiError`` are ``numpy.linalg.LinAlgError``\\ s, ``IntegratorError`` is an
+``ArithmeticError``), so ``except core.CoreError`` catches all of them and existing handlers
+keep working. Messages name the offending element (variable, constraint row, step, matrix) and
+its value.
+
+Compiled kernels cannot raise with a message; they write one of the status codes below into a
+``status`` array (``status[0]`` the code, ``status[1]`` the index it concerns) and the Python
+front-end turns it into an exception. The codes are one table for every kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: Status codes written by the kernels (``status[0]``); ``status[1]`` names the index concerned.
+OK = 0
+NONFINITE_INPUT = 1        # an input entry is NaN or infinite (index: its position)
+SINGULAR_MASS = 2          # the mass matrix M(q) is singular (index: the variable)
+SINGULAR_CONSTRAINTS = 3   # A M^-1 A^T is singular: redundant constraints (index: the row)
+NEWTON_FAILED = 4          # the DEL solve did not converge
+SINGULAR_JACOBIAN = 5      # the DEL Newton Jacobian is singular (index: the row)
+SINGULAR_M_NEXT = 6        # Sec. VII-A: M_k+1 = D2 D1 L_d + D2 F_d^- is singular
+SINGULAR_CONSTRAINT_STEP = 7  # Sec. VII-B: Dh(q_k+1) M_k+1^-1 Dh(q_k)^T is singular
+OVERFLOW = 8               # the DEL solve converged but its result is not finite (too large)
+
+
+class CoreError(Exception):
+    """Base class of every error ``core`` raises on purpose."""
+
+
+class ModelError(CoreError, ValueError):
+    """A malformed model; the message names the offending element."""
+
+
+class SingularMatrixError(CoreError, np.linalg.LinAlgError):
+    """A matrix that must be inverted is singular (or numerically so) at the given state.
+
+    ``matrix`` names it; ``index`` is the variable or row where the factorization broke down
+    (-1 where no single one is to blame)."""
+
+    def __init__(self, message, matrix: str, index: int = -1):
+        super().__init__(message)
+        self.matrix = matrix
+        self.index = index
+
+
+class RiccatiError(SingularMatrixError):
+    """``R_k + B_kᵀ P_(k+1) B_k`` is singular or not positive definite at step ``step``."""
+
+    def __init__(self, step: int, what: str = "R_k + B_kᵀ P_(k+1) B_k"):
+        self.step = step
+        super().__init__(f"{what} is singular or not positive definite at step k={step}; "
+                         f"check that R is positive definite and Q, Q_N are positive semi-definite",
+                         what, step)
+
+
+class IntegratorError(CoreError, ArithmeticError):
+    """The DEL solve failed or the one-step map is singular; ``step``, ``matrix``, ``residual``
+    and ``iterations`` say where and how. An ``ArithmeticError``, so callers that try steps
+    (line searches) treat it as a failed trial."""
+
+    def __init__(self, message, step=None, matrix=None, residual=None, iterations=None):
+        super().__init__(message)
+        self.step, self.matrix, self.residual, self.iterations = step, matrix, residual, iterations
+
+
+class LinearizerError(CoreError, ValueError):
+    """Bad input to :class:`core.Linearizer` (sizes, names, operating points)."""

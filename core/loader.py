@@ -1,0 +1,84 @@
+"""Loading a :class:`System` from a model description: a YAML file, a YAML string or a dict.
+
+The keys mirror :class:`System`'s building methods (see the README's "Model files").
+"""
+from __future__ import annotations
+
+import os
+
+from .errors import ModelError
+from .model import WORLD
+from .system import System
+
+_TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "inputs", "kinematic"}
+
+
+def load_system(source) -> System:
+    """Build a :class:`System` from a YAML file path, a YAML string or a dict.
+
+    Minimal example::
+
+        gravity: [0, -9.8, 0]
+        frames:
+          - {name: link1, parent: world, rz: theta1}
+          - {name: A, parent: link1, ty: -1.0, mass: 1.0}
+        constraints:
+          - {type: distance, frame1: A, frame2: C, distance: 1.0}
+        inputs:
+          - {type: torque, config: theta1}
+    """
+    spec = _read_spec(source)
+    if not isinstance(spec, dict):
+        raise ModelError(f"a model must be a mapping with keys {sorted(_TOP_KEYS)}")
+    unknown = sorted(set(spec) - _TOP_KEYS)
+    if unknown:
+        raise ModelError(f"model: unknown top-level key(s) {unknown}; allowed {sorted(_TOP_KEYS)}")
+    system = System(gravity=spec.get("gravity", (0.0, 0.0, -9.81)), name=spec.get("name", "system"))
+    frames = spec.get("frames") or []
+    if not isinstance(frames, list):
+        raise ModelError("model: 'frames' must be a list")
+    for i, f in enumerate(frames):
+        if not isinstance(f, dict) or "name" not in f:
+            raise ModelError(f"frames[{i}]: each frame needs a 'name'")
+        f = dict(f)
+        name = f.pop("name")
+        system.add_frame(name, parent=f.pop("parent", WORLD), mass=f.pop("mass", 0.0),
+                         inertia=f.pop("inertia", None), offset=f.pop("offset", None), **f)
+    for i, c in enumerate(spec.get("constraints") or []):
+        if not isinstance(c, dict) or "type" not in c:
+            raise ModelError(f"constraints[{i}]: each constraint needs a 'type'")
+        c = dict(c)
+        system.add_constraint(c.pop("type"), **c)
+    for i, s in enumerate(spec.get("springs") or []):
+        if not isinstance(s, dict):
+            raise ModelError(f"springs[{i}]: must be a mapping")
+        s = dict(s)
+        system.add_spring(s.pop("type", "config"), **s)
+    damping = spec.get("damping") or []
+    if isinstance(damping, dict):
+        damping = [{"config": k, "coefficient": v} for k, v in damping.items()]
+    for i, d in enumerate(damping):
+        if not isinstance(d, dict) or "config" not in d or "coefficient" not in d:
+            raise ModelError(f"damping[{i}]: needs 'config' and 'coefficient'")
+        system.add_damping(d["config"], d["coefficient"])
+    for i, u in enumerate(spec.get("inputs") or []):
+        if not isinstance(u, dict):
+            raise ModelError(f"inputs[{i}]: must be a mapping")
+        u = dict(u)
+        system.add_input(u.pop("type", "torque"), name=u.pop("name", None), **u)
+    if spec.get("kinematic"):
+        system.set_kinematic(spec["kinematic"])
+    system.compile()  # a malformed model fails here, at load time
+    return system
+
+
+def _read_spec(source):
+    if isinstance(source, dict):
+        return source
+    import yaml  # imported on use: loading the library needs no YAML parser
+    if isinstance(source, (str, os.PathLike)) and os.path.exists(str(source)):
+        with open(source, encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    if isinstance(source, str) and ("\n" in source or ":" in source):
+        return yaml.safe_load(source)
+    raise ModelError(f"load_system: {source!r} is neither an existing file, a YAML string nor a dict")

@@ -1,0 +1,226 @@
+"""Discrete-time LQR and controllability (a la python-control's ``statefbk``): the backward
+Riccati recursion for time-varying gains along a trajectory, the infinite-horizon gain about a
+fixed point, and the controllability Gramian.
+
+Conventions (:mod:`core.conventions`): horizon ``k = 0 .. N-1`` for inputs and linearizations,
+``k = 0 .. N`` for states; ``A`` (N, nx, nx), ``B`` (N, nx, nu) with ``A_k = df/dx (x_k, u_k)``;
+gains ``K`` (N, nu, nx) act as ``u_k = u_ref,k - K_k (x_k - x_ref,k)``; Riccati matrices ``P``
+(N+1, nx, nx), ``P[N]`` the terminal weight. Weights ``Q`` and ``R`` are one matrix (used at every
+step) or one per step (see :func:`tvlqr`).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.linalg
+from numba import njit
+
+from .errors import RiccatiError
+from .linalg import cholesky_checked, cholesky_solve
+from .validation import check_symmetric, float_array, square_matrix
+
+
+# ================================================================================ njit kernels
+@njit(cache=True, nogil=True)
+def lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
+    """Backward Riccati pass of the linear-quadratic problem
+
+        min  Σ_k [ wx_kᵀ z_k + wu_kᵀ v_k + ½ z_kᵀ Wxx_k z_k + ½ v_kᵀ Wuu_k v_k
+                   + v_kᵀ Wux_k z_k ] + p_Nᵀ z_N + ½ z_Nᵀ P_N z_N
+        s.t. z_{k+1} = A_k z_k + B_k v_k.
+
+    Stacks ``Wxx, Wuu, Wux, wx, wu`` have length 1 (same at every step) or N. Fills the optimal
+    policy ``v_k = kff_k − K_k z_k`` and the value Hessians ``P`` (symmetrized every step).
+    Returns -1 on success, else the step k where ``Wuu_k + B_kᵀ P_{k+1} B_k`` is not
+    positive definite (the outputs are then only valid for steps after k).
+    """
+    N, nx, nu = B.shape
+    P[N] = P_N
+    p = p_N.copy()
+    Lu = np.empty((nu, nu))
+    for k in range(N - 1, -1, -1):
+        Ak, Bk, Pn = A[k], B[k], P[k + 1]
+        PA = Pn @ Ak
+        PB = Pn @ Bk
+        Quu = Wuu[k if Wuu.shape[0] > 1 else 0] + Bk.T @ PB
+        Qux = Wux[k if Wux.shape[0] > 1 else 0] + Bk.T @ PA
+        Qxx = Wxx[k if Wxx.shape[0] > 1 else 0] + Ak.T @ PA
+        Qu = wu[k if wu.shape[0] > 1 else 0] + Bk.T @ p
+        Qx = wx[k if wx.shape[0] > 1 else 0] + Ak.T @ p
+        Quu = 0.5 * (Quu + Quu.T)
+        if cholesky_checked(Quu, Lu) >= 0:     # not (numerically) positive definite
+            return k
+        sol = np.empty((nu, nx + 1))
+        sol[:, :nx] = Qux
+        sol[:, nx] = -Qu
+        cholesky_solve(Lu, sol)
+        K[k] = sol[:, :nx]
+        kff[k] = sol[:, nx]
+        Pk = Qxx - Qux.T @ K[k]
+        P[k] = 0.5 * (Pk + Pk.T)
+        p = Qx + Qux.T @ kff[k]
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def reachability_gramian(A, B):
+    """``W = Σ_k Φ(N,k+1) B_k B_kᵀ Φ(N,k+1)ᵀ`` with ``Φ(N,k+1) = A_{N-1} ⋯ A_{k+1}``."""
+    N, nx, nu = B.shape
+    W = np.zeros((nx, nx))
+    Phi = np.eye(nx)
+    for k in range(N - 1, -1, -1):
+        PhiB = Phi @ B[k]
+        W += PhiB @ PhiB.T
+        Phi = Phi @ A[k]
+    return 0.5 * (W + W.T)
+
+
+# ================================================================================ arguments
+def dynamics_stack(A, B) -> tuple[np.ndarray, np.ndarray]:
+    A = float_array("A", A)
+    B = float_array("B", B)
+    if A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[0] < 1:
+        raise ValueError(f"A must have shape (N, nx, nx) with N >= 1, got {A.shape}")
+    N, nx = A.shape[0], A.shape[1]
+    if B.ndim != 3 or B.shape[:2] != (N, nx):
+        raise ValueError(f"B must have shape ({N}, {nx}, nu) to match A {A.shape}, got {B.shape}")
+    if B.shape[2] < 1:
+        raise ValueError(f"B must have at least one input column, got {B.shape}")
+    return A, B
+
+
+def weight_stack(name: str, M, n: int, N: int, lengths: tuple[int, ...]) -> np.ndarray:
+    """A weight as a C-contiguous stack of shape (L, n, n), L = 1 for a single matrix."""
+    M = float_array(name, M)
+    if M.shape == (n, n):
+        M = M[None]
+    elif not (M.ndim == 3 and M.shape[1:] == (n, n) and M.shape[0] in lengths):
+        allowed = " or ".join(f"({L}, {n}, {n})" for L in lengths)
+        raise ValueError(f"{name} must have shape ({n}, {n}) or {allowed}, got {M.shape}")
+    check_symmetric(name, M)
+    return np.ascontiguousarray(M)
+
+
+def state_weights(Q, Q_N, N: int, nx: int) -> tuple[np.ndarray, np.ndarray]:
+    """Running stack (1 or N entries) and terminal weight from ``Q`` and ``Q_N`` (see tvlqr)."""
+    Qs = weight_stack("Q", Q, nx, N, (N, N + 1))
+    if Qs.shape[0] == N + 1 and N + 1 > 1:
+        if Q_N is not None:
+            raise ValueError(f"Q has N+1 = {N + 1} entries, so Q[N] is the terminal weight; "
+                             "pass Q_N=None")
+        return np.ascontiguousarray(Qs[:N]), Qs[N].copy()
+    if Q_N is None:
+        if Qs.shape[0] != 1:
+            raise ValueError(f"Q_N (shape ({nx}, {nx})) is required when Q has one entry per step")
+        return Qs, Qs[0].copy()
+    return Qs, square_matrix("Q_N", Q_N, nx)
+
+
+# ====================================================================================== LQR
+def tvlqr(A, B, Q, R, Q_N=None) -> tuple[np.ndarray, np.ndarray]:
+    """Finite-horizon, time-varying discrete LQR by the backward Riccati recursion.
+
+    Minimizes ``Σ_{k<N} (z_kᵀ Q_k z_k + v_kᵀ R_k v_k) + z_Nᵀ Q_N z_N`` subject to
+    ``z_{k+1} = A_k z_k + B_k v_k``; the optimal law is ``v_k = −K_k z_k`` with
+
+        K_k = (R_k + B_kᵀ P_{k+1} B_k)⁻¹ B_kᵀ P_{k+1} A_k,
+        P_k = Q_k + A_kᵀ P_{k+1} A_k − A_kᵀ P_{k+1} B_k K_k,     P_N = Q_N.
+
+    (The paper prints ``… B_kᵀ P_{k+1} B_k`` as the last factor of K_k; it must be ``A_k``.)
+    About a reference trajectory apply it as ``u_k = u_ref,k − K_k (x_k − x_ref,k)``.
+
+    Args:
+        A: ``(N, nx, nx)`` state Jacobians.
+        B: ``(N, nx, nu)`` input Jacobians.
+        Q: ``(nx, nx)`` for every step, ``(N, nx, nx)`` one per step ``k < N``, or
+            ``(N+1, nx, nx)`` where ``Q[N]`` is the terminal weight (then ``Q_N`` must be None).
+        R: ``(nu, nu)`` or ``(N, nu, nu)``, symmetric positive definite.
+        Q_N: ``(nx, nx)`` terminal weight. If None: ``Q[N]`` when Q has N+1 entries, ``Q`` when Q
+            is a single matrix; required when Q has exactly N entries.
+
+    Returns:
+        ``(K, P)``: gains ``(N, nu, nx)`` and Riccati matrices ``(N+1, nx, nx)``.
+
+    Raises:
+        ValueError: a wrong shape, non-finite or non-symmetric argument (named in the message).
+        RiccatiError: ``R_k + B_kᵀ P_{k+1} B_k`` is singular/not positive definite (names step k).
+    """
+    A, B = dynamics_stack(A, B)
+    N, nx, nu = B.shape
+    Qs, Q_N = state_weights(Q, Q_N, N, nx)
+    Rs = weight_stack("R", R, nu, N, (N,))
+    K = np.empty((N, nu, nx))
+    P = np.empty((N + 1, nx, nx))
+    status = lq_riccati(A, B, Qs, Rs, np.zeros((1, nu, nx)), np.zeros((1, nx)),
+                         np.zeros((1, nu)), Q_N, np.zeros(nx), K, np.empty((N, nu)), P)
+    if status >= 0:
+        raise RiccatiError(status)
+    return K, P
+
+
+def dlqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
+    """Infinite-horizon discrete LQR about a fixed point (``scipy.linalg.solve_discrete_are``).
+
+    Returns ``(K, P)`` with ``K = (R + BᵀPB)⁻¹ BᵀPA`` of shape ``(nu, nx)`` for ``u = −K x`` and
+    ``P`` the stabilizing solution of the discrete algebraic Riccati equation.
+    """
+    A = float_array("A", A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must have shape (nx, nx), got {A.shape}")
+    nx = A.shape[0]
+    B = float_array("B", B)
+    if B.ndim != 2 or B.shape[0] != nx or B.shape[1] < 1:
+        raise ValueError(f"B must have shape ({nx}, nu), got {B.shape}")
+    nu = B.shape[1]
+    Q = square_matrix("Q", Q, nx)
+    R = square_matrix("R", R, nu)
+    try:
+        P = scipy.linalg.solve_discrete_are(A, B, Q, R)
+    except (np.linalg.LinAlgError, ValueError) as err:
+        raise np.linalg.LinAlgError(f"dlqr: no stabilizing DARE solution ({err}); "
+                                    "is (A, B) stabilizable and R positive definite?") from err
+    K = np.linalg.solve(R + B.T @ P @ B, B.T @ P @ A)
+    return K, 0.5 * (P + P.T)
+
+
+class Controllability(NamedTuple):
+    """Result of :func:`controllability`. ``matrix`` is the controllability matrix
+    ``[B, AB, …, A^{n-1}B]`` (single pair) or the reachability Gramian (stacks)."""
+    rank: int
+    smallest_singular_value: float
+    controllable: bool
+    matrix: np.ndarray
+
+
+def controllability(A, B, rtol: float | None = None) -> Controllability:
+    """Controllability of ``x_{k+1} = A x_k + B u_k`` (2-D A, B) or reachability over a horizon of
+    ``x_{k+1} = A_k x_k + B_k u_k`` (stacks ``(N, nx, nx)``, ``(N, nx, nu)``).
+
+    Single pair: rank and smallest (the nx-th) singular value of ``C = [B, AB, …, A^{nx-1}B]``.
+    Stacks: the reachability Gramian ``W = Σ_k Φ(N,k+1) B_k B_kᵀ Φ(N,k+1)ᵀ`` with
+    ``Φ(N,k+1) = A_{N-1}⋯A_{k+1}`` (every state reachable at k=N from x_0 = 0 iff W > 0).
+    The rank counts singular values above ``rtol · σ_max`` (default ``rtol = max(shape) · eps``,
+    as ``numpy.linalg.matrix_rank``); ``controllable`` is ``rank == nx``.
+    """
+    A = float_array("A", A)
+    B = float_array("B", B)
+    if A.ndim == 3:
+        A, B = dynamics_stack(A, B)
+        M = reachability_gramian(A, B)
+    elif A.ndim == 2:
+        if A.shape[0] != A.shape[1]:
+            raise ValueError(f"A must have shape (nx, nx) or (N, nx, nx), got {A.shape}")
+        if B.ndim != 2 or B.shape[0] != A.shape[0] or B.shape[1] < 1:
+            raise ValueError(f"B must have shape ({A.shape[0]}, nu) to match A, got {B.shape}")
+        blocks = [B]
+        for _ in range(A.shape[0] - 1):
+            blocks.append(A @ blocks[-1])
+        M = np.hstack(blocks)
+    else:
+        raise ValueError(f"A must have shape (nx, nx) or (N, nx, nx), got {A.shape}")
+    nx = M.shape[0]
+    s = np.linalg.svd(M, compute_uv=False)
+    tol = (max(M.shape) * np.finfo(float).eps if rtol is None else rtol) * (s[0] if s.size else 0)
+    rank = int(np.sum(s > tol))
+    return Controllability(rank, float(s[nx - 1]), rank == nx, M)

@@ -1,0 +1,478 @@
+"""The midpoint variational integrator and its exact first- and second-order linearizations
+(Johnson, Schultz & Murphey, "Structured linearization of discrete mechanical systems"): the
+one Python front-end to the DEL kernels (:mod:`core.del_solve`, :mod:`core.del_first_order`,
+:mod:`core.del_second_order`, :mod:`core.del_trajectory`, :mod:`core.del_inverse`) and to the
+exact state transforms (:mod:`core.legendre`).
+
+A :class:`MidpointVI` is a discrete system in state form (``nx``, ``nu``, ``step``,
+``linearize``, ``linearize2``), so it goes straight into :func:`core.optimize_trajectory` and
+the simulators. State and input layouts, tensor index order: :mod:`core.conventions`::
+
+    x_k = [q_k (all n variables), p_k (dynamic variables), v_k (kinematic velocities)]
+    u_k = [force inputs, rho_k+1 (next values of the kinematic variables)]
+    H[i, a, b] = d2 x_k+1,i / dz_a dz_b,  z = [x_k, u_k]
+
+Errors: a DEL solve that does not converge, or a singular one-step map (Sec. VII), raises
+:class:`core.IntegratorError` naming the step, the matrix, the residual and the iterations; bad
+numeric input raises ``ValueError`` naming the entry.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import numba
+import numpy as np
+
+from .del_first_order import del_linearize
+from .del_inverse import del_inverse_dynamics, discrete_momenta
+from .del_second_order import second_order_scratch
+from .del_solve import del_step
+from .del_trajectory import (
+    linearize_chunk,
+    linearize_parallel,
+    simulate_kernel,
+    solve_each,
+)
+from .errors import (
+    NEWTON_FAILED,
+    OK,
+    OVERFLOW,
+    SINGULAR_CONSTRAINT_STEP,
+    SINGULAR_JACOBIAN,
+    SINGULAR_M_NEXT,
+    IntegratorError,
+    SingularMatrixError,
+)
+from .legendre import (
+    feedback,
+    inverse_legendre,
+    legendre,
+    legendre_jacobian,
+    legendre_many,
+)
+from .validation import check_vector, float_stack, is_plain_vector
+
+_NO_SCRATCH = np.empty(0)
+_NO_TENSOR = np.empty((0, 0, 0))
+
+
+class MidpointVI:
+    """Midpoint variational integrator for a :class:`core.System` with time step ``dt``.
+
+    ``step`` raises :class:`IntegratorError` when Newton's method does not converge (with the
+    residual and iteration count) and ``linearize`` when ``M_k+1`` or
+    ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` is singular (condition number above ``condition_limit``).
+
+    The last DEL solve is remembered per thread, so ``step(x, u)`` followed by
+    ``linearize(x, u)`` (the usual pattern along a trajectory) solves once. Every method is
+    thread-safe: kernels use the calling thread's scratch (``system.workspace``).
+    """
+
+    def __init__(self, system, dt: float, tolerance: float = 1e-11, max_iterations: int = 50,
+                 condition_limit: float = 1e12):
+        if not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be a positive number, got {dt!r}")
+        self.system, self.dt = system, float(dt)
+        self.tolerance, self.max_iterations = float(tolerance), int(max_iterations)
+        self.condition_limit = float(condition_limit)
+        kin_names = set(system.kinematic_names)
+        names = system.config_names
+        self._last = threading.local()      # per thread: the last solve
+        self.kinematic_index = np.array([i for i, nm in enumerate(names) if nm in kin_names], np.int64)
+        self.dynamic_index = np.array([i for i, nm in enumerate(names) if nm not in kin_names], np.int64)
+        # dimensions are fixed with the index arrays (plain attributes: read on every call)
+        self._nq, self._nd, self._nk = len(names), len(self.dynamic_index), len(self.kinematic_index)
+        self._m = system.nu
+        self._nu = self._m + self._nk
+
+    # ---------------------------------------------------------------- dimensions and names
+    @property
+    def nq(self):
+        return self._nq
+
+    @property
+    def nd(self):
+        return self._nd
+
+    @property
+    def nk(self):
+        return self._nk
+
+    @property
+    def nx(self):
+        return self._nq + self._nd + self._nk
+
+    @property
+    def nu(self):
+        return self._nu
+
+    @property
+    def state_names(self):
+        """``[q..., p_<dynamic>..., v_<kinematic>...]``."""
+        return list(self._names()[0])
+
+    @property
+    def input_names(self):
+        """``[force inputs..., <kinematic>_next...]``."""
+        return list(self._names()[1])
+
+    @property
+    def dynamic_names(self):
+        return [self.system.config_names[i] for i in self.dynamic_index]
+
+    @property
+    def kinematic_names(self):
+        return [self.system.config_names[i] for i in self.kinematic_index]
+
+    def _names(self):
+        """(state names, input names) as tuples, built once per model compilation: the
+        vector checks on every call take them, and building 100 strings costs microseconds."""
+        model = self.system.model
+        cached = self.__dict__.get("_names_cache")
+        if cached is None or cached[0] is not model:
+            names = self.system.config_names
+            state = (names + ["p_" + names[i] for i in self.dynamic_index]
+                     + ["v_" + names[i] for i in self.kinematic_index])
+            inputs = self.system.input_names + [names[i] + "_next" for i in self.kinematic_index]
+            cached = self.__dict__["_names_cache"] = (model, tuple(state), tuple(inputs))
+        return cached[1], cached[2]
+
+    # ---------------------------------------------------------------- packing
+    # (called on every step and linearization: the names for the error message are only
+    # looked up when the check fails)
+    def split_state(self, x, finite: bool = True):
+        """``(q, p, v)`` views of ``x`` (a ValueError naming a wrong size or, with ``finite``,
+        the first non-finite entry)."""
+        n, nd = self._nq, self._nd
+        if not is_plain_vector(x, n + nd + self._nk, finite):
+            x = check_vector("x", x, n + nd + self._nk, self._names()[0], finite)
+        return x[:n], x[n:n + nd], x[n + nd:]
+
+    def split_input(self, u, finite: bool = True, copy: bool = True):
+        """``(u_force, rho)`` copies of ``u`` (views without ``copy``; errors as
+        :meth:`split_state`)."""
+        if not is_plain_vector(u, self._nu, finite):
+            u = check_vector("u", u, self._nu, self._names()[1], finite)
+        m = self._m
+        return (u[:m].copy(), u[m:].copy()) if copy else (u[:m], u[m:])
+
+    def state(self, q, p, v=None):
+        """Pack ``x = [q, p_dyn, v_kin]``."""
+        v = np.zeros(self.nk) if v is None else v
+        return np.concatenate([check_vector("q", q, self.nq), check_vector("p", p, self.nd),
+                               check_vector("v", v, self.nk)])
+
+    # ---------------------------------------------------------------- exact state transforms
+    def momentum(self, q, dq):
+        """Discrete-state momentum from a continuous state: ``p = dL/d dq`` on dynamic rows."""
+        return self.system.momentum(q, dq)[self.dynamic_index]
+
+    def discrete_state(self, q, dq) -> np.ndarray:
+        """The exact Legendre transform ``[q, qdot] -> x = [q, p, v]``: ``p = dL/dqdot`` on the
+        dynamic rows, ``v = qdot`` on the kinematic rows."""
+        names = self.system.config_names
+        q = check_vector("q", q, self.nq, names)
+        dq = check_vector("qdot", dq, self.nq, names)
+        x = np.empty(self.nx)
+        data, der = self.system.workspace.get()
+        legendre(self.system.model, data, der, self.dynamic_index, self.kinematic_index, q, dq, x)
+        return x
+
+    def discrete_states(self, Q, dQ) -> np.ndarray:
+        """:meth:`discrete_state` of each row of ``Q`` and ``dQ`` (knots, n): (knots, nx)."""
+        Q = float_stack("positions", Q, (None, self.nq))
+        dQ = float_stack("velocities", dQ, Q.shape)
+        X = np.empty((Q.shape[0], self.nx))
+        data, der = self.system.workspace.get()
+        legendre_many(self.system.model, data, der, self.dynamic_index, self.kinematic_index, Q, dQ, X)
+        return X
+
+    def continuous_state(self, x):
+        """The inverse transform ``x = [q, p, v] -> (q, qdot)``: ``M_dd qdot_dyn = p - M_dk v``.
+        Raises :class:`SingularMatrixError` if ``M_dd`` is singular at ``q``."""
+        q, p, v = self.split_state(x)
+        dq = np.empty(self.nq)
+        data, der = self.system.workspace.get()
+        if not inverse_legendre(self.system.model, data, der, self.dynamic_index,
+                                self.kinematic_index, q.copy(), p.copy(), v.copy(), dq):
+            raise SingularMatrixError("inverse Legendre transform: the mass matrix of the dynamic "
+                                      "variables is singular at this q", "mass matrix", -1)
+        return q.copy(), dq
+
+    def state_jacobian(self, q, dq) -> np.ndarray:
+        """``d[q, p, v] / d[q, qdot]`` (2n x 2n) at ``(q, qdot)``: maps a continuous-state
+        perturbation (or weight) to the discrete state."""
+        names = self.system.config_names
+        q = check_vector("q", q, self.nq, names)
+        dq = check_vector("qdot", dq, self.nq, names)
+        J = np.empty((2 * self.nq, 2 * self.nq))
+        data, der = self.system.workspace.get()
+        legendre_jacobian(self.system.model, data, der, self.dynamic_index, self.kinematic_index,
+                          q, dq, J)
+        return J
+
+    def discrete_momentum(self, q_prev, q):
+        """The discrete Legendre transform ``p_k = D2 L_d(q_k-1, q_k)`` (dynamic rows)."""
+        Q = np.stack([check_vector("q_prev", q_prev, self.nq), check_vector("q", q, self.nq)])
+        return self.discrete_momenta(Q, np.zeros(self.nd))[1]
+
+    def discrete_momenta(self, Q, p0) -> np.ndarray:
+        """Momenta along configurations ``Q`` (knots, n): ``p_0`` given, then
+        ``p_k = D2 L_d(q_k-1, q_k)``. Returns (knots, nd)."""
+        Q = float_stack("configurations", Q, (None, self.nq))
+        P = np.empty((Q.shape[0], self.nd))
+        P[0] = check_vector("p0", p0, self.nd)
+        data, der = self.system.workspace.get()
+        discrete_momenta(self.system.model, data, der, self.dt, self.dynamic_index, Q, P)
+        return P
+
+    # ---------------------------------------------------------------- the tracking law
+    def feedback(self, q, dq, x_ref, u_ref, K, x_out=None, u_out=None):
+        """``u = u_ref - K (x - x_ref)`` with ``x = discrete_state(q, dq)``, in one compiled
+        call (the 1 kHz path of a controller). Returns ``(u, x)``, or ``(None, x)`` if an entry
+        of ``u`` is not finite. The arguments are not checked: pass float64 arrays of the right
+        sizes (``K`` is (nu, nx)); ``x_out``, ``u_out`` receive the results if given."""
+        x = np.empty(self.nx) if x_out is None else x_out
+        u = np.empty(self.nu) if u_out is None else u_out
+        data, der = self.system.workspace.get()
+        ok = feedback(self.system.model, data, der, self.dynamic_index, self.kinematic_index, q, dq,
+                      x_ref, u_ref, K, x, u)
+        return (u if ok else None), x
+
+    # ---------------------------------------------------------------- stepping
+    def _solve(self, q, p, u_force, rho, check=None):
+        """DEL solve, remembered per thread. The arrays returned are the cache's own: copy them
+        before handing them out. ``check`` (raising for bad input) runs before a solve, not on
+        a hit: the inputs were checked then."""
+        key = (q.tobytes(), p.tobytes(), u_force.tobytes(), rho.tobytes())
+        cache = self._last.__dict__
+        if cache.get("key") == key and cache.get("model") is self.system.model:
+            return cache["value"]
+        if check is not None:
+            check()
+        value = self._solve_uncached(q, p, u_force, rho)
+        cache.update(key=key, model=self.system.model, value=value)
+        return value
+
+    def _solve_uncached(self, q, p, u_force, rho):
+        model = self.system.model
+        data, der = self.system.workspace.get()
+        n = model.nq
+        q1, p1, lam = np.empty(n), np.empty(self.nd), np.zeros(model.nh)
+        Dh1 = np.empty((model.nh, n))
+        status, info = np.zeros(2, np.int64), np.zeros(2)
+        del_step(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
+                 u_force, rho, self.tolerance, self.max_iterations, q1, p1, lam, Dh1, status, info)
+        self._raise_solve(status, info, None)
+        # Shared through the cache: callers copy them or only pass them to kernels. (Kept
+        # writable: numba types read-only arrays apart and types them slowly, ~9 us a call.)
+        # Dh(q_k+1) goes to the linearization, which then need not evaluate it again.
+        return q1, p1, lam, Dh1
+
+    def _raise_solve(self, status, info, step):
+        code = int(status[0])
+        at = f" at step {step}" if step is not None else ""
+        if code == NEWTON_FAILED:
+            raise IntegratorError(
+                f"DEL solve did not converge{at}: residual {info[0]:.3e} after {int(info[1])} "
+                f"Newton iterations (tolerance {self.tolerance:.1e}); reduce dt or check the inputs",
+                step=step, matrix=None, residual=float(info[0]), iterations=int(info[1]))
+        if code == SINGULAR_JACOBIAN:
+            raise IntegratorError(
+                f"DEL Newton Jacobian is singular{at} (row {int(status[1])}): M_k+1 or the "
+                "constraint Jacobian lost rank", step=step, matrix="DEL Jacobian",
+                residual=float(info[0]), iterations=int(info[1]))
+        if code == OVERFLOW:
+            raise IntegratorError(
+                f"DEL solve overflowed{at}: the next state is not finite (the state or inputs are "
+                "too large for this system and dt)", step=step, matrix=None,
+                residual=float(info[0]), iterations=int(info[1]))
+
+    def step(self, x, u=None, multipliers: bool = False):
+        """The one-step map ``x_k+1 = f(x_k, u_k)`` (``u`` None: zeros); with ``multipliers``
+        also ``lam_k``, the holonomic constraint multipliers of the step."""
+        q, p, _ = self.split_state(x)
+        u_force, rho = self.split_input(np.zeros(self.nu) if u is None else u)
+        q1, p1, lam, _ = self._solve(q, p, u_force, rho)
+        v1 = (rho - q[self.kinematic_index]) / self.dt
+        x1 = np.concatenate([q1, p1, v1])
+        return (x1, lam.copy()) if multipliers else x1
+
+    def simulate(self, q0, p0, u_sequence):
+        """Simulate ``N = len(u_sequence)`` steps; returns ``(Q, P, LAM)`` of shapes (N+1, n),
+        (N+1, nd) and (N, nh). Raises :class:`IntegratorError` naming the failing step."""
+        model = self.system.model
+        U = float_stack("u_sequence", u_sequence, (None, self.nu))
+        q0 = check_vector("q0", q0, self.nq, self.system.config_names)
+        p0 = check_vector("p0", p0, self.nd)
+        N, m = U.shape[0], self._m
+        Q, P, LAM = np.empty((N + 1, self.nq)), np.empty((N + 1, self.nd)), np.zeros((N, model.nh))
+        data, der = self.system.workspace.get()
+        status, info = np.zeros(3, np.int64), np.zeros(2)
+        simulate_kernel(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q0, p0,
+                        np.ascontiguousarray(U[:, :m]), np.ascontiguousarray(U[:, m:]),
+                        self.tolerance, self.max_iterations, Q, P, LAM, status, info)
+        if status[0] != OK:
+            self._raise_solve(status, info, int(status[2]))
+        return Q, P, LAM
+
+    def inverse_dynamics(self, Q, p0):
+        """``(U, P, residual)`` along configurations ``Q`` (N+1, n): the least-squares inputs
+        that make the forced DEL equations hold (the kinematic columns of ``U`` are the next
+        configurations), the momenta ``P`` (N+1, nd) from ``p0`` by the discrete Legendre
+        transform, and the DEL residual of each step relative to its terms (0 where exactly
+        feasible). Holonomic constraint forces are not modelled: constrained systems leave a
+        residual."""
+        Q = float_stack("configurations", Q, (None, self.nq))
+        if Q.shape[0] < 2:
+            raise ValueError(f"configurations must have at least 2 knots, got {Q.shape[0]}")
+        N = Q.shape[0] - 1
+        U, P, resid = np.empty((N, self.nu)), np.empty((N + 1, self.nd)), np.empty(N)
+        data, der = self.system.workspace.get()
+        del_inverse_dynamics(self.system.model, data, der, self.dt, self.dynamic_index,
+                             self.kinematic_index, Q, check_vector("p0", p0, self.nd), U, P, resid)
+        return U, P, resid
+
+    # ---------------------------------------------------------------- linearization
+    def _linearize(self, x, u, second):
+        u = np.zeros(self.nu) if u is None else u
+        # sizes now; finiteness with the solve (a step solved before had its inputs checked)
+        # and for v_k, which the solve does not see
+        q, p, v = self.split_state(x, finite=False)
+        u_force, rho = self.split_input(u, finite=False, copy=False)  # the kernels only read
+        check = lambda: (self.split_state(x), self.split_input(u))  # noqa: E731
+        if v.shape[0] and not math.isfinite(np.dot(v, v)):   # (an overflow: the full check)
+            check()
+        q1, p1, lam, Dh1 = self._solve(q, p, u_force, rho, check)
+        model = self.system.model
+        data, der = self.system.workspace.get(third_order=second)
+        A, B = np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))
+        nz = self.nx + self.nu
+        H = np.empty((self.nx, nz, nz)) if second else _NO_TENSOR
+        status, conds = self._status()
+        del_linearize(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
+                      u_force, rho, q1, lam, Dh1, second, self.condition_limit, A, B, H, status,
+                      conds, self._scratch(second))
+        self._raise_singular(int(status[0]), conds, None)
+        return q, q1, p1, rho, A, B, H
+
+    def _status(self):
+        """This thread's status and condition-number arrays of the linearization kernel (read
+        right after each call)."""
+        ws = self.system.workspace
+        return ws.buffer("vi_status", 2, np.int64), ws.buffer("vi_conditions", 2)
+
+    def _scratch(self, second):
+        """Per-thread work space of the second-order linearization (kept: allocating megabytes
+        per call made glibc return them to the OS and fault them back in)."""
+        if not second:
+            return _NO_SCRATCH
+        size = second_order_scratch(self.nq, self.nd, self.system.model.nh)
+        return self.system.workspace.buffer("second_order", size)
+
+    def _raise_singular(self, code, conds, step):
+        at = f" at step {step}" if step is not None else ""
+        if code == SINGULAR_M_NEXT:
+            raise IntegratorError(
+                f"M_k+1 = D2 D1 L_d + D2 F_d^- is singular{at} (condition number {conds[0]:.3e} > "
+                f"{self.condition_limit:.1e}): singular coordinates or too large a time step "
+                "(Sec. VII-A)", step=step, matrix="M_k+1")
+        if code == SINGULAR_CONSTRAINT_STEP:
+            raise IntegratorError(
+                f"Dh(q_k+1) M_k+1^-1 Dh(q_k)^T is singular{at} (condition number {conds[1]:.3e} > "
+                f"{self.condition_limit:.1e}): the constraint moved too far in one step or is "
+                "degenerate (Sec. VII-B)", step=step, matrix="Dh M^-1 Dh^T")
+
+    def linearize(self, x, u=None):
+        """Exact first-order linearization ``(A, B)`` of the one-step map at ``(x, u)``."""
+        A, B = self._linearize(x, u, False)[4:6]
+        return A, B
+
+    def linearize2(self, x, u=None):
+        """``(A, B, H)`` with ``H[i, a, b] = d2 x_k+1,i / dz_a dz_b``, ``z = [x, u]``."""
+        return self._linearize(x, u, True)[4:]
+
+    def step_linearize(self, x, u=None, second_order: bool = False):
+        """One step and its exact linearization from the same solve: ``(x_next, A, B)``, or
+        ``(x_next, A, B, H)`` with ``second_order``."""
+        q, q1, p1, rho, A, B, H = self._linearize(x, u, second_order)
+        x1 = np.concatenate([q1, p1, (rho - q[self.kinematic_index]) / self.dt])
+        return (x1, A, B, H) if second_order else (x1, A, B)
+
+    def linearize_trajectory(self, X, U, second_order: bool = False, threads: int | None = None):
+        """Linearizations along a trajectory ``X`` (N+1, nx), ``U`` (N, nu), each step
+        re-solved from ``X[k]``. Returns ``(A, B)`` stacks (N, nx, nx), (N, nx, nu), plus ``H``
+        (N, nx, nz, nz) with ``second_order``.
+
+        ``threads``: chunks linearized in parallel (default: numba's thread count). With
+        ``threads=1`` everything runs in one compiled serial call without the GIL and without
+        numba's threading layer, which is what a caller that is itself multi-threaded (a ROS
+        node's executor) should use."""
+        X = float_stack("X", X, (None, self.nx))
+        U = float_stack("U", U, (X.shape[0] - 1, self.nu))
+        N, n, nd, m = U.shape[0], self.nq, self.nd, self._m
+        model = self.system.model
+        dyn, kin = self.dynamic_index, self.kinematic_index
+        Q = np.ascontiguousarray(X[:, :n])
+        P = np.ascontiguousarray(X[:, n:n + nd])
+        Uf, rho = np.ascontiguousarray(U[:, :m]), np.ascontiguousarray(U[:, m:])
+        Q1, LAM, DH1 = np.empty((N, n)), np.zeros((N, model.nh)), np.empty((N, model.nh, n))
+        data, der = self.system.workspace.get(third_order=second_order)
+        status, info = np.zeros(3, np.int64), np.zeros(2)
+        solve_each(model, data, der, self.dt, dyn, kin, Q, P, Uf, rho, self.tolerance,
+                   self.max_iterations, Q1, LAM, DH1, status, info)
+        if status[0] != OK:
+            self._raise_solve(status, info, int(status[2]))
+        nz = self.nx + self.nu
+        As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
+        Hs = np.empty((N, self.nx, nz, nz) if second_order else (N, 0, 0, 0))
+        stat, conds = np.zeros(N, np.int64), np.zeros((N, 2))
+        nchunks = max(1, min(N, threads or numba.get_num_threads()))
+        if nchunks == 1:
+            linearize_chunk(model, data, der, self.dt, dyn, kin, Q, Q1, P, LAM, DH1, Uf, rho,
+                            second_order, self.condition_limit, As, Bs, Hs, stat, conds, 0, 1)
+        else:
+            linearize_parallel(model, data, der, self.dt, dyn, kin, Q, Q1, P, LAM, DH1, Uf, rho,
+                               second_order, self.condition_limit, As, Bs, Hs, stat, conds, nchunks)
+        bad = np.flatnonzero(stat != OK)
+        if bad.size:
+            k = int(bad[0])
+            self._raise_singular(int(stat[k]), conds[k], k)
+        return (As, Bs, Hs) if second_order else (As, Bs)
+
+    # ---------------------------------------------------------------- compilation
+    def warm_up(self) -> None:
+        """Compile (or load from numba's cache) every kernel this integrator and its system
+        use, by running each once at ``q = 0``. Without it the first call of each compiles
+        (seconds to minutes on a cold cache); a controller calls it before it starts."""
+        n = self.nq
+        q, dq = np.zeros(n), np.zeros(n)
+        x = self.discrete_state(q, dq)
+        self.state_jacobian(q, dq)
+        for call in (lambda: self.system.linearize(q, dq), lambda: self.continuous_state(x)):
+            try:
+                call()
+            except SingularMatrixError:
+                pass       # singular at q = 0 for this model: compiled all the same
+        self.system.input_matrix(q)
+        u = np.zeros(self.nu)
+        u[self._m:] = q[self.kinematic_index]
+        K = np.zeros((self.nu, self.nx))
+        self.feedback(q, dq, x, u, K)
+        for a in (x, u, K):          # read-only arrays are a numba type of their own
+            a.setflags(write=False)
+        self.feedback(q, dq, x, u, K)
+        Q = np.zeros((3, n))
+        U, P, _ = self.inverse_dynamics(Q, np.zeros(self.nd))
+        X = np.hstack([Q, P, np.zeros((3, self.nk))])
+        for second in (False, True):
+            try:
+                self.linearize_trajectory(X, U, second_order=second, threads=1)
+                self.step_linearize(X[0], U[0], second_order=second)
+            except (IntegratorError, SingularMatrixError):
+                pass
+        try:
+            self.simulate(Q[0], P[0], U)
+        except IntegratorError:
+            pass

@@ -1,0 +1,590 @@
+"""Building a system: describe a tree-structured mechanical system and compile it to a
+:class:`Model`.
+
+A system is a tree of coordinate frames under the fixed ``world`` frame. Each frame is placed
+relative to its parent by an optional constant offset followed by exactly one simple transform:
+
+    g_parent,frame = G_offset · X_kind(value)
+
+where ``kind`` is one of ``tx, ty, tz`` (translation along the offset frame's x, y or z axis) or
+``rx, ry, rz`` (rotation about it), and ``value`` is a number (a constant transform) or the name
+of the configuration variable that drives it. A frame with only an offset is a constant frame.
+The orderings of variables, inputs and constraint rows are those of :mod:`core.conventions`.
+
+Pinocchio-style separation: :class:`System` is what the robot is (names, elements); its compiled
+:class:`Model` (:mod:`core.model`) is an immutable record of arrays that the kernels read;
+per-evaluation scratch lives in its :class:`Workspace` (:mod:`core.workspace`). The numeric
+methods are thin calls into :mod:`core.dynamics` and :mod:`core.minimal`.
+"""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from . import dynamics, minimal
+from .errors import ModelError
+from .linalg import tree_index
+from .model import (
+    HC_COINCIDE,
+    HC_DISTANCE,
+    HC_PLANE,
+    INPUT_TORQUE,
+    INPUT_WRENCH,
+    KIND_CONST,
+    KIND_RX,
+    KIND_RY,
+    KIND_RZ,
+    KIND_TX,
+    KIND_TY,
+    KIND_TZ,
+    MODEL_FIELDS,
+    WORLD,
+    Model,
+)
+from .workspace import Workspace
+
+TRANSFORM_KINDS = {"tx": KIND_TX, "ty": KIND_TY, "tz": KIND_TZ,
+                   "rx": KIND_RX, "ry": KIND_RY, "rz": KIND_RZ}
+AXES = {"x": 0, "y": 1, "z": 2}
+WRENCH_COMPONENTS = ("fx", "fy", "fz", "mx", "my", "mz")
+
+
+def _rotation_from_spec(spec: Any, where: str) -> np.ndarray:
+    """A rotation matrix from ``rpy: [r, p, y]`` (fixed axes x then y then z) or a 3x3 matrix."""
+    arr = np.asarray(spec, dtype=float)
+    if arr.shape == (3,):
+        r, p, y = arr
+        cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+        rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+        ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+        rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+        return rz @ ry @ rx
+    if arr.shape == (3, 3):
+        if not np.allclose(arr @ arr.T, np.eye(3), atol=1e-9) or np.linalg.det(arr) < 0:
+            raise ModelError(f"{where}: rotation matrix is not a proper rotation")
+        return arr
+    raise ModelError(f"{where}: rotation must be rpy [r, p, y] or a 3x3 matrix, got {spec!r}")
+
+
+def _number(value: Any, where: str, positive: bool = False, nonnegative: bool = False) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ModelError(f"{where}: expected a number, got {value!r}") from None
+    if not math.isfinite(x):
+        raise ModelError(f"{where}: must be finite, got {value!r}")
+    if positive and x <= 0:
+        raise ModelError(f"{where}: must be positive, got {x}")
+    if nonnegative and x < 0:
+        raise ModelError(f"{where}: must be non-negative, got {x}")
+    return x
+
+
+def _axis(value: Any, where: str) -> int:
+    if value not in AXES:
+        raise ModelError(f"{where}: axis must be one of x, y, z, got {value!r}")
+    return AXES[value]
+
+
+def _inertia(spec: Any, where: str) -> np.ndarray:
+    arr = np.asarray(spec, dtype=float)
+    if arr.shape == (3,):
+        arr = np.diag(arr)
+    if arr.shape != (3, 3) or not np.all(np.isfinite(arr)):
+        raise ModelError(f"{where}: inertia must be [Ixx, Iyy, Izz] or a finite 3x3 matrix")
+    if not np.allclose(arr, arr.T, atol=1e-12):
+        raise ModelError(f"{where}: inertia matrix must be symmetric")
+    if np.linalg.eigvalsh(arr).min() < -1e-12:
+        raise ModelError(f"{where}: inertia matrix must be positive semi-definite")
+    return arr
+
+
+class System:
+    """A tree-structured mechanical system in generalized coordinates.
+
+    Build it from Python (``add_frame``, ``add_constraint``, ...) or from YAML/dict with
+    :func:`load_system`. Numeric methods (``qdd``, ``linearize``, ``momentum``, ...) compile the
+    description into an immutable :class:`Model` on first use; any later change recompiles.
+
+    Example::
+
+        sys = System(gravity=[0, -9.8, 0])
+        sys.add_frame("link1", parent="world", rz="theta1")
+        sys.add_frame("A", parent="link1", ty=-1.0, mass=1.0)
+        sys.add_input("torque", config="theta1")
+    """
+
+    def __init__(self, gravity=(0.0, 0.0, -9.81), name: str = "system"):
+        self.name = name
+        self.gravity = np.array([_number(g, f"gravity[{i}]") for i, g in enumerate(gravity)]) \
+            if len(gravity) == 3 else self._bad_gravity(gravity)
+        self._frames: list[dict] = []
+        self._constraints: list[dict] = []
+        self._velocity_constraints: list[dict] = []
+        self._springs: list[dict] = []
+        self._damping: dict[str, float] = {}
+        self._inputs: list[dict] = []
+        self._kinematic: list[str] = []
+        self._extra_configs: list[str] = []
+        self._model: Model | None = None          # set by compile() only
+        self._workspace: Workspace | None = None
+        self._config_names: list[str] = []
+        self._input_names: list[str] = []
+        self._frame_names: list[str] = []
+        self._kinematic_set: set[str] = set()
+
+    @staticmethod
+    def _bad_gravity(gravity):
+        raise ModelError(f"gravity must be [gx, gy, gz], got {gravity!r}")
+
+    # ----------------------------------------------------------------------------- building
+    def add_frame(self, name: str, parent: str = WORLD, mass: float = 0.0, inertia=None,
+                  offset: dict | None = None, **transform) -> "System":
+        """Add a frame: ``add_frame("A", parent="link1", ty=-1.0, mass=1.0)``.
+
+        ``transform`` holds at most one of ``tx, ty, tz, rx, ry, rz`` whose value is a number or
+        a configuration-variable name. ``offset`` is ``{"translation": [x, y, z], "rotation":
+        [r, p, y] or 3x3}`` applied before the transform. ``inertia`` is ``[Ixx, Iyy, Izz]`` or a
+        3x3 matrix about the frame's axes at its origin (where the mass sits).
+        """
+        where = f"frame {name!r}"
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"frame name must be a non-empty string, got {name!r}")
+        if name == WORLD:
+            raise ModelError("frame name 'world' is reserved for the fixed root frame")
+        if any(f["name"] == name for f in self._frames):
+            raise ModelError(f"{where}: duplicate frame name")
+        unknown = [k for k in transform if k not in TRANSFORM_KINDS]
+        if unknown:
+            raise ModelError(f"{where}: unknown key(s) {unknown}; transforms are tx, ty, tz, rx, ry, rz")
+        if len(transform) > 1:
+            raise ModelError(f"{where}: a frame has exactly one transform, got {sorted(transform)}")
+        kind, value = (next(iter(transform.items())) if transform else (None, 0.0))
+        if kind is not None and not isinstance(value, str):
+            value = _number(value, f"{where}.{kind}")
+        if isinstance(value, str):
+            if not value:
+                raise ModelError(f"{where}: configuration variable name must be non-empty")
+            for f in self._frames:
+                if f["value"] == value:
+                    raise ModelError(f"{where}: configuration variable {value!r} already drives "
+                                     f"frame {f['name']!r}; each variable drives one frame")
+        off_R, off_p = np.eye(3), np.zeros(3)
+        if offset is not None:
+            if not isinstance(offset, dict) or set(offset) - {"translation", "rotation"}:
+                raise ModelError(f"{where}: offset must be {{translation: [x,y,z], rotation: rpy or 3x3}}")
+            if "translation" in offset:
+                off_p = np.asarray(offset["translation"], dtype=float)
+                if off_p.shape != (3,) or not np.all(np.isfinite(off_p)):
+                    raise ModelError(f"{where}: offset translation must be 3 finite numbers")
+            if "rotation" in offset:
+                off_R = _rotation_from_spec(offset["rotation"], f"{where}.offset.rotation")
+        mass = _number(mass, f"{where}.mass", nonnegative=True)
+        I = _inertia(inertia, f"{where}.inertia") if inertia is not None else np.zeros((3, 3))
+        self._frames.append(dict(name=name, parent=parent, kind=kind, value=value, mass=mass,
+                                 inertia=I, offset_R=off_R, offset_p=off_p))
+        self._model = None
+        return self
+
+    def add_constraint(self, type: str, **kw) -> "System":
+        """Add a constraint.
+
+        * ``distance``: ``frame1, frame2, distance`` (number or variable name);
+          h = |p1 - p2|^2 - d^2.
+        * ``plane``: ``frame``, ``plane_frame`` (default world), ``normal`` (x/y/z axis of the
+          plane frame), ``offset``; h = n . (p - p_plane) - offset.
+        * ``coincide``: ``frame1, frame2, axes`` (world axes, e.g. [x, y]); h = (p1 - p2)_axis.
+        * ``velocity``: ``frame, axis``: the frame's origin has zero velocity along that frame's
+          axis (knife edge, skate); continuous dynamics only.
+        """
+        entry = dict(kw, type=type)
+        if type not in ("distance", "plane", "coincide", "velocity"):
+            raise ModelError(f"constraint {len(self._constraints)}: unknown type {type!r} "
+                             "(distance, plane, coincide, velocity)")
+        (self._velocity_constraints if type == "velocity" else self._constraints).append(entry)
+        self._model = None
+        return self
+
+    def add_spring(self, type: str = "config", **kw) -> "System":
+        """``config``: ``config, stiffness, rest`` (V = k/2 (q - rest)^2); ``frames``:
+        ``frame1, frame2, stiffness, rest_length`` (V = k/2 (|p1 - p2| - rest)^2)."""
+        if type not in ("config", "frames"):
+            raise ModelError(f"spring {len(self._springs)}: unknown type {type!r} (config, frames)")
+        self._springs.append(dict(kw, type=type))
+        self._model = None
+        return self
+
+    def add_damping(self, config: str, coefficient: float) -> "System":
+        """Viscous damping on a configuration variable: F = -c dq."""
+        self._damping[config] = _number(coefficient, f"damping on {config!r}", nonnegative=True)
+        self._model = None
+        return self
+
+    def add_input(self, type: str = "torque", name: str | None = None, **kw) -> "System":
+        """``torque``: generalized force on ``config``; ``force``/``moment``: one component
+        (``axis``) of a wrench at ``frame`` in that frame's coordinates; ``wrench``: all six."""
+        if type not in ("torque", "force", "moment", "wrench"):
+            raise ModelError(f"input {len(self._inputs)}: unknown type {type!r} "
+                             "(torque, force, moment, wrench)")
+        self._inputs.append(dict(kw, type=type, name=name))
+        self._model = None
+        return self
+
+    def set_kinematic(self, names) -> "System":
+        """Declare configuration variables whose trajectory is prescribed (variational integrator)."""
+        self._kinematic = list(names)
+        self._model = None
+        return self
+
+    # ----------------------------------------------------------------------------- numerics
+    def qdd(self, q, dq, u=None):
+        """Accelerations of the constrained, forced dynamics (see :mod:`core.dynamics`)."""
+        return dynamics.qdd(self, q, dq, u)
+
+    def constraint_forces(self, q, dq, u=None):
+        """Constraint multipliers lambda (holonomic rows, then velocity rows)."""
+        return dynamics.constraint_forces(self, q, dq, u)
+
+    def linearize(self, q, dq, u=None, multipliers: bool = False):
+        """Exact continuous linearization ``(A, B)`` for ``x = [q, dq]`` (and the multipliers'
+        derivatives with ``multipliers=True``)."""
+        return dynamics.linearize(self, q, dq, u, multipliers)
+
+    def linearize_minimal(self, q, dq, u=None, independent=None, condition_limit: float = 1e8, *,
+                          residual_limit: float = 1e-6):
+        """Linearization in independent coordinates and speeds (Peterson, Gede & Hubbard):
+        ``(A, B, info)`` for the state ``[independent q, independent dq]`` (see
+        :mod:`core.minimal`)."""
+        return minimal.linearize_minimal(self, q, dq, u, independent, condition_limit,
+                                 residual_limit=residual_limit)
+
+    def momentum(self, q, dq):
+        """Generalized momentum ``dL/d dq``."""
+        return dynamics.momentum(self, q, dq)
+
+    def energy(self, q, dq):
+        """Total mechanical energy ``KE + V``."""
+        return dynamics.energy(self, q, dq)
+
+    def constraint(self, q, order: int = 0):
+        """Holonomic constraint values ``h(q)`` (and ``Dh``, ``D2h`` with ``order`` 1, 2)."""
+        return dynamics.constraint(self, q, order)
+
+    def lagrangian_derivatives(self, q, dq, order: int = 2):
+        """Derivatives of the Lagrangian up to third order (see :mod:`core.lagrangian`)."""
+        return dynamics.lagrangian_derivatives(self, q, dq, order)
+
+    def input_matrix(self, q):
+        """``dF/du`` (n x m) at ``q``: how each input enters the generalized forces."""
+        return dynamics.input_matrix(self, q)
+
+    # ----------------------------------------------------------------------------- compilation
+    def compile(self) -> Model:
+        """Compile the description into its immutable :class:`Model` (and a fresh
+        :class:`Workspace`) now, raising :class:`ModelError` naming a malformed element. Numeric
+        methods compile on first use; call this to fail early. Any later change recompiles."""
+        if self._model is None:
+            compiled = _compile(self)
+            self._config_names = compiled.config_names
+            self._input_names = compiled.input_names
+            self._frame_names = compiled.frame_names
+            self._kinematic_set = set(self._kinematic)
+            self._workspace = Workspace(compiled.model)
+            self._model = compiled.model
+        return self._model
+
+    @property
+    def model(self) -> Model:
+        """The compiled, immutable model (see :meth:`compile`)."""
+        return self._model if self._model is not None else self.compile()
+
+    @property
+    def workspace(self) -> Workspace:
+        """Per-thread scratch for evaluations of :attr:`model` (see :mod:`core.workspace`)."""
+        if self._model is None:
+            self.compile()
+        return self._workspace
+
+    # ----------------------------------------------------------------------------- names
+
+    @property
+    def config_names(self) -> list[str]:
+        self.compile()
+        return list(self._config_names)
+
+    @property
+    def input_names(self) -> list[str]:
+        self.compile()
+        return list(self._input_names)
+
+    @property
+    def frame_names(self) -> list[str]:
+        self.compile()
+        return list(self._frame_names)
+
+    @property
+    def kinematic_names(self) -> list[str]:
+        self.compile()
+        return [n for n in self._config_names if n in self._kinematic_set]
+
+    @property
+    def nq(self) -> int:
+        return self.model.nq
+
+    @property
+    def nu(self) -> int:
+        return self.model.nu
+
+    @property
+    def state_names(self) -> list[str]:
+        """Continuous state names: ``[q..., dq...]``."""
+        return self.config_names + ["d" + n for n in self.config_names]
+
+    def config_index(self, name: str) -> int:
+        try:
+            return self.config_names.index(name)
+        except ValueError:
+            raise KeyError(f"unknown configuration variable {name!r}") from None
+
+    def frame_index(self, name: str) -> int:
+        try:
+            return self.frame_names.index(name)
+        except ValueError:
+            raise KeyError(f"unknown frame {name!r}") from None
+
+    def __repr__(self) -> str:
+        m = self.model
+        return (f"System({self.name!r}: {m.nf} frames, nq={m.nq}, nu={m.nu}, "
+                f"{m.nh} holonomic + {m.nv} velocity constraints)")
+
+
+# ------------------------------------------------------------------------------- compilation
+_Compiled = namedtuple("_Compiled", ["model", "config_names", "input_names", "frame_names"])
+
+
+def _topological_order(frames: list[dict]) -> list[int]:
+    """Frame indices ordered parents-first; names unknown parents and cycles."""
+    by_name = {f["name"]: i for i, f in enumerate(frames)}
+    for f in frames:
+        if f["parent"] != WORLD and f["parent"] not in by_name:
+            raise ModelError(f"frame {f['name']!r}: unknown parent {f['parent']!r}")
+    order, state = [], [0] * len(frames)  # 0 new, 1 visiting, 2 done
+
+    for start in range(len(frames)):
+        path = []
+        i = start
+        while state[i] == 0:
+            state[i] = 1
+            path.append(i)
+            parent = frames[i]["parent"]
+            if parent == WORLD:
+                break
+            i = by_name[parent]
+            if state[i] == 1:
+                cycle = [frames[j]["name"] for j in path[path.index(i):]]
+                raise ModelError(f"frames form a cycle: {' -> '.join(cycle)}")
+        for j in reversed(path):
+            state[j] = 2
+            order.append(j)
+    return order
+
+
+def _compile(system: System) -> _Compiled:
+    """The model record and the names of a system's description (reads, never writes, it)."""
+    if not system._frames:
+        raise ModelError("a system needs at least one frame")
+    order = _topological_order(system._frames)
+    frames = [system._frames[i] for i in order]
+    names = [f["name"] for f in frames]
+    index = {n: i for i, n in enumerate(names)}
+
+    config_names: list[str] = []
+    for f in system._frames:           # declaration order, not topological
+        if isinstance(f["value"], str) and f["value"] not in config_names:
+            config_names.append(f["value"])
+
+    def frame_ref(name, where):
+        if name == WORLD:
+            return -1
+        if name not in index:
+            raise ModelError(f"{where}: unknown frame {name!r}")
+        return index[name]
+
+    def extra_config(name, where):
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"{where}: expected a configuration variable name, got {name!r}")
+        if name not in config_names:
+            config_names.append(name)
+        return config_names.index(name)
+
+    # holonomic constraints (may introduce variables: variable-length distance constraints)
+    hc = []
+    for ci, c in enumerate(system._constraints):
+        where = f"constraint {ci} ({c['type']})"
+        t = c["type"]
+        _check_keys(c, {"type", "frame1", "frame2", "distance", "frame", "plane_frame", "normal",
+                        "offset", "axes", "name"}, where)
+        if t == "distance":
+            f1, f2 = frame_ref(_req(c, "frame1", where), where), frame_ref(_req(c, "frame2", where), where)
+            d = _req(c, "distance", where)
+            if isinstance(d, str):
+                hc.append((HC_DISTANCE, f1, f2, 0, 0.0, extra_config(d, where)))
+            else:
+                hc.append((HC_DISTANCE, f1, f2, 0, _number(d, f"{where}.distance", nonnegative=True), -1))
+        elif t == "plane":
+            f1 = frame_ref(_req(c, "frame", where), where)
+            f2 = frame_ref(c.get("plane_frame", WORLD), where)
+            hc.append((HC_PLANE, f1, f2, _axis(c.get("normal", "z"), f"{where}.normal"),
+                       _number(c.get("offset", 0.0), f"{where}.offset"), -1))
+        else:  # coincide
+            f1, f2 = frame_ref(_req(c, "frame1", where), where), frame_ref(_req(c, "frame2", where), where)
+            axes = c.get("axes", ["x", "y", "z"])
+            if isinstance(axes, str) or not axes:
+                raise ModelError(f"{where}: axes must be a non-empty list such as [x, y]")
+            for a in axes:
+                hc.append((HC_COINCIDE, f1, f2, _axis(a, f"{where}.axes"), 0.0, -1))
+    for name in system._kinematic:
+        extra_config(name, "kinematic")
+
+    vc = []
+    for ci, c in enumerate(system._velocity_constraints):
+        where = f"velocity constraint {ci}"
+        _check_keys(c, {"type", "frame", "axis", "name"}, where)
+        f = frame_ref(_req(c, "frame", where), where)
+        if f < 0:
+            raise ModelError(f"{where}: the world frame cannot move")
+        vc.append((f, _axis(_req(c, "axis", where), f"{where}.axis")))
+
+    nq, nf = len(config_names), len(frames)
+    cidx = {n: i for i, n in enumerate(config_names)}
+    frame_parent = np.array([index[f["parent"]] if f["parent"] != WORLD else -1 for f in frames], np.int64)
+    frame_kind = np.array([TRANSFORM_KINDS[f["kind"]] if f["kind"] else KIND_CONST for f in frames], np.int64)
+    frame_qindex = np.array([cidx[f["value"]] if isinstance(f["value"], str) else -1 for f in frames], np.int64)
+    frame_value = np.array([0.0 if isinstance(f["value"], str) else float(f["value"]) for f in frames])
+    joint_frame = -np.ones(nq, np.int64)
+    for fi, qi in enumerate(frame_qindex):
+        if qi >= 0:
+            joint_frame[qi] = fi
+    # nearest joint at or above each frame
+    frame_joint = -np.ones(nf, np.int64)
+    for fi in range(nf):
+        if frame_qindex[fi] >= 0:
+            frame_joint[fi] = frame_qindex[fi]
+        elif frame_parent[fi] >= 0:
+            frame_joint[fi] = frame_joint[frame_parent[fi]]
+    # ancestor lists of joints, root first, self last
+    anc_lists = []
+    for j in range(nq):
+        chain = []
+        f = joint_frame[j]
+        while f >= 0:
+            if frame_qindex[f] >= 0:
+                chain.append(frame_qindex[f])
+            f = frame_parent[f]
+        anc_lists.append(chain[::-1])
+    anc_ptr = np.zeros(nq + 1, np.int64)
+    for j in range(nq):
+        anc_ptr[j + 1] = anc_ptr[j] + len(anc_lists[j])
+    anc_idx = np.array([a for lst in anc_lists for a in lst], np.int64)
+    joint_depth = np.array([len(lst) for lst in anc_lists], np.int64)
+    joint_parent = [lst[-2] if len(lst) > 1 else -1 for lst in anc_lists]
+    tree_order, tree_anc_ptr, tree_anc_idx, tree_desc_ptr, tree_desc_idx = tree_index(joint_parent)
+
+    springs_q, fsprings = [], []
+    for si, s in enumerate(system._springs):
+        where = f"spring {si} ({s['type']})"
+        if s["type"] == "config":
+            _check_keys(s, {"type", "config", "stiffness", "rest", "name"}, where)
+            q = _req(s, "config", where)
+            if q not in cidx:
+                raise ModelError(f"{where}: unknown configuration variable {q!r}")
+            springs_q.append((cidx[q], _number(_req(s, "stiffness", where), f"{where}.stiffness", nonnegative=True),
+                              _number(s.get("rest", 0.0), f"{where}.rest")))
+        else:
+            _check_keys(s, {"type", "frame1", "frame2", "stiffness", "rest_length", "name"}, where)
+            fsprings.append((frame_ref(_req(s, "frame1", where), where), frame_ref(_req(s, "frame2", where), where),
+                             _number(_req(s, "stiffness", where), f"{where}.stiffness", nonnegative=True),
+                             _number(s.get("rest_length", 0.0), f"{where}.rest_length", nonnegative=True)))
+    damping = np.zeros(nq)
+    for q, c in system._damping.items():
+        if q not in cidx:
+            raise ModelError(f"damping: unknown configuration variable {q!r}")
+        damping[cidx[q]] = c
+
+    inputs, input_names = [], []
+    for ii, inp in enumerate(system._inputs):
+        where = f"input {ii} ({inp['type']})"
+        t = inp["type"]
+        if t == "torque":
+            _check_keys(inp, {"type", "config", "name"}, where)
+            q = _req(inp, "config", where)
+            if q not in cidx:
+                raise ModelError(f"{where}: unknown configuration variable {q!r}")
+            inputs.append((INPUT_TORQUE, cidx[q], -1, 0))
+            input_names.append(inp["name"] or q)
+        else:
+            _check_keys(inp, {"type", "frame", "axis", "name"}, where)
+            fname = _req(inp, "frame", where)
+            f = frame_ref(fname, where)
+            if f < 0:
+                raise ModelError(f"{where}: a wrench on the world frame does nothing")
+            if t == "wrench":
+                comps = list(range(6))
+            else:
+                comps = [_axis(_req(inp, "axis", where), f"{where}.axis") + (0 if t == "force" else 3)]
+            for comp in comps:
+                inputs.append((INPUT_WRENCH, -1, f, comp))
+                base = inp["name"] or fname
+                input_names.append(f"{base}.{WRENCH_COMPONENTS[comp]}" if (t == "wrench" or not inp["name"]) else base)
+    if len(set(input_names)) != len(input_names):
+        dup = sorted({n for n in input_names if input_names.count(n) > 1})
+        raise ModelError(f"inputs: duplicate input names {dup}; give each a distinct 'name'")
+
+    for k in system._kinematic:
+        if k not in cidx:
+            raise ModelError(f"kinematic: unknown configuration variable {k!r}")
+
+    def col(rows, i, dtype):
+        return np.array([r[i] for r in rows], dtype=dtype)
+
+    model = dict(
+        nq=nq, nf=nf, nu=len(inputs), nh=len(hc), nv=len(vc),
+        frame_parent=frame_parent, frame_kind=frame_kind, frame_qindex=frame_qindex, frame_value=frame_value,
+        frame_offset_R=np.array([f["offset_R"] for f in frames]).reshape(nf, 3, 3),
+        frame_offset_p=np.array([f["offset_p"] for f in frames]).reshape(nf, 3),
+        frame_mass=np.array([f["mass"] for f in frames]),
+        frame_inertia=np.array([f["inertia"] for f in frames]).reshape(nf, 3, 3),
+        frame_joint=frame_joint,
+        joint_frame=joint_frame, anc_ptr=anc_ptr, anc_idx=anc_idx, joint_depth=joint_depth,
+        tree_order=tree_order, tree_anc_ptr=tree_anc_ptr, tree_anc_idx=tree_anc_idx,
+        tree_desc_ptr=tree_desc_ptr, tree_desc_idx=tree_desc_idx,
+        gravity=system.gravity.copy(),
+        spring_q=col(springs_q, 0, np.int64), spring_k=col(springs_q, 1, float), spring_rest=col(springs_q, 2, float),
+        damping=damping,
+        fspring_f1=col(fsprings, 0, np.int64), fspring_f2=col(fsprings, 1, np.int64),
+        fspring_k=col(fsprings, 2, float), fspring_rest=col(fsprings, 3, float),
+        input_kind=col(inputs, 0, np.int64), input_q=col(inputs, 1, np.int64),
+        input_frame=col(inputs, 2, np.int64), input_comp=col(inputs, 3, np.int64),
+        hc_kind=col(hc, 0, np.int64), hc_f1=col(hc, 1, np.int64), hc_f2=col(hc, 2, np.int64),
+        hc_axis=col(hc, 3, np.int64), hc_value=col(hc, 4, float), hc_lenvar=col(hc, 5, np.int64),
+        vc_frame=col(vc, 0, np.int64), vc_axis=col(vc, 1, np.int64),
+    )
+    for value in model.values():
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)  # the model is immutable: shared by every evaluation
+    return _Compiled(Model(*[model[f] for f in MODEL_FIELDS]), config_names, input_names, names)
+
+
+def _req(d: dict, key: str, where: str):
+    if key not in d or d[key] is None:
+        raise ModelError(f"{where}: missing required key {key!r}")
+    return d[key]
+
+
+def _check_keys(d: dict, allowed: set, where: str) -> None:
+    unknown = sorted(set(d) - allowed)
+    if unknown:
+        raise ModelError(f"{where}: unknown key(s) {unknown}")

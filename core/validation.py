@@ -1,0 +1,112 @@
+"""Input validation, written once: every public function of ``core`` checks its numeric
+arguments with these before a kernel sees them.
+
+Errors are ``ValueError``\\ s that name the argument, the offending entry (and its variable name
+where one is known) and its value. The fast paths (:func:`is_plain_vector`) cost a few hundred
+nanoseconds, so they run on every call of the hot front-ends.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def is_plain_vector(x, n: int, finite: bool = True) -> bool:
+    """Whether ``x`` can be used as it is: a C-contiguous float64 vector of length ``n``
+    (with ``finite``: all entries finite; a finite sum means finite entries, and an overflow
+    only sends ``x`` down the slow path of :func:`check_vector`)."""
+    return (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,)
+            and x.flags.c_contiguous and (not finite or math.isfinite(x.sum())))
+
+
+def check_vector(name: str, x, n: int, names=None, finite: bool = True) -> np.ndarray:
+    """``x`` as a float64 vector of length ``n``, or a ValueError naming what is wrong.
+
+    ``names`` (one per entry) label the offending entry; ``finite=False`` leaves the NaN/inf
+    check to a kernel that reports it (see :func:`refuse_nonfinite`)."""
+    if is_plain_vector(x, n, finite):
+        return x
+    arr = float_array(name, np.zeros(n) if x is None else x, finite=False)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        label = f" ({', '.join(names)})" if names is not None and n <= 12 else ""
+        raise ValueError(f"{name} must be a vector of {n} entries{label}, got shape {arr.shape}")
+    bad = np.flatnonzero(~np.isfinite(arr)) if finite else ()
+    if len(bad):
+        i = int(bad[0])
+        what = f" ({names[i]})" if names is not None else ""
+        raise ValueError(f"{name}[{i}]{what} is not finite: {arr[i]}")
+    return arr
+
+
+def refuse_nonfinite(vectors) -> None:
+    """Raise :func:`check_vector`'s error for the first non-finite entry of ``vectors``, a
+    sequence of ``(name, x, names)``."""
+    for name, x, names in vectors:
+        check_vector(name, x, x.shape[0], names)
+
+
+def float_array(name: str, value, finite: bool = True) -> np.ndarray:
+    """``value`` as a C-contiguous float64 array; with ``finite``, no NaN or inf entries."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real numeric array, "
+                         f"got {type(value).__name__}") from None
+    if finite and not np.all(np.isfinite(arr)):
+        i = np.unravel_index(int(np.flatnonzero(~np.isfinite(arr))[0]), arr.shape)
+        raise ValueError(f"{name} contains non-finite values (NaN or inf): {name}{list(i)} = "
+                         f"{arr[i]}")
+    return np.ascontiguousarray(arr)
+
+
+def float_stack(name: str, value, shape: tuple) -> np.ndarray:
+    """A finite float64 array whose shape matches ``shape`` (``None`` entries are free)."""
+    arr = float_array(name, value)
+    if arr.ndim != len(shape) or any(s is not None and a != s for a, s in zip(arr.shape, shape, strict=True)):
+        want = "(" + ", ".join("N" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+    return arr
+
+
+def check_symmetric(name: str, M: np.ndarray) -> None:
+    """A ValueError unless ``M`` (or each matrix of a stack) is symmetric to 1e-10 relative."""
+    scale = max(1.0, float(np.max(np.abs(M)))) if M.size else 1.0
+    if not np.allclose(M, np.swapaxes(M, -1, -2), rtol=0.0, atol=1e-10 * scale):
+        raise ValueError(f"{name} must be symmetric")
+
+
+def square_matrix(name: str, M, n: int) -> np.ndarray:
+    """A finite, symmetric ``n x n`` float64 matrix."""
+    M = float_array(name, M)
+    if M.shape != (n, n):
+        raise ValueError(f"{name} must have shape ({n}, {n}), got {M.shape}")
+    check_symmetric(name, M)
+    return M
+
+
+def weight_matrix(values, n: int, name: str, definite: bool = False) -> np.ndarray:
+    """A symmetric ``n x n`` weight from ``n`` diagonal entries or ``n*n`` row-major entries;
+    positive semi-definite (``definite``: positive definite), to 1e-12 of its largest
+    eigenvalue. The error names the weight and its smallest eigenvalue."""
+    v = float_array(name, list(values) if not isinstance(values, np.ndarray) else values,
+                    finite=False).ravel()
+    if v.size == n:
+        W = np.diag(v)
+    elif v.size == n * n:
+        W = v.reshape(n, n)
+    else:
+        raise ValueError(f"{name} needs {n} (diagonal) or {n * n} (full) numbers, got {v.size}")
+    if not np.all(np.isfinite(W)):
+        raise ValueError(f"{name} has non-finite entries")
+    if not np.allclose(W, W.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(W).max(initial=0.0))):
+        raise ValueError(f"{name} is not symmetric")
+    W = 0.5 * (W + W.T)
+    eig = np.linalg.eigvalsh(W) if n else np.zeros(0)
+    scale = max(1.0, float(np.abs(eig).max())) if n else 1.0
+    if definite and not np.all(eig > 1e-12 * scale):
+        raise ValueError(f"{name} must be positive definite (smallest eigenvalue {eig.min():.3g})")
+    if not definite and not np.all(eig >= -1e-12 * scale):
+        raise ValueError(f"{name} must be positive semi-definite (smallest eigenvalue "
+                         f"{eig.min():.3g})")
+    return W

@@ -1,0 +1,6 @@
+"""``python -m mechnode.demo``: the README's main job (see :mod:`mechnode.demo`)."""
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,196 @@
+"""The node's parameters: declaration (names, defaults, descriptors), validation when they are
+set, and the typed values the rest of the node reads.
+
+When they take effect: ``model``, ``dt`` and ``joint_map`` are read at configure and can only
+change while unconfigured; the topic names are applied at activate and can only change while
+inactive; ``command_mode``, ``state_timeout`` and ``timeout_action`` apply from the next state
+message; the weights and the feasibility/optimizer settings from the next reference or request.
+"""
+from __future__ import annotations
+
+import numpy as np
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    SetParametersResult,
+)
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.parameter import Parameter
+
+from .errors import InputError
+from .joint_map import JointMap
+from .plant import DEFAULT_MODEL, ModelSpecError, check_model_spec
+from .schedule import Options
+from .weights import Weights, check_weight_values
+
+COMMAND_MODES = ("effort", "full")
+TIMEOUT_ACTIONS = ("zero", "hold")
+FEASIBILITY_MODES = ("auto", "inverse_dynamics", "optimizer", "none")
+OPTIMIZER_METHODS = ("first_order", "second_order")
+CONFIGURE_PARAMETERS = ("model", "dt", "joint_map")
+TOPIC_PARAMETERS = ("state_topic", "reference_topic", "command_topic", "schedule_topic",
+                    "diagnostics_topic", "command_echo_topic")
+REQUIRED_TOPICS = ("state_topic", "reference_topic", "command_topic", "schedule_topic")
+CONTROL_PARAMETERS = ("command_mode", "state_timeout", "timeout_action")  # read at 1 kHz
+
+
+def _range(lo, hi):
+    return [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
+
+
+def declare_parameters(node) -> None:
+    """Declare every parameter of the node with its default and descriptor."""
+    D = ParameterDescriptor
+    node.declare_parameter("model", DEFAULT_MODEL, D(
+        description="Model: YAML file (absolute, relative to the working directory or to the "
+                    "repository's config/), or python:module.function(args). Read at configure.",
+        additional_constraints="change only while unconfigured"))
+    node.declare_parameter("dt", 0.01, D(description="Variational integrator time step [s]; "
+                                         "read at configure", floating_point_range=_range(1e-5, 1.0)))
+    for name, text in (("Q", "State weight on x = [q, p, v]: nx diagonal entries or nx*nx "
+                             "row-major; unset = identity"),
+                       ("R", "Input weight: nu diagonal entries or nu*nu; unset = identity"),
+                       ("Q_N", "Terminal state weight (as Q); unset = DARE solution at the "
+                               "last step")):
+        node.declare_parameter(name, Parameter.Type.DOUBLE_ARRAY, D(description=text))
+    node.declare_parameter("joint_map", Parameter.Type.STRING_ARRAY, D(
+        description="'model_variable:joint_name' entries; unmapped variables use their own "
+                    "name. Read at configure."))
+    for name, default, text in (
+            ("state_topic", "joint_states", "sensor_msgs/JointState input (sensor-data QoS)"),
+            ("reference_topic", "~/reference", "trajectory_msgs/JointTrajectory references "
+                                               "(reliable, transient local)"),
+            ("command_topic", "effort_controller/commands", "std_msgs/Float64MultiArray "
+                                                            "commands"),
+            ("schedule_topic", "~/gain_schedule", "mechnode_interfaces/GainSchedule "
+                                                  "(reliable, transient local)"),
+            ("diagnostics_topic", "/diagnostics", "diagnostic_msgs/DiagnosticArray"),
+            ("command_echo_topic", "", "optional sensor_msgs/JointState echo of every command "
+                                       "(effort = u, stamp = the state's stamp); empty = off")):
+        node.declare_parameter(name, default, D(description=text + "; applied at activate"))
+    node.declare_parameter("state_timeout", 0.5, D(
+        description="Watchdog: seconds without a valid JointState before commanding stops",
+        floating_point_range=_range(1e-3, 3600.0)))
+    node.declare_parameter("timeout_action", "zero", D(
+        description="On state timeout send once 'zero' (zeros) or 'hold' (last command), "
+                    "then stop commanding", additional_constraints="zero | hold"))
+    node.declare_parameter("command_mode", "effort", D(
+        description="'effort': publish the force inputs u (forward_command_controller with "
+                    "effort interfaces); 'full': the whole integrator input",
+        additional_constraints="effort | full"))
+    node.declare_parameter("feasibility", "auto", D(
+        description="How references are made dynamically feasible: auto | inverse_dynamics | "
+                    "optimizer | none"))
+    node.declare_parameter("optimizer_method", "first_order", D(
+        description="core.optimize_trajectory method: first_order | second_order"))
+    node.declare_parameter("optimizer_max_iterations", 10, D(
+        description="Iteration cap of the trajectory optimizer (0 = closed-loop rollout only)",
+        integer_range=[IntegerRange(from_value=0, to_value=10000, step=1)]))
+    node.declare_parameter("optimizer_tolerance", 1e-6, D(
+        description="Optimizer stopping tolerance on |dJ along the descent direction| "
+                    "(core.optimize_trajectory, stop='slope')",
+        floating_point_range=_range(1e-15, 1e6)))
+    node.declare_parameter("max_knots", 20000, D(
+        description="Longest accepted reference, in knots",
+        integer_range=[IntegerRange(from_value=2, to_value=10_000_000, step=1)]))
+    node.declare_parameter("diagnostics_period", 1.0, D(
+        description="Seconds between diagnostics; applied at activate",
+        floating_point_range=_range(0.01, 3600.0)))
+    node.declare_parameter("warm_up", True, D(description="Run every numba kernel at configure"))
+    node.declare_parameter("autostart", False, D(
+        description="Configure and activate at start-up (read by the mechnode command)"))
+
+
+class NodeParameters:
+    """Declares the node's parameters, validates every change, reads them typed.
+
+    ``plant`` and ``is_active`` tell the validation what state the node is in: a callable that
+    returns the configured Plant (None while unconfigured) and one that says whether the node is
+    active. The values the 1 kHz command path reads (``command_mode``, ``state_timeout``,
+    ``timeout_action``) are kept in plain attributes, updated after every successful set.
+    """
+
+    def __init__(self, node, plant, is_active):
+        self._node = node
+        self._plant = plant
+        self._is_active = is_active
+        # registered before the declarations: values from parameter files are validated too
+        node.add_on_set_parameters_callback(self._on_set)
+        node.add_post_set_parameters_callback(self._after_set)
+        declare_parameters(node)
+        self.command_mode = self.value("command_mode")
+        self.state_timeout = self.value("state_timeout")
+        self.timeout_action = self.value("timeout_action")
+
+    def value(self, name):
+        """The parameter's value; None for a typed parameter that was never set."""
+        try:
+            return self._node.get_parameter(name).value
+        except ParameterUninitializedException:
+            return None
+
+    def weights(self, plant, **override) -> Weights:
+        """The weights of the parameters for ``plant`` (``override``: values to use instead):
+        unset or empty Q, R = identity; unset Q_N = DARE at the last step."""
+        vals = {n: override.get(n, self.value(n)) for n in ("Q", "R", "Q_N")}
+        Q = vals["Q"] if vals["Q"] is not None and len(vals["Q"]) else np.ones(plant.nx)
+        R = vals["R"] if vals["R"] is not None and len(vals["R"]) else np.ones(plant.nu)
+        Q_N = vals["Q_N"] if vals["Q_N"] is not None else ()
+        return Weights.from_values(plant, Q, R, Q_N)
+
+    def current_weights(self, config) -> Weights:
+        """The weights of the parameters for the configured model, or those checked at configure
+        if the parameters do not fit it."""
+        try:
+            return self.weights(config.plant)
+        except InputError:
+            return config.weights
+
+    def options(self) -> Options:
+        """How references become schedules, from the current parameter values."""
+        return Options(feasibility=self.value("feasibility"),
+                       optimizer_method=self.value("optimizer_method"),
+                       optimizer_tolerance=float(self.value("optimizer_tolerance")),
+                       optimizer_max_iterations=int(self.value("optimizer_max_iterations")),
+                       max_knots=int(self.value("max_knots")))
+
+    def _on_set(self, params) -> SetParametersResult:
+        try:
+            for p in params:
+                self.check(p.name, p.value)
+        except (InputError, ModelSpecError, ValueError, TypeError) as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    def _after_set(self, params) -> None:
+        for p in params:
+            if p.name in CONTROL_PARAMETERS:
+                setattr(self, p.name, p.value)
+
+    def check(self, name, value) -> None:
+        """Raise InputError (ModelSpecError, ValueError) if ``value`` cannot be set now."""
+        plant = self._plant()
+        if name in CONFIGURE_PARAMETERS and plant is not None:
+            raise InputError(f"{name} can only change while unconfigured (cleanup first)")
+        if name in TOPIC_PARAMETERS and self._is_active():
+            raise InputError(f"{name} can only change while inactive (deactivate first)")
+        if name == "model":
+            check_model_spec(value)
+        elif name == "joint_map" and value is not None:
+            JointMap.parse(value)
+        elif name in ("Q", "R", "Q_N") and value is not None:
+            check_weight_values(value, name, allow_empty=True)
+            if plant is not None:
+                self.weights(plant, **{name: value})
+        elif name in REQUIRED_TOPICS:
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(f"{name} must be a non-empty topic name")
+        elif name == "timeout_action" and value not in TIMEOUT_ACTIONS:
+            raise InputError(f"timeout_action must be one of {TIMEOUT_ACTIONS}, got {value!r}")
+        elif name == "command_mode" and value not in COMMAND_MODES:
+            raise InputError(f"command_mode must be one of {COMMAND_MODES}, got {value!r}")
+        elif name == "feasibility" and value not in FEASIBILITY_MODES:
+            raise InputError(f"feasibility must be one of {FEASIBILITY_MODES}, got {value!r}")
+        elif name == "optimizer_method" and value not in OPTIMIZER_METHODS:
+            raise InputError(f"optimizer_method must be one of {OPTIMIZER_METHODS}, got {value!r}")

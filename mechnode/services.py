@@ -1,0 +1,259 @@
+"""The node's four services: ``~/get_model``, ``~/linearize``, ``~/compute_gains``,
+``~/plan_trajectory``.
+
+They exist from start-up, answer from the configured model (``success: false`` naming the reason
+while unconfigured) and never raise: a bad request, a singular linearization or any other error
+becomes ``success: false`` with a message. Every answer is computed afresh; none of them changes
+the node's state.
+"""
+from __future__ import annotations
+
+import functools
+import time
+import traceback
+
+import numpy as np
+from mechnode_interfaces.srv import ComputeGains, GetModel, Linearize, PlanTrajectory
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+
+import core
+
+from . import conversions as cv
+from .errors import InputError
+from .feasibility import make_feasible
+from .gains import STATE_Q_P, STATE_Q_QDOT, gain_schedule, schedule_in_qdot
+from .weights import Weights
+
+#: What GetModel answers in ``conventions``: core's conventions (the one source, also the
+#: README's) followed by what only the node adds.
+NODE_CONVENTIONS = (
+    "Node: JointState/JointTrajectory map joints to q by name (joint_map). Linearize: continuous "
+    "-> (A, B) of xdot = f(x, u); discrete -> (A, B) of x_next = F(x, u) with x = [q, p, v] "
+    "(v = 0 is used, it does not enter F), second_order[i, a, b] = d2 x_next_i / dz_a dz_b with "
+    "z = [x, u]. GainSchedule: u = u_ref[k] - K[k] (x - x_ref[k]), knots = N + 1, the last row "
+    "of u_ref and K repeats row N - 1 (the law held after the end); weights Q, R, Q_N act on x "
+    "in the schedule's state_convention (parameters: on [q, p, v]). Commands on the command "
+    "topic: force inputs (command_mode effort) or the whole u (full).")
+CONVENTIONS = core.CONVENTIONS + "\n" + NODE_CONVENTIONS
+
+
+def service_guard(method):
+    """Service callbacks never raise: expected errors become success = false with a rate-limited
+    warning, unexpected ones success = false with an error log; the seconds of the call are
+    recorded in the stats (``<method name>_s``). For methods of :class:`ModelServices`."""
+    @functools.wraps(method)
+    def wrapper(self, request, response):
+        t0 = time.perf_counter()
+        try:
+            result = method(self, request, response)
+        except (InputError, ValueError, core.IntegratorError, core.SingularMatrixError,
+                np.linalg.LinAlgError, core.ModelError) as exc:
+            response.success = False
+            response.message = f"{type(exc).__name__}: {exc}"
+            self.health.warn_limited(f"srv:{method.__name__}:{response.message[:60]}",
+                                     f"{method.__name__[5:]}: {response.message}")
+            result = response
+        except Exception as exc:  # noqa: BLE001 - the node must keep serving
+            response.success = False
+            response.message = f"internal error: {type(exc).__name__}: {exc}"
+            self.health.logger.error(f"{method.__name__}: {response.message}\n{traceback.format_exc()}")
+            result = response
+        self.health.stats[f"{method.__name__}_s"] = time.perf_counter() - t0
+        return result
+    return wrapper
+
+
+class ModelServices:
+    """Creates the four services on the managed ``node`` and answers them.
+
+    ``node``: the MechNode (its ``config``, None while unconfigured, and ``lifecycle_label``);
+    ``params``: its :class:`~mechnode.parameters.NodeParameters`; ``health``: its
+    :class:`~mechnode.diagnostics.Health`. Quick queries (get_model, linearize) share a reentrant
+    callback group; the heavy ones (compute_gains, plan_trajectory) run one at a time.
+    """
+
+    def __init__(self, node, params, health):
+        self._node = node
+        self._params = params
+        self.health = health
+        query, compute = ReentrantCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        node.create_service(Linearize, "~/linearize", self._srv_linearize, callback_group=query)
+        node.create_service(GetModel, "~/get_model", self._srv_get_model, callback_group=query)
+        node.create_service(ComputeGains, "~/compute_gains", self._srv_compute_gains,
+                            callback_group=compute)
+        node.create_service(PlanTrajectory, "~/plan_trajectory", self._srv_plan_trajectory,
+                            callback_group=compute)
+
+    def _need_config(self):
+        config = self._node.config
+        if config is None:
+            raise InputError(f"the node is {self._node.lifecycle_label}: configure it first "
+                             "(no model loaded)")
+        return config
+
+    @staticmethod
+    def _plant_for_dt(plant, dt: float):
+        if dt == 0:
+            return plant
+        if not (np.isfinite(dt) and 0 < dt <= 1.0):
+            raise InputError(f"dt must be 0 (node default) or in (0, 1] s, got {dt}")
+        return plant.with_dt(dt)
+
+    @service_guard
+    def _srv_get_model(self, request, response):
+        config = self._need_config()
+        plant = config.plant
+        response.success = True
+        response.message = f"{plant.system.name} from {plant.source}: {plant.actuation}"
+        response.config_names = list(plant.config_names)
+        response.dynamic_config_names = list(plant.dynamic_names)
+        response.kinematic_config_names = list(plant.kinematic_names)
+        response.input_names = list(plant.input_names)
+        response.continuous_state_names = list(plant.continuous_state_names)
+        response.discrete_state_names = list(plant.state_names)
+        response.dt = plant.dt
+        joints = config.joint_map.joint_names
+        response.conventions = (CONVENTIONS + f" JointState/JointTrajectory joint names: "
+                                f"{dict(zip(plant.config_names, joints, strict=True))}. Force inputs (command_mode "
+                                f"effort): {plant.force_input_names}.")
+        return response
+
+    @service_guard
+    def _srv_linearize(self, request, response):
+        plant = self._need_config().plant
+        order = int(request.order) or 1
+        if order not in (1, 2):
+            raise InputError(f"order must be 1 or 2, got {request.order}")
+        q = cv.as_vector(request.q, "q", plant.n)
+        if request.discrete:
+            if request.minimal:
+                raise InputError("minimal coordinates are available for continuous "
+                                 "linearizations only (discrete = false)")
+            p = cv.as_vector(request.p, "p", plant.nd)
+            u = cv.as_vector(request.u, "u", plant.nu)
+            x = np.concatenate([q, p, np.zeros(plant.nk)])
+            if order == 2:
+                A, B, H = plant.linearize(x, u, second=True)
+                response.second_order = cv.tensor_msg(H)
+            else:
+                A, B = plant.linearize(x, u)
+            f = plant.step(x, u)
+            state_names, input_names = plant.state_names, plant.input_names
+        else:
+            if order == 2:
+                raise InputError("second-order derivatives are available for discrete "
+                                 "linearizations only (discrete = true)")
+            system = plant.system
+            dq = cv.as_vector(request.dq, "dq", plant.n)
+            u = cv.as_vector(request.u, "u", system.nu)
+            state_names = plant.continuous_state_names
+            if request.minimal and plant.model.nh + plant.model.nv > 0:
+                A, B, info = system.linearize_minimal(q, dq, u,
+                                               independent=list(request.independent) or None)
+                state_names = info.state_names
+                response.message = (f"minimal coordinates: independent {list(info.state_names)}, "
+                                    f"condition {info.condition_coordinates:.3g}/"
+                                    f"{info.condition_speeds:.3g}")
+            else:
+                A, B = system.linearize(q, dq, u)
+                if request.minimal:
+                    response.message = "unconstrained system: all coordinates are independent"
+            f = np.concatenate([dq, system.qdd(q, dq, u)])
+            input_names = system.input_names
+        response.a, response.b = cv.matrix_msg(A), cv.matrix_msg(B)
+        response.f = cv.float_array(f)
+        response.state_names, response.input_names = list(state_names), list(input_names)
+        response.success = True
+        return response
+
+    def _request_weights(self, config, plant, q, r, q_n, convention=STATE_Q_P) -> Weights:
+        """Weights of a service request; empty matrices = the node's parameters (on [q, p, v],
+        so with STATE_Q_QDOT q must be given)."""
+        nx, nu = plant.nx, plant.nu
+        Q = cv.matrix_from_msg(q, "q", (nx, nx), allow_empty=True)
+        R = cv.matrix_from_msg(r, "r", (nu, nu), allow_empty=True)
+        QN = cv.matrix_from_msg(q_n, "q_n", (nx, nx), allow_empty=True)
+        base = self._params.current_weights(config)
+        if Q is None:
+            if convention == STATE_Q_QDOT:
+                raise InputError("q must be given with state_convention STATE_Q_QDOT (the node's "
+                                 "weights act on [q, p, v])")
+            Q = base.Q
+            QN = base.Q_N if QN is None else QN
+        R = base.R if R is None else R
+        return Weights.from_values(plant, Q.ravel(), R.ravel(), () if QN is None else QN.ravel())
+
+    @service_guard
+    def _srv_compute_gains(self, request, response):
+        config = self._need_config()
+        plant = self._plant_for_dt(config.plant, float(request.dt))
+        conv = int(request.state_convention)
+        if conv not in (STATE_Q_P, STATE_Q_QDOT):
+            raise InputError(f"state_convention must be 0 (STATE_Q_P) or 1 (STATE_Q_QDOT), got {conv}")
+        X = cv.matrix_from_msg(request.x_ref, "x_ref")
+        knots, width = X.shape
+        if knots < 2:
+            raise InputError(f"x_ref needs at least 2 knots, got {knots}")
+        jnames = config.joint_map.joint_names
+        U = cv.matrix_from_msg(request.u_ref, "u_ref", (knots - 1, plant.nu), allow_empty=True)
+        if width == plant.n:  # positions only: complete the state, make it feasible
+            weights = self._request_weights(config, plant, request.q, request.r, request.q_n)
+            dq0 = (X[1] - X[0]) / plant.dt
+            opts = self._params.options()
+            feas = make_feasible(plant, X, dq0, weights, opts.feasibility, opts.optimizer_method,
+                                 opts.optimizer_tolerance, opts.optimizer_max_iterations,
+                                 opts.feasibility_tolerance)
+            sched = gain_schedule(plant, feas.X, feas.U, weights, jnames)
+            response.message = (f"positions only: state completed by the discrete Legendre "
+                                f"transform, feasibility {feas.method} {feas.message}".strip())
+            if conv == STATE_Q_QDOT:
+                response.message += "; schedule in STATE_Q_P (positions-only requests)"
+        elif width == plant.nx:
+            U = np.zeros((knots - 1, plant.nu)) if U is None else U
+            weights = self._request_weights(config, plant, request.q, request.r, request.q_n, conv)
+            if conv == STATE_Q_P:
+                sched = gain_schedule(plant, X, U, weights, jnames)
+            else:
+                sched = schedule_in_qdot(plant, X, U, weights, jnames)
+        else:
+            raise InputError(f"x_ref must have {plant.nx} columns (state) or {plant.n} (positions "
+                             f"only), got {width}")
+        response.schedule = cv.schedule_to_msg(sched, 0)
+        response.success = True
+        return response
+
+    @service_guard
+    def _srv_plan_trajectory(self, request, response):
+        config = self._need_config()
+        plant = self._plant_for_dt(config.plant, float(request.dt))
+        X = cv.matrix_from_msg(request.x_ref, "x_ref", (None, plant.nx))
+        knots = X.shape[0]
+        if knots < 2:
+            raise InputError(f"x_ref needs at least 2 knots, got {knots}")
+        U = cv.matrix_from_msg(request.u_ref, "u_ref", (knots - 1, plant.nu), allow_empty=True)
+        U = np.zeros((knots - 1, plant.nu)) if U is None else U
+        x0 = cv.as_vector(request.x0, "x0", plant.nx) if len(request.x0) else X[0]
+        if not np.all(np.isfinite(x0)):
+            raise InputError("x0 has non-finite entries")
+        weights = self._request_weights(config, plant, request.q, request.r, request.q_n)
+        method = {0: self._params.value("optimizer_method"), 1: "first_order",
+                  2: "second_order"}.get(int(request.method))
+        if method is None:
+            raise InputError(f"method must be 0 (node default), 1 (FIRST_ORDER) or 2 (SECOND_ORDER), "
+                             f"got {request.method}")
+        iters = int(request.max_iterations) or int(self._params.value("optimizer_max_iterations"))
+        tol = float(request.tolerance) or float(self._params.value("optimizer_tolerance"))
+        QN = weights.Q_N if weights.Q_N is not None else weights.Q
+        result = core.optimize_trajectory(plant.discrete_system(), x0, X, U, weights.Q, weights.R, QN,
+                                          method=method, tol=tol, max_iterations=iters)
+        jnames = config.joint_map.joint_names
+        sched = gain_schedule(plant, result.x, result.u, weights, jnames)
+        response.x, response.u = cv.matrix_msg(result.x), cv.matrix_msg(result.u)
+        response.cost, response.iterations = float(result.cost), int(result.iterations)
+        response.schedule = cv.schedule_to_msg(sched, 0)
+        # every iterate is a rollout of the integrator: a usable, feasible trajectory even when
+        # the iteration cap stops the optimizer before its tolerance
+        response.success = True
+        response.message = (f"{method}: {'converged' if result.converged else 'not converged'} "
+                            f"after {result.iterations} iterations ({result.message})")
+        return response

@@ -1,0 +1,174 @@
+"""The shape of the code: core's imports form a DAG, the node uses only core's public API, the
+conventions are written once, and one error hierarchy covers every failure."""
+import ast
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import core
+from core import cache, errors
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORE = os.path.join(ROOT, "core")
+MECHNODE = os.path.join(ROOT, "mechnode")
+
+
+def python_files(package_dir):
+    for base, _, files in os.walk(package_dir):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield os.path.join(base, name)
+
+
+def imported_modules(path):
+    """Every module ``path`` imports, top-level or inside functions, as absolute names."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    here = os.path.splitext(os.path.relpath(path, ROOT))[0].replace(os.sep, ".")
+    parts = here.split(".")
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = parts[:len(parts) - node.level]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            found += [(module, alias.name) for alias in node.names]
+    return found
+
+
+def core_graph():
+    """Edges module -> core module it imports (``from . import x`` counts as core.x)."""
+    modules = {os.path.splitext(os.path.relpath(p, ROOT))[0].replace(os.sep, "."): p
+               for p in python_files(CORE)}
+    modules = {("core" if m == "core.__init__" else m): p for m, p in modules.items()}
+    graph = {}
+    for module, path in modules.items():
+        edges = set()
+        for target, name in imported_modules(path):
+            if target and f"{target}.{name}" in modules:
+                edges.add(f"{target}.{name}")
+            elif target in modules and target != module:
+                edges.add(target)
+        graph[module] = edges - {"core"} if module != "core" else edges
+    return graph
+
+
+def find_cycle(graph):
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if state.get(nxt) is None:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_core_imports_form_a_dag():
+    graph = core_graph()
+    assert "core.model" in graph and "core.system" in graph
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+    # the compiled record is a leaf: it imports only the StructRef helpers
+    assert graph["core.model"] == {"core.structs"}
+
+
+def test_the_cycle_check_can_fail():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_node_uses_only_core_public_api():
+    public = set(core.__all__)
+    offences = []
+    for path in python_files(MECHNODE):
+        rel = os.path.relpath(path, ROOT)
+        source = open(path, encoding="utf-8").read()
+        for target, name in imported_modules(path):
+            if target and (target == "core" or target.startswith("core.")):
+                if target != "core" or (name is not None and name not in public):
+                    offences.append(f"{rel}: from {target} import {name}")
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id == "core" and node.attr not in public):
+                offences.append(f"{rel}:{node.lineno}: core.{node.attr}")
+    assert not offences, "\n".join(offences)
+
+
+def test_every_public_name_exists():
+    for name in core.__all__:
+        assert hasattr(core, name), name
+
+
+def test_conventions_written_once_and_rendered_in_the_readme():
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    assert core.CONVENTIONS in readme
+    out = subprocess.run([sys.executable, "-m", "core.conventions"], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    assert out == core.CONVENTIONS
+
+
+def test_one_error_hierarchy():
+    for cls in (core.ModelError, core.SingularMatrixError, core.RiccatiError,
+                core.IntegratorError, core.LinearizerError):
+        assert issubclass(cls, core.CoreError)
+    assert issubclass(core.ModelError, ValueError) and issubclass(core.LinearizerError, ValueError)
+    assert issubclass(core.RiccatiError, core.SingularMatrixError)
+    assert issubclass(core.SingularMatrixError, np.linalg.LinAlgError)
+    assert issubclass(core.IntegratorError, ArithmeticError)
+    from core.linearizer import SingularMatrixError as linearizer_singular
+    assert linearizer_singular is core.SingularMatrixError
+    codes = {name: getattr(errors, name) for name in dir(errors) if name.isupper()}
+    assert len(set(codes.values())) == len(codes), codes
+
+
+def test_system_attributes_are_written_by_system_only():
+    s = core.load_system(os.path.join(ROOT, "config", "double_pendulum.yaml"))
+    ws = s.workspace
+    assert isinstance(ws, core.Workspace) and ws.model is s.model
+    data, der = ws.get()
+    assert ws.get()[0] is data                              # per thread, kept
+    assert "_workspaces" not in vars(s)
+    s.add_damping(s.config_names[0], 0.1)                   # any change recompiles
+    assert s.workspace is not ws and s.workspace.model is s.model
+
+
+def test_stale_kernels_are_dropped_when_a_source_changes(tmp_path, monkeypatch):
+    cache_dir = tmp_path / "__pycache__"
+    cache_dir.mkdir()
+    (tmp_path / "a.py").write_text("x = 1\n")
+    stale = cache_dir / "a.f-1.py311.nbi"
+    stale.write_text("index")
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(cache, "SOURCE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "CACHE_DIR", str(cache_dir))
+    monkeypatch.setattr(cache, "STAMP", str(cache_dir / "core-sources.sha1"))
+    assert cache.drop_stale_kernels() and not stale.exists()       # no stamp yet: dropped
+    stale.write_text("index")
+    assert not cache.drop_stale_kernels() and stale.exists()       # unchanged sources: kept
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert cache.drop_stale_kernels() and not stale.exists()       # a source changed: dropped
+
+
+def test_no_private_core_names_in_the_node():
+    text = "\n".join(open(p, encoding="utf-8").read() for p in python_files(MECHNODE))
+    assert "core._" not in text and "from core." not in text and "import core." not in text

@@ -1,0 +1,136 @@
+"""MidpointVI's public API beyond step and linearize: the exact state transforms, the discrete
+Legendre transform, DEL inverse dynamics, one call that steps and linearizes, linearization
+along a trajectory (serial and parallel) and the tracking law; each against an independent
+route (finite differences, the integrator itself, the definitions)."""
+import os
+
+import numpy as np
+import pytest
+
+import core
+from core.examples import chain, marionette, marionette_rest_state
+
+from randsys import fd
+
+CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config")
+
+
+@pytest.fixture(scope="module")
+def puppet():
+    s = marionette()
+    vi = core.MidpointVI(s, 0.01)
+    return vi, marionette_rest_state(s)
+
+
+@pytest.fixture(scope="module")
+def arm():
+    return core.MidpointVI(chain(4), 0.01)
+
+
+def test_state_transforms_are_exact_inverses(puppet):
+    vi, q = puppet
+    rng = np.random.default_rng(0)
+    dq = rng.standard_normal(vi.nq)
+    x = vi.discrete_state(q, dq)
+    q_, p, v = vi.split_state(x)
+    np.testing.assert_array_equal(q_, q)
+    np.testing.assert_allclose(p, vi.system.momentum(q, dq)[vi.dynamic_index], rtol=1e-14)
+    np.testing.assert_array_equal(v, dq[vi.kinematic_index])
+    q2, dq2 = vi.continuous_state(x)
+    np.testing.assert_array_equal(q2, q)
+    np.testing.assert_allclose(dq2, dq, rtol=1e-10, atol=1e-10)
+    X = vi.discrete_states(np.stack([q, q]), np.stack([dq, 2 * dq]))
+    np.testing.assert_array_equal(X[0], x)
+    np.testing.assert_allclose(X[1], vi.discrete_state(q, 2 * dq), rtol=1e-15)
+
+
+def test_state_jacobian_against_finite_differences(puppet):
+    vi, q = puppet
+    dq = np.random.default_rng(1).standard_normal(vi.nq)
+    n = vi.nq
+    J = vi.state_jacobian(q, dq)
+    J_fd = fd(lambda z: vi.discrete_state(z[:n], z[n:]), np.concatenate([q, dq]))
+    np.testing.assert_allclose(J, J_fd, rtol=1e-6, atol=1e-6 * np.abs(J).max())
+
+
+def test_discrete_momenta_are_the_integrators_momenta(arm):
+    vi = arm
+    rng = np.random.default_rng(2)
+    x = vi.discrete_state(0.3 * rng.standard_normal(vi.nq), rng.standard_normal(vi.nq))
+    U = 0.5 * rng.standard_normal((5, vi.nu))
+    q0, p0, _ = vi.split_state(x)
+    Q, P, _ = vi.simulate(q0, p0, U)
+    np.testing.assert_allclose(vi.discrete_momenta(Q, p0), P, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(vi.discrete_momentum(Q[2], Q[3]), P[3], rtol=1e-9, atol=1e-9)
+
+
+def test_inverse_dynamics_recovers_the_inputs_of_a_simulation(arm):
+    vi = arm
+    rng = np.random.default_rng(3)
+    U = rng.standard_normal((20, vi.nu))
+    p0 = np.zeros(vi.nd)
+    Q, P, _ = vi.simulate(np.zeros(vi.nq), p0, U)
+    U2, P2, resid = vi.inverse_dynamics(Q, p0)
+    np.testing.assert_allclose(U2, U, rtol=1e-7, atol=1e-7)
+    np.testing.assert_allclose(P2, P, rtol=1e-9, atol=1e-9)
+    assert resid.max() < 1e-10
+    with pytest.raises(ValueError, match="configurations must have shape"):
+        vi.inverse_dynamics(Q[:, :2], p0)
+
+
+@pytest.mark.parametrize("second_order", [False, True])
+def test_step_linearize_is_step_and_linearize_from_one_solve(puppet, second_order):
+    vi, q = puppet
+    x = vi.state(q, np.zeros(vi.nd))
+    u = np.concatenate([np.zeros(vi.system.nu), q[vi.kinematic_index] + 1e-3])
+    got = vi.step_linearize(x, u, second_order=second_order)
+    want = (vi.step(x, u),) + (vi.linearize2(x, u) if second_order else vi.linearize(x, u))
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_linearize_trajectory_serial_equals_parallel(puppet):
+    vi, q = puppet
+    N = 6
+    X = np.tile(vi.state(q, np.zeros(vi.nd)), (N + 1, 1))
+    U = np.tile(np.concatenate([np.zeros(vi.system.nu), q[vi.kinematic_index]]), (N, 1))
+    U[:, vi.system.nu:] += 1e-3 * np.arange(N)[:, None]
+    serial = vi.linearize_trajectory(X, U, second_order=True, threads=1)
+    parallel = vi.linearize_trajectory(X, U, second_order=True, threads=2)
+    for a, b in zip(serial, parallel, strict=True):
+        np.testing.assert_array_equal(a, b)
+    A3, B3 = vi.linearize(X[3], U[3])
+    np.testing.assert_array_equal(serial[0][3], A3)
+    np.testing.assert_array_equal(serial[1][3], B3)
+
+
+def test_feedback_is_the_tracking_law_on_the_exact_state(arm):
+    vi = arm
+    rng = np.random.default_rng(4)
+    q, dq = rng.standard_normal(vi.nq), rng.standard_normal(vi.nq)
+    x_ref, u_ref = rng.standard_normal(vi.nx), rng.standard_normal(vi.nu)
+    K = rng.standard_normal((vi.nu, vi.nx))
+    u, x = vi.feedback(q, dq, x_ref, u_ref, K)
+    np.testing.assert_allclose(x, vi.discrete_state(q, dq), rtol=1e-15)
+    np.testing.assert_allclose(u, u_ref - K @ (x - x_ref), rtol=1e-12, atol=1e-12)
+    u_bad, _ = vi.feedback(q, dq, x_ref, np.full(vi.nu, np.inf), K)
+    assert u_bad is None
+
+
+def test_the_integrator_is_a_discrete_system(arm):
+    assert isinstance(arm, core.DiscreteSystem)
+    x, lam = arm.step(np.zeros(arm.nx), np.zeros(arm.nu), multipliers=True)
+    assert x.shape == (arm.nx,) and lam.shape == (0,)
+
+
+def test_an_overflowing_step_raises_instead_of_returning_nan():
+    # the cart-pole with a pole momentum of 1e200: the solve's iterate overflows to NaN momenta
+    vi = core.MidpointVI(core.load_system(os.path.join(CONFIG, "cartpole.yaml")), 0.01)
+    x = np.array([0.0, 0.0, 1e200, 0.0])
+    with pytest.raises(core.IntegratorError, match="overflowed"):
+        vi.step(x, np.zeros(vi.nu))
+    X = np.zeros((3, vi.nx))
+    X[1] = x
+    with pytest.raises(core.IntegratorError, match="at step 1"):
+        vi.linearize_trajectory(X, np.zeros((2, vi.nu)))
