@@ -16,6 +16,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+import core
+
 from .errors import InputError
 from .gains import STATE_Q_P, Schedule
 
@@ -28,13 +30,21 @@ def float_array(x) -> array.array:
     return array.array("d", np.ascontiguousarray(x, dtype=np.float64).ravel().tobytes())
 
 
-def as_vector(seq, name: str = "vector", size: int | None = None) -> np.ndarray:
-    """A float64[] field as a numpy vector (a copy); checks the size if given."""
+def as_vector(seq, name: str = "vector", size: int | None = None, names=None) -> np.ndarray:
+    """A float64[] field as a numpy vector (a copy). With ``size``, the length is checked before
+    anything is converted, then :func:`core.check_vector` checks the values (NaN/inf allowed:
+    the computation that uses them reports them); ``names`` label the entries in its errors."""
+    if size is not None and len(seq) != size:
+        label = f" ({', '.join(names)})" if names is not None and size <= 12 else ""
+        raise InputError(f"{name} must have {size} entries{label}, got {len(seq)}")
     v = np.frombuffer(seq, dtype=np.float64).copy() if isinstance(seq, array.array) and seq.typecode == "d" \
         else np.asarray(list(seq), dtype=np.float64)
-    if size is not None and v.size != size:
-        raise InputError(f"{name} must have {size} entries, got {v.size}")
-    return v
+    if size is None:
+        return v
+    try:
+        return core.check_vector(name, v, size, names, finite=False)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def matrix_msg(a) -> Matrix:
