@@ -175,7 +175,7 @@ def _check_linearization(parts, k: int, shapes: tuple, second_order: bool) -> No
     if len(parts) != len(shapes):
         raise ValueError(f"{name} must return {'(A, B, H)' if second_order else '(A, B)'}, "
                          f"got {len(parts)} items")
-    for label, part, shape in zip("ABH", parts, shapes, strict=True):
+    for label, part, shape in zip("ABH"[:len(shapes)], parts, shapes, strict=True):
         if np.shape(part) != shape:
             raise ValueError(f"{name} returned {label} of shape {np.shape(part)} at k={k}, "
                              f"expected {shape}")
