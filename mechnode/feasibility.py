@@ -40,8 +40,8 @@ def discrete_reference(plant, Q, dq0):
     ``p_0`` by the Legendre transform of ``dq0``, ``p_k = D2 L_d(q_k-1, q_k)``, ``v_k`` by
     differences — the least-squares DEL inputs and the per-step DEL residual."""
     Q = np.ascontiguousarray(Q, dtype=float)
-    p0 = plant.to_discrete(Q[0], dq0)[plant.n:plant.n + plant.nd]
-    U, P, resid = plant.inverse_dynamics(Q, p0)
+    p0 = plant.vi.discrete_state(Q[0], dq0)[plant.n:plant.n + plant.nd]
+    U, P, resid = plant.vi.inverse_dynamics(Q, p0)
     V = np.empty((Q.shape[0], plant.nk))
     if plant.nk:
         V[0] = np.asarray(dq0, dtype=float)[plant.kin]
@@ -78,7 +78,7 @@ def make_feasible(plant, Q, dq0, weights: "Weights", mode: str = "auto",
     # (infeasible) reference — feasible and close to it even for unstable systems, where an
     # open-loop rollout of the least-squares inputs would diverge.
     K, _ = tvlqr_gains(plant, X, U, weights)
-    Xc, Uc = core.simulate_closed_loop(plant.discrete_system().step, X[0], X, U, K)
+    Xc, Uc = core.simulate_closed_loop(plant.vi.step, X[0], X, U, K)
     if not (np.all(np.isfinite(Xc)) and np.all(np.isfinite(Uc))):
         raise InputError("the reference cannot be tracked: the closed-loop rollout that seeds the "
                          "trajectory optimizer failed (DEL solve diverged)")
@@ -86,7 +86,7 @@ def make_feasible(plant, Q, dq0, weights: "Weights", mode: str = "auto",
         return Feasible(Xc, Uc, "optimizer", worst, "closed-loop rollout (0 optimizer iterations)",
                         0, False, float("nan"), time.perf_counter() - t0)
     QN = weights.Q_N if weights.Q_N is not None else weights.Q
-    result = core.optimize_trajectory(plant.discrete_system(), X[0], X, U, weights.Q, weights.R,
+    result = core.optimize_trajectory(plant.vi, X[0], X, U, weights.Q, weights.R,
                                       QN, method=optimizer_method, u_init=Uc, tol=tolerance,
                                       max_iterations=max_iterations)
     msg = (f"optimizer ({optimizer_method}) from a closed-loop rollout: {result.iterations} "

@@ -62,7 +62,7 @@ class Schedule:
         """``(u, k, x)`` of the law at the knot nearest to ``t`` for the measured (q, qdot)
         (convention STATE_Q_P); ``u`` is None if not finite."""
         k = self.knot(t)
-        u, x = plant.control(q, dq, self.x_ref[k], self.u_ref[k], self.K[k])
+        u, x = plant.vi.feedback(q, dq, self.x_ref[k], self.u_ref[k], self.K[k])
         return u, k, x
 
 
@@ -87,7 +87,7 @@ def terminal_weight(A, B, weights: Weights):
 def tvlqr_gains(plant, X, U, weights: Weights):
     """``(K, info)``: exact linearization along (X, U) and the Riccati pass (core.tvlqr)."""
     t0 = time.perf_counter()
-    A, B = plant.linearize_along(X, U)
+    A, B = plant.vi.linearize_trajectory(X, U, threads=1)
     t1 = time.perf_counter()
     Q_N, note = terminal_weight(A, B, weights)
     K, _ = core.tvlqr(A, B, weights.Q, weights.R, Q_N)
@@ -111,8 +111,8 @@ def qdot_to_qp(plant, X_qd):
     """States ``[q, qdot]`` (knots, 2n) -> ``[q, p, v]`` and the Legendre Jacobians (knots, 2n, 2n)."""
     X_qd = np.ascontiguousarray(X_qd, dtype=float)
     n = plant.n
-    X = plant.to_discrete_many(X_qd[:, :n], X_qd[:, n:])
-    J = np.stack([plant.legendre_jacobian(x[:n], x[n:]) for x in X_qd])
+    X = plant.vi.discrete_states(X_qd[:, :n], X_qd[:, n:])
+    J = np.stack([plant.vi.state_jacobian(x[:n], x[n:]) for x in X_qd])
     return X, J
 
 
@@ -127,7 +127,7 @@ def schedule_in_qdot(plant, X_qd, U, weights_qd: Weights, joint_names, times=Non
     Jinv = np.linalg.inv(J)
     Qs = np.einsum("kji,jl,klm->kim", Jinv, weights_qd.Q, Jinv)   # J^-T Q J^-1 per knot
     N = X.shape[0] - 1
-    A, B = plant.linearize_along(X, np.ascontiguousarray(U, dtype=float))
+    A, B = plant.vi.linearize_trajectory(X, np.ascontiguousarray(U, dtype=float), threads=1)
     t1 = time.perf_counter()
     if weights_qd.Q_N is not None:
         Q_N, note = Jinv[N].T @ weights_qd.Q_N @ Jinv[N], "given"

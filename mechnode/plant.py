@@ -76,7 +76,14 @@ def load_model(spec: str) -> core.System:
 
 # ================================================================================ the plant
 class Plant:
-    """A system, its variational integrator at ``dt`` and what the node asks of them.
+    """A system and its variational integrator at ``dt``, under the names the node uses.
+
+    Every computation is the integrator's own public method, reached as ``plant.vi``:
+    ``step``, ``linearize``, ``linearize2``, ``linearize_trajectory``, ``discrete_state(s)``,
+    ``continuous_state``, ``state_jacobian``, ``discrete_momenta``, ``inverse_dynamics``,
+    ``feedback`` (see :class:`core.MidpointVI`). What the Plant adds: where the model came from,
+    short names for the sizes, and whether the reference can be tracked by inverse dynamics
+    (:attr:`fully_actuated`).
 
     Thread safety: core's kernels use the calling thread's scratch, so one Plant serves several
     threads at once.
@@ -86,26 +93,14 @@ class Plant:
         self.system = system
         self.source = source
         self.vi = core.MidpointVI(system, dt)
-        self.dt = self.vi.dt
-        self.model = system.model
-        self.n, self.nd, self.nk = system.nq, self.vi.nd, self.vi.nk
-        self.dyn, self.kin = self.vi.dynamic_index, self.vi.kinematic_index
-        self.m = system.nu
-        self.nx, self.nu = self.vi.nx, self.vi.nu
-        self.config_names = system.config_names
-        self.dynamic_names = self.vi.dynamic_names
-        self.kinematic_names = self.vi.kinematic_names
-        self.force_input_names = system.input_names
-        self.input_names = self.vi.input_names
-        self.state_names = self.vi.state_names
-        self.continuous_state_names = system.state_names
-        self.has_constraints = self.model.nh > 0
-        Fu = system.input_matrix(np.zeros(self.n))
-        rank = np.linalg.matrix_rank(Fu[self.dyn]) if self.nd and self.m else 0
-        self.fully_actuated = (not self.has_constraints) and rank == self.nd
+        nd, m = self.vi.nd, system.nu
+        Fu = system.input_matrix(np.zeros(system.nq))
+        rank = np.linalg.matrix_rank(Fu[self.vi.dynamic_index]) if nd and m else 0
+        #: no constraints and the force inputs span every dynamic variable
+        self.fully_actuated = (not self.has_constraints) and rank == nd
         self.actuation = ("fully actuated" if self.fully_actuated else
                           "constrained" if self.has_constraints else
-                          f"underactuated ({rank} independent force inputs for {self.nd} dynamic variables)")
+                          f"underactuated ({rank} independent force inputs for {nd} dynamic variables)")
 
     @classmethod
     def load(cls, spec: str, dt: float) -> "Plant":
@@ -115,57 +110,25 @@ class Plant:
         """The same system with another time step (shares the compiled model)."""
         return self if float(dt) == self.dt else Plant(self.system, dt, self.source)
 
-    # ------------------------------------------------------------------ conversions
-    def to_discrete(self, q, dq) -> np.ndarray:
-        """Exact Legendre transform ``[q, qdot] -> x = [q, p, v]``."""
-        return self.vi.discrete_state(q, dq)
-
-    def to_discrete_many(self, Q, dQ) -> np.ndarray:
-        return self.vi.discrete_states(Q, dQ)
-
-    def to_continuous(self, x):
-        """Inverse Legendre transform ``x = [q, p, v] -> (q, qdot)``."""
-        return self.vi.continuous_state(x)
-
-    def legendre_jacobian(self, q, dq) -> np.ndarray:
-        """``d[q, p, v] / d[q, qdot]`` (2n x 2n) at ``(q, qdot)``."""
-        return self.vi.state_jacobian(q, dq)
-
-    def discrete_momenta(self, Q, p0) -> np.ndarray:
-        """Momenta along configurations Q (knots, n): ``p_0`` given, ``p_k = D2 L_d(q_k-1, q_k)``."""
-        return self.vi.discrete_momenta(Q, p0)
-
-    def input_matrix(self, q) -> np.ndarray:
-        """``dF/du`` (n x m) at q: how each force input enters the generalized forces."""
-        return self.system.input_matrix(q)
-
-    # ------------------------------------------------------------------ control law
-    def control(self, q, dq, x_ref, u_ref, K, x_out=None, u_out=None):
-        """``u = u_ref - K (Legendre(q, qdot) - x_ref)``; returns ``(u, x)`` or ``(None, x)`` if
-        u is not finite. Arguments must already be float64 arrays of the right sizes."""
-        return self.vi.feedback(q, dq, x_ref, u_ref, K, x_out, u_out)
-
-    # ------------------------------------------------------------------ integrator
-    def step(self, x, u) -> np.ndarray:
-        """``x_k+1 = f(x_k, u_k)`` (raises IntegratorError)."""
-        return self.vi.step(x, u)
-
-    def linearize(self, x, u, second: bool = False):
-        """``(A, B)`` or ``(A, B, H)`` of one step at ``(x, u)``."""
-        return self.vi.linearize2(x, u) if second else self.vi.linearize(x, u)
-
-    def linearize_along(self, X, U, second: bool = False):
-        """Stacks ``(A, B[, H])`` along ``X`` (N+1, nx), ``U`` (N, nu), each step re-solved from
-        ``X[k]``; serial (``threads=1``): the node calls it from its executor's threads."""
-        return self.vi.linearize_trajectory(X, U, second_order=second, threads=1)
-
-    def inverse_dynamics(self, Q, p0):
-        """``(U, P, residual)``: see :meth:`core.MidpointVI.inverse_dynamics`."""
-        return self.vi.inverse_dynamics(Q, p0)
-
-    def discrete_system(self) -> core.MidpointVI:
-        """The integrator in the state-form protocol of :func:`core.optimize_trajectory`."""
-        return self.vi
+    # ------------------------------------------------------------------ sizes and names
+    dt = property(lambda self: self.vi.dt, doc="time step [s]")
+    model = property(lambda self: self.system.model, doc="the compiled core.Model")
+    n = property(lambda self: self.system.nq, doc="number of configuration variables q")
+    nd = property(lambda self: self.vi.nd, doc="number of dynamic variables")
+    nk = property(lambda self: self.vi.nk, doc="number of kinematic variables")
+    m = property(lambda self: self.system.nu, doc="number of force inputs")
+    nx = property(lambda self: self.vi.nx, doc="discrete state size (n + nd + nk)")
+    nu = property(lambda self: self.vi.nu, doc="integrator input size (m + nk)")
+    dyn = property(lambda self: self.vi.dynamic_index, doc="indices of the dynamic variables in q")
+    kin = property(lambda self: self.vi.kinematic_index, doc="indices of the kinematic variables in q")
+    config_names = property(lambda self: self.system.config_names)
+    dynamic_names = property(lambda self: self.vi.dynamic_names)
+    kinematic_names = property(lambda self: self.vi.kinematic_names)
+    force_input_names = property(lambda self: self.system.input_names)
+    input_names = property(lambda self: self.vi.input_names, doc="integrator inputs")
+    state_names = property(lambda self: self.vi.state_names, doc="discrete state [q, p, v]")
+    continuous_state_names = property(lambda self: self.system.state_names, doc="[q, qdot]")
+    has_constraints = property(lambda self: self.system.model.nh > 0)
 
     # ------------------------------------------------------------------ warm-up
     def warm_up(self) -> None:

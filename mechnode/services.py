@@ -133,11 +133,11 @@ class ModelServices:
             u = cv.as_vector(request.u, "u", plant.nu)
             x = np.concatenate([q, p, np.zeros(plant.nk)])
             if order == 2:
-                A, B, H = plant.linearize(x, u, second=True)
+                A, B, H = plant.vi.linearize2(x, u)
                 response.second_order = cv.tensor_msg(H)
             else:
-                A, B = plant.linearize(x, u)
-            f = plant.step(x, u)
+                A, B = plant.vi.linearize(x, u)
+            f = plant.vi.step(x, u)
             state_names, input_names = plant.state_names, plant.input_names
         else:
             if order == 2:
@@ -244,7 +244,7 @@ class ModelServices:
         iters = int(request.max_iterations) or int(self._params.value("optimizer_max_iterations"))
         tol = float(request.tolerance) or float(self._params.value("optimizer_tolerance"))
         QN = weights.Q_N if weights.Q_N is not None else weights.Q
-        result = core.optimize_trajectory(plant.discrete_system(), x0, X, U, weights.Q, weights.R, QN,
+        result = core.optimize_trajectory(plant.vi, x0, X, U, weights.Q, weights.R, QN,
                                           method=method, tol=tol, max_iterations=iters)
         jnames = config.joint_map.joint_names
         sched = gain_schedule(plant, result.x, result.u, weights, jnames)

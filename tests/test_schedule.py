@@ -88,30 +88,30 @@ def test_legendre_transform_is_exact_and_invertible(model):
     plant = Plant.load(model, DT)
     rng = np.random.default_rng(1)
     q, dq = 0.3 * rng.standard_normal(plant.n), rng.standard_normal(plant.n)
-    x = plant.to_discrete(q, dq)
+    x = plant.vi.discrete_state(q, dq)
     np.testing.assert_array_equal(x[:plant.n], q)
     np.testing.assert_allclose(x[plant.n:plant.n + plant.nd], plant.vi.momentum(q, dq), rtol=1e-13, atol=1e-13)
     np.testing.assert_array_equal(x[plant.n + plant.nd:], dq[plant.kin])
-    q2, dq2 = plant.to_continuous(x)
+    q2, dq2 = plant.vi.continuous_state(x)
     np.testing.assert_array_equal(q2, q)
     np.testing.assert_allclose(dq2, dq, rtol=1e-10, atol=1e-10)
     # Jacobian against central differences
-    J = plant.legendre_jacobian(q, dq)
+    J = plant.vi.state_jacobian(q, dq)
     z, eps = np.concatenate([q, dq]), 1e-6
     Jn = np.empty_like(J)
     for i in range(z.size):
         zp, zm = z.copy(), z.copy()
         zp[i] += eps
         zm[i] -= eps
-        Jn[:, i] = (plant.to_discrete(zp[:plant.n], zp[plant.n:])
-                    - plant.to_discrete(zm[:plant.n], zm[plant.n:])) / (2 * eps)
+        Jn[:, i] = (plant.vi.discrete_state(zp[:plant.n], zp[plant.n:])
+                    - plant.vi.discrete_state(zm[:plant.n], zm[plant.n:])) / (2 * eps)
     np.testing.assert_allclose(J, Jn, atol=1e-7 * max(1.0, np.abs(J).max()))
 
 
 def test_discrete_momenta_are_the_discrete_legendre_transform(cartpole):
     rng = np.random.default_rng(2)
     Q = np.cumsum(0.01 * rng.standard_normal((6, 2)), axis=0)
-    P = cartpole.discrete_momenta(Q, [0.3, -0.1])
+    P = cartpole.vi.discrete_momenta(Q, [0.3, -0.1])
     np.testing.assert_array_equal(P[0], [0.3, -0.1])
     for k in range(1, 6):
         np.testing.assert_allclose(P[k], cartpole.vi.discrete_momentum(Q[k - 1], Q[k]), rtol=1e-13, atol=1e-15)
@@ -121,40 +121,32 @@ def test_singular_mass_matrix_is_reported():
     plant = Plant(core.load_system(POLAR), DT)
     assert plant.fully_actuated
     with pytest.raises(core.SingularMatrixError):
-        plant.to_continuous([0.0, 0.0, 0.1, 0.0])
+        plant.vi.continuous_state([0.0, 0.0, 0.1, 0.0])
     with pytest.raises(core.IntegratorError, match="singular"):
-        plant.linearize(plant.vi.state([0.0, 0.0], [0.0, 0.0]), np.zeros(2))
+        plant.vi.linearize(plant.vi.state([0.0, 0.0], [0.0, 0.0]), np.zeros(2))
     with pytest.raises(core.SingularMatrixError):
         plant.system.linearize([0.0, 0.0], [0.0, 0.0], [0.0, 0.0])
 
 
-# ------------------------------------------------------------------------------ fast kernels
-def test_fast_step_and_linearization_equal_the_integrator(cartpole):
-    vi, rng = cartpole.vi, np.random.default_rng(3)
-    for _ in range(3):
-        x, u = rng.standard_normal(4), rng.standard_normal(1)
-        np.testing.assert_array_equal(cartpole.step(x, u), vi.step(x, u))
-        for got, want in zip(cartpole.linearize(x, u), vi.linearize(x, u), strict=True):
-            np.testing.assert_array_equal(got, want)
-        for got, want in zip(cartpole.linearize(x, u, second=True), vi.linearize2(x, u), strict=True):
-            np.testing.assert_array_equal(got, want)
-    X, U = 0.1 * rng.standard_normal((21, 4)), rng.standard_normal((20, 1))
-    for got, want in zip(cartpole.linearize_along(X, U), vi.linearize_trajectory(X, U), strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
-    ds = cartpole.discrete_system()
+# ------------------------------------------------------------------------------ the plant
+@pytest.mark.parametrize("model", ["cartpole.yaml", "marionette.yaml"])
+def test_plant_sizes_and_names_are_the_integrators(model):
+    plant = Plant.load(model, DT)
+    vi, system = plant.vi, plant.system
+    assert (plant.n, plant.nd, plant.nk, plant.m, plant.nx, plant.nu) == (
+        system.nq, vi.nd, vi.nk, system.nu, vi.nx, vi.nu)
+    assert plant.n == plant.nd + plant.nk and plant.nx == plant.n + plant.nd + plant.nk
+    np.testing.assert_array_equal(plant.dyn, vi.dynamic_index)
+    np.testing.assert_array_equal(plant.kin, vi.kinematic_index)
+    assert list(plant.state_names) == list(vi.state_names)
+    assert list(plant.input_names) == list(vi.input_names)
+    assert list(plant.continuous_state_names) == list(system.state_names)
+    assert plant.with_dt(DT) is plant and plant.with_dt(2 * DT).dt == 2 * DT
+
+
+def test_overflowing_step_is_an_arithmetic_error(cartpole):
     with pytest.raises(ArithmeticError):      # a rejected trial for the optimizer's line search
-        ds.step(np.array([0, 0, 1e200, 0.0]), np.zeros(1))
-
-
-def test_fast_kernels_with_kinematic_variables():
-    plant = Plant.load("marionette.yaml", DT)
-    from core.examples import marionette_rest_state
-    q = marionette_rest_state(plant.system)
-    x = plant.vi.state(q, np.zeros(plant.nd))
-    u = np.concatenate([np.zeros(plant.m), q[plant.kin] + 0.001])
-    np.testing.assert_array_equal(plant.step(x, u), plant.vi.step(x, u))
-    for got, want in zip(plant.linearize(x, u), plant.vi.linearize(x, u), strict=True):
-        np.testing.assert_array_equal(got, want)
+        cartpole.vi.step(np.array([0, 0, 1e200, 0.0]), np.zeros(1))
 
 
 # ------------------------------------------------------------------------------ joint names
@@ -239,7 +231,7 @@ def test_underactuated_reference_goes_through_the_optimizer(cartpole):
         make_feasible(cartpole, Q, np.zeros(2), weights, mode="inverse_dynamics")
     feas = make_feasible(cartpole, Q, np.zeros(2), weights, max_iterations=3)
     assert feas.method == "optimizer" and feas.residual > 1e-6
-    X = core.simulate_open_loop(cartpole.step, feas.X[0], feas.U)
+    X = core.simulate_open_loop(cartpole.vi.step, feas.X[0], feas.U)
     np.testing.assert_allclose(X, feas.X, atol=1e-8)           # feasible: a rollout
     assert np.abs(feas.X[:, :2] - Q).max() < 0.1               # and close to the request
     X0, U0, _ = discrete_reference(cartpole, Q, np.zeros(2))
@@ -294,9 +286,9 @@ def test_schedule_in_qdot_coordinates_is_the_exact_change_of_coordinates(cartpol
     s = schedule_in_qdot(cartpole, Xqd, U, w, ["a", "b"])
     assert s.convention == STATE_Q_QDOT
     # the same LQR problem posed directly in [q, qdot]: A_qd = J_k+1^-1 A_k J_k, B_qd = J_k+1^-1 B_k
-    Xqp = cartpole.to_discrete_many(Xqd[:, :2], Xqd[:, 2:])
-    A, B = cartpole.linearize_along(Xqp, U)
-    J = np.stack([cartpole.legendre_jacobian(x[:2], x[2:]) for x in Xqd])
+    Xqp = cartpole.vi.discrete_states(Xqd[:, :2], Xqd[:, 2:])
+    A, B = cartpole.vi.linearize_trajectory(Xqp, U)
+    J = np.stack([cartpole.vi.state_jacobian(x[:2], x[2:]) for x in Xqd])
     Aqd = np.stack([np.linalg.solve(J[k + 1], A[k] @ J[k]) for k in range(N)])
     Bqd = np.stack([np.linalg.solve(J[k + 1], B[k]) for k in range(N)])
     # the two LQR problems are the same under z_qp,k = J_k z_qd,k, so K_qd,k = K_qp,k J_k exactly
@@ -313,9 +305,9 @@ def test_schedule_from_reference_closed_loop_converges(cartpole):
     assert s.knots == 401 and s.info["feasibility"] == "optimizer"
     for key in ("resample_s", "feasibility_s", "linearization_s", "riccati_s", "total_s"):
         assert s.info[key] >= 0
-    x0 = cartpole.to_discrete([-0.1, 0.15], [0.0, 0.0])
+    x0 = cartpole.vi.discrete_state([-0.1, 0.15], [0.0, 0.0])
     N = s.knots - 1
-    X, _ = core.simulate_closed_loop(cartpole.step, x0, s.x_ref, s.u_ref[:N], s.K[:N])
+    X, _ = core.simulate_closed_loop(cartpole.vi.step, x0, s.x_ref, s.u_ref[:N], s.K[:N])
     err = np.linalg.norm(X[:, :2] - s.x_ref[:, :2], axis=1)
     assert err[0] > 0.15 and err[-1] < 1e-3
 

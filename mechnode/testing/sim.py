@@ -33,7 +33,7 @@ class SimRobot(Node):
         self.joint_names = list(joint_names)
         q0 = np.asarray(q0, dtype=float)
         dq0 = np.zeros(plant.n) if dq0 is None else np.asarray(dq0, dtype=float)
-        self._x = plant.to_discrete(q0, dq0)
+        self._x = plant.vi.discrete_state(q0, dq0)
         self._u = np.zeros(plant.m)
         self._lock = threading.Lock()
         self.running = not start_on_command
@@ -76,11 +76,11 @@ class SimRobot(Node):
             if running and self.failure is None:
                 full = np.concatenate([u, self._x[:plant.n][plant.kin]])
                 try:
-                    self._x = plant.step(self._x, full)
+                    self._x = plant.vi.step(self._x, full)
                     self.steps += 1
                 except Exception as exc:  # noqa: BLE001 - report, keep publishing the last state
                     self.failure = f"{type(exc).__name__}: {exc}"
-            q, dq = plant.to_continuous(self._x)
+            q, dq = plant.vi.continuous_state(self._x)
             stamp = self.get_clock().now().nanoseconds
             self.latest = (stamp, q, dq)
             try:
