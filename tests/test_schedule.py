@@ -219,7 +219,7 @@ def test_inverse_dynamics_makes_a_fully_actuated_reference_exactly_feasible(chai
     feas = make_feasible(chain2, Q, np.array([1.0, 0.0]), weights)
     assert feas.method == "inverse_dynamics" and feas.residual < 1e-12
     np.testing.assert_array_equal(feas.X[:, :2], Q)
-    X = core.simulate_open_loop(chain2.step, feas.X[0], feas.U)
+    X = core.simulate_open_loop(chain2.vi.step, feas.X[0], feas.U)
     np.testing.assert_allclose(X, feas.X, atol=1e-9)
 
 
