@@ -28,8 +28,8 @@ CONVENTIONS = """\
 * LQR: linearizations stacked `A` (N, nx, nx), `B` (N, nx, nu); gains `K` (N, nu, nx), law
   `u_k = u_ref,k - K_k (x_k - x_ref,k)`; Riccati matrices `P` (N+1, nx, nx), `P[N]` terminal.
 * Minimal linearization: state `[independent q, independent dq]` in model order.
-* General-form `Linearizer` (Crist): SymPy's notation, coordinates `q`, generalized speeds `u`,
-  inputs `r`; `A` acts on `[q_ind, u_ind]`, `B` on `r`.
+* General-form `Linearizer` (Crist): coordinates `q`, generalized speeds `v` (SymPy's and
+  Crist's `u`), inputs `u` (their `r`); `A` acts on `[q_ind, v_ind]`, `B` on `u`.
 """
 
 

@@ -1,50 +1,57 @@
 """General-form linearizer for equations of motion that come from elsewhere.
 
 The system is written in the general form of Peterson, Gede & Hubbard (Multibody Syst. Dyn. 33,
-2015), extended by Crist (2014) with ``u`` in ``f_2`` and Lagrange multipliers in ``f_4``:
+2015), extended by Crist (2014) with ``v`` in ``f_2`` and Lagrange multipliers in ``f_4``:
 
     f_c(q, t)                                   = 0      l rows   configuration constraints
-    f_v(q, u, t)                                = 0      m rows   velocity constraints
-    f_a(q, qd, u, ud, t)                        = 0      m rows   acceleration constraints
-    f_0(q, qd, t) + f_1(q, u, t)                = 0      n rows   kinematic differential equations
-    f_2(q, u, ud, t) + f_3(q, qd, u, r, t)
+    f_v(q, v, t)                                = 0      m rows   velocity constraints
+    f_a(q, qd, v, vd, t)                        = 0      m rows   acceleration constraints
+    f_0(q, qd, t) + f_1(q, v, t)                = 0      n rows   kinematic differential equations
+    f_2(q, v, vd, t) + f_3(q, qd, v, u, t)
                      + f_4(q, lam, t)           = 0  o-m+k rows   dynamic differential equations
 
-with coordinates ``q`` (n), their rates ``qd`` (n), speeds ``u`` (o), their rates ``ud`` (o),
-inputs ``r`` (s) and multipliers ``lam`` (k). For Kane's method ``k = 0``; for Lagrange's method
-``u = qd`` and ``k = m``. As in the references, ``f_0`` must be linear in ``qd``, ``f_a`` and
-``f_2`` linear in ``ud`` and ``f_4`` linear in ``lam`` (used only to complete an operating point).
+with coordinates ``q`` (n), their rates ``qd`` (n), generalized speeds ``v`` (o), their rates
+``vd`` (o), inputs ``u`` (s) and multipliers ``lam`` (k). For Kane's method ``k = 0``; for
+Lagrange's method ``v = qd`` and ``k = m``. As in the references, ``f_0`` must be linear in
+``qd``, ``f_a`` and ``f_2`` linear in ``vd`` and ``f_4`` linear in ``lam`` (used only to complete
+an operating point).
+
+Notation: the references and SymPy's ``Linearizer`` call the generalized speeds ``u`` and the
+inputs ``r``. Here, as everywhere in mechnode, ``u`` are the inputs (forces/torques) and the
+generalized speeds are ``v`` (as Pinocchio's ``v``), their rates ``vd``. The dimension letters
+``Dimensions(l, m, n, o, s, k)`` are the references': ``o`` is the number of speeds ``v`` and
+``s`` the number of inputs ``u``.
 
 Ordering (the same as SymPy's ``Linearizer``)
 ---------------------------------------------
-``q`` and ``u`` keep the order in which the callables see them. ``q_ind``/``q_dep`` and
-``u_ind``/``u_dep`` are integer indices into ``q`` and ``u`` that choose the independent and
-dependent entries (``len(q_dep) = l``, ``len(u_dep) = m``); the independent state is
-``x = [q[q_ind], u[u_ind]]`` in the order of those index lists. By default the dependent entries
-are the last ``l`` (``m``) ones, i.e. ``q = [q_i, q_d]`` and ``u = [u_i, u_d]``.
+``q`` and ``v`` keep the order in which the callables see them. ``q_ind``/``q_dep`` and
+``v_ind``/``v_dep`` are integer indices into ``q`` and ``v`` that choose the independent and
+dependent entries (``len(q_dep) = l``, ``len(v_dep) = m``); the independent state is
+``x = [q[q_ind], v[v_ind]]`` in the order of those index lists. By default the dependent entries
+are the last ``l`` (``m``) ones, i.e. ``q = [q_i, q_d]`` and ``v = [v_i, v_d]``.
 
 Result (``linearize``)
 ----------------------
 ``M (n+o+k, n+o+k)``, ``A (n+o+k, n-l+o-m)``, ``B (n+o+k, s)`` of
 
-    M [dqd; dud; dlam] = A [dq_i; du_i] + B dr
+    M [dqd; dvd; dlam] = A [dq_i; dv_i] + B du
 
-where ``dqd``, ``dud`` hold all ``n`` and ``o`` rates in the original ``q``/``u`` order and the rows
+where ``dqd``, ``dvd`` hold all ``n`` and ``o`` rates in the original ``q``/``v`` order and the rows
 are [kinematic (n); acceleration constraints (m); dynamics (o-m+k)]. With ``A_and_B=True`` the
-explicit state-space matrices of ``x' = A x + B dr`` are returned instead: ``M`` is inverted and
-only the rows of the independent rates ``[q_i', u_i']`` are kept (``perm_mat.T @ solve(M, .)``).
+explicit state-space matrices of ``x' = A x + B du`` are returned instead: ``M`` is inverted and
+only the rows of the independent rates ``[q_i', v_i']`` are kept (``perm_mat.T @ solve(M, .)``).
 
 Callables
 ---------
 Each part ``f_*`` is one callable returning its value and its Jacobians, all numpy arrays::
 
     f_c(q, t, p)             -> (f_c, df_c/dq)
-    f_v(q, u, t, p)          -> (f_v, df_v/dq, df_v/du)
-    f_a(q, qd, u, ud, t, p)  -> (f_a, df_a/dq, df_a/dqd, df_a/du, df_a/dud)
+    f_v(q, v, t, p)          -> (f_v, df_v/dq, df_v/dv)
+    f_a(q, qd, v, vd, t, p)  -> (f_a, df_a/dq, df_a/dqd, df_a/dv, df_a/dvd)
     f_0(q, qd, t, p)         -> (f_0, df_0/dq, df_0/dqd)
-    f_1(q, u, t, p)          -> (f_1, df_1/dq, df_1/du)
-    f_2(q, u, ud, t, p)      -> (f_2, df_2/dq, df_2/du, df_2/dud)
-    f_3(q, qd, u, r, t, p)   -> (f_3, df_3/dq, df_3/dqd, df_3/du, df_3/dr)
+    f_1(q, v, t, p)          -> (f_1, df_1/dq, df_1/dv)
+    f_2(q, v, vd, t, p)      -> (f_2, df_2/dq, df_2/dv, df_2/dvd)
+    f_3(q, qd, v, u, t, p)   -> (f_3, df_3/dq, df_3/dqd, df_3/dv, df_3/du)
     f_4(q, lam, t, p)        -> (f_4, df_4/dq, df_4/dlam)
 
 i.e. the Jacobians come in the order of the vector arguments. Vector arguments are contiguous 1-D
@@ -53,21 +60,25 @@ untouched. The value has shape ``(rows,)`` and a Jacobian ``(rows, len(variable)
 C-contiguous float64 arrays avoids extra compilations of the (numba) assembly kernel. Numba
 ``@njit`` functions returning a tuple of arrays work as they are. Instead of one callable a part
 may be given as a sequence ``(value_fn, jac_fn_1, ...)`` of callables with that same signature.
-A part that is not given is identically zero. When ``qd`` and ``u`` are the same quantities
-(Lagrange's method, ``u = qd``), write ``f_a`` and ``f_3`` in terms of ``u`` and return zero
-``d/dqd`` blocks for them, as SymPy's ``Linearizer`` does (the kinematic rows ``qd - u = 0`` tie
+A part that is not given is identically zero. When ``qd`` and ``v`` are the same quantities
+(Lagrange's method, ``v = qd``), write ``f_a`` and ``f_3`` in terms of ``v`` and return zero
+``d/dqd`` blocks for them, as SymPy's ``Linearizer`` does (the kinematic rows ``qd - v = 0`` tie
 the two together).
 
 Operating point
 ---------------
-``M`` is the Jacobian of [kinematic; acceleration constraints; dynamics] with respect to
-``[qd, ud, lam]``, so rates and multipliers missing from an operating point are found by Newton
-steps with ``M`` (one step is exact under the linearity above). This replaces the manual
-multiplier step of Crist's post and SymPy's ``LagrangesMethod.solve_multipliers``.
+A mapping with the keys ``OP_POINT_KEYS = ("q", "qd", "v", "vd", "u", "lam", "t", "p")``.
+SymPy's names are refused with a LinearizerError that gives the new ones: ``"r"`` (inputs, now
+``"u"``) and ``"ud"`` (rates of the speeds, now ``"vd"``). ``M`` is the Jacobian of [kinematic;
+acceleration constraints; dynamics] with respect to ``[qd, vd, lam]``, so rates and multipliers
+missing from an operating point are found by Newton steps with ``M`` (one step is exact under the
+linearity above). This replaces the manual multiplier step of Crist's post and SymPy's
+``LagrangesMethod.solve_multipliers``.
 """
 from __future__ import annotations
 
 import math
+import reprlib
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
 
@@ -81,17 +92,25 @@ __all__ = ["Linearizer", "LinearizerError", "SingularMatrixError", "Dimensions",
 #: For each part, the vector arguments it takes (before ``t, p``) = the variables of its Jacobians.
 PART_VARIABLES = {
     "f_c": ("q",),
-    "f_v": ("q", "u"),
-    "f_a": ("q", "qd", "u", "ud"),
+    "f_v": ("q", "v"),
+    "f_a": ("q", "qd", "v", "vd"),
     "f_0": ("q", "qd"),
-    "f_1": ("q", "u"),
-    "f_2": ("q", "u", "ud"),
-    "f_3": ("q", "qd", "u", "r"),
+    "f_1": ("q", "v"),
+    "f_2": ("q", "v", "vd"),
+    "f_3": ("q", "qd", "v", "u"),
     "f_4": ("q", "lam"),
 }
 PART_ORDER = ("f_c", "f_v", "f_a", "f_0", "f_1", "f_2", "f_3", "f_4")
-OP_POINT_KEYS = ("q", "qd", "u", "ud", "r", "lam", "t", "p")
+OP_POINT_KEYS = ("q", "qd", "v", "vd", "u", "lam", "t", "p")
 _KEY_SET = frozenset(OP_POINT_KEYS)
+#: Keys in SymPy's notation that are refused, with what they are called here.
+_RENAMED_KEYS = {
+    "r": "inputs are 'u' and generalized speeds are 'v' (SymPy's r and u)",
+    "ud": "rates of the generalized speeds are 'vd' and generalized speeds are 'v' "
+          "(SymPy's u' and u); 'u' are the inputs",
+}
+#: What a required op_point entry is, for the message when it is missing.
+_MEANING = {"q": "", "v": ": the generalized speeds (SymPy's u)", "u": ": the inputs (SymPy's r)"}
 #: A row-equilibrated matrix whose reciprocal 1-norm condition number is smaller is singular.
 RCOND_MIN = 1e-13
 NEWTON_MAX_ITERATIONS = 20
@@ -100,42 +119,45 @@ NEWTON_TOLERANCE = 1e-12
 Dimensions = namedtuple("Dimensions", ["l", "m", "n", "o", "s", "k"])
 
 _FC_NAME = "df_c/dq_dep (dependent coordinates)"
-_FV_NAME = "df_v/du_dep (dependent speeds)"
+_FV_NAME = "df_v/dv_dep (dependent speeds)"
 
 
 class Linearizer:
-    """Linearize ``M [dqd; dud; dlam] = A [dq_i; du_i] + B dr`` about numeric operating points.
+    """Linearize ``M [dqd; dvd; dlam] = A [dq_i; dv_i] + B du`` about numeric operating points.
+
+    ``v`` are the generalized speeds and ``u`` the inputs (SymPy's and Crist's ``u`` and ``r``).
 
     Parameters
     ----------
-    n_q, n_u : number of coordinates ``q`` and speeds ``u``.
+    n_q, n_v : number of coordinates ``q`` and generalized speeds ``v``.
     f_c, f_v, f_a, f_0, f_1, f_2, f_3, f_4 : the parts of the general form (see module docstring);
-        omitted parts are zero. ``f_c`` and ``f_v`` are required when ``q_dep``/``u_dep`` are given.
-    q_dep, u_dep : indices of the dependent coordinates / speeds (``l`` and ``m`` of them).
-    q_ind, u_ind : indices of the independent ones, in the order wanted in the state; default:
+        omitted parts are zero. ``f_c`` and ``f_v`` are required when ``q_dep``/``v_dep`` are given.
+    q_dep, v_dep : indices of the dependent coordinates / speeds (``l`` and ``m`` of them).
+    q_ind, v_ind : indices of the independent ones, in the order wanted in the state; default:
         all the others in ascending order.
-    n_r : number of inputs ``r``; n_lam : number of multipliers ``lam``.
+    n_u : number of inputs ``u``; n_lam : number of multipliers ``lam``.
     n_p : number of parameters ``p``; ``None`` means not checked.
 
     Attributes
     ----------
-    dims : ``Dimensions(l, m, n, o, s, k)`` as in the references.
-    perm_mat : ``(n+o+k, n-l+o-m)`` 0/1 matrix with ``x = [q_i, u_i] = perm_mat.T @ [q; u; lam]``.
-    state_rows : the rows of ``[qd; ud; lam]`` that form ``x'``.
+    dims : ``Dimensions(l, m, n, o, s, k)`` as in the references: ``o = n_v`` speeds ``v``,
+        ``s = n_u`` inputs ``u``.
+    perm_mat : ``(n+o+k, n-l+o-m)`` 0/1 matrix with ``x = [q_i, v_i] = perm_mat.T @ [q; v; lam]``.
+    state_rows : the rows of ``[qd; vd; lam]`` that form ``x'``.
     """
 
-    def __init__(self, n_q: int, n_u: int, *, f_c=None, f_v=None, f_a=None, f_0=None,
+    def __init__(self, n_q: int, n_v: int, *, f_c=None, f_v=None, f_a=None, f_0=None,
                  f_1=None, f_2=None, f_3=None, f_4=None, q_dep: Sequence[int] = (),
-                 u_dep: Sequence[int] = (), q_ind: Sequence[int] | None = None,
-                 u_ind: Sequence[int] | None = None, n_r: int = 0, n_lam: int = 0,
+                 v_dep: Sequence[int] = (), q_ind: Sequence[int] | None = None,
+                 v_ind: Sequence[int] | None = None, n_u: int = 0, n_lam: int = 0,
                  n_p: int | None = None):
         self.q_ind, self.q_dep = _partition("q", n_q, q_ind, q_dep)
-        self.u_ind, self.u_dep = _partition("u", n_u, u_ind, u_dep)
-        l, m = len(self.q_dep), len(self.u_dep)
-        self.dims = Dimensions(l=l, m=m, n=int(n_q), o=int(n_u), s=int(n_r), k=int(n_lam))
-        if n_u - m + self.dims.k < 0:
+        self.v_ind, self.v_dep = _partition("v", n_v, v_ind, v_dep)
+        l, m = len(self.q_dep), len(self.v_dep)
+        self.dims = Dimensions(l=l, m=m, n=int(n_q), o=int(n_v), s=int(n_u), k=int(n_lam))
+        if n_v - m + self.dims.k < 0:
             raise LinearizerError(f"more dependent speeds than speeds plus multipliers: "
-                                  f"o - m + k = {n_u - m + self.dims.k} < 0")
+                                  f"o - m + k = {n_v - m + self.dims.k} < 0")
         self.n_p = n_p
         given = dict(f_c=f_c, f_v=f_v, f_a=f_a, f_0=f_0, f_1=f_1, f_2=f_2, f_3=f_3, f_4=f_4)
         for name, needed in (("f_c", l), ("f_v", m)):
@@ -146,19 +168,20 @@ class Linearizer:
                             if name not in self._parts}
         self._shapes_checked = False
         self._calls = [(name, fn, PART_VARIABLES[name]) for name, fn in self._parts.items()]
-        self.state_rows = np.concatenate([self.q_ind, n_q + self.u_ind])
-        self.perm_mat = np.eye(n_q + n_u + self.dims.k)[:, self.state_rows]
+        self.state_rows = np.concatenate([self.q_ind, n_q + self.v_ind])
+        self.perm_mat = np.eye(n_q + n_v + self.dims.k)[:, self.state_rows]
         d = self.dims
-        self._op_point_layout = [("q", d.n, d.n > 0), ("qd", d.n, False), ("u", d.o, d.o > 0),
-                                 ("ud", d.o, False), ("r", d.s, d.s > 0), ("lam", d.k, False),
+        self._op_point_layout = [("q", d.n, d.n > 0), ("qd", d.n, False), ("v", d.o, d.o > 0),
+                                 ("vd", d.o, False), ("u", d.s, d.s > 0), ("lam", d.k, False),
                                  ("p", n_p, False)]
 
     # ------------------------------------------------------------------ public API
     def linearize(self, op_point: Mapping, A_and_B: bool = False):
         """Return ``(M, A, B)`` or, with ``A_and_B=True``, the state-space ``(A, B)``.
 
-        ``op_point`` maps ``"q"``, ``"u"`` (required), ``"r"`` (required when there are inputs),
-        ``"qd"``, ``"ud"``, ``"lam"``, ``"t"`` (default 0) and ``"p"`` (default empty) to numbers.
+        ``op_point`` maps ``"q"``, ``"v"`` (generalized speeds, required), ``"u"`` (inputs,
+        required when there are inputs), ``"qd"``, ``"vd"``, ``"lam"``, ``"t"`` (default 0) and
+        ``"p"`` (default empty) to numbers. SymPy's keys ``"r"`` and ``"ud"`` are refused.
         Rates and multipliers that are omitted or NaN are solved from the equations, see
         :meth:`complete_op_point`.
         """
@@ -169,9 +192,9 @@ class Linearizer:
     def complete_op_point(self, op_point: Mapping) -> dict:
         """Return the operating point with every key, missing rates and multipliers solved.
 
-        ``qd``, ``ud`` and ``lam`` entries that are omitted (or NaN) are computed at the given
-        ``q, u, r, t, p`` from the kinematic equations (``qd``) and jointly from the acceleration
-        constraints and dynamics (``ud`` and ``lam``, as SymPy's ``solve_multipliers`` does);
+        ``qd``, ``vd`` and ``lam`` entries that are omitted (or NaN) are computed at the given
+        ``q, v, u, t, p`` from the kinematic equations (``qd``) and jointly from the acceleration
+        constraints and dynamics (``vd`` and ``lam``, as SymPy's ``solve_multipliers`` does);
         entries that are given are kept as given.
         """
         return self._completed(op_point)[0]
@@ -184,7 +207,7 @@ class Linearizer:
                 "dynamic": values["f_2"] + values["f_3"] + values["f_4"]}
 
     def state_space(self, M, A, B):
-        """``(perm_mat.T @ M^-1 A, perm_mat.T @ M^-1 B)``: the rows of ``[q_i', u_i']``."""
+        """``(perm_mat.T @ M^-1 A, perm_mat.T @ M^-1 B)``: the rows of ``[q_i', v_i']``."""
         n_a = A.shape[1]
         solved = _checked_solve(M, np.concatenate((A, B), axis=1), M, "mass matrix M")
         rows = self.state_rows
@@ -194,11 +217,11 @@ class Linearizer:
     def _completed(self, op_point):
         point = self._parse(op_point)
         n = self.dims.n
-        rates = np.concatenate([point["qd"], point["ud"], point["lam"]])
+        rates = np.concatenate([point["qd"], point["vd"], point["lam"]])
         missing = np.isnan(rates)
         if not missing.any():
             return point, self._evaluate(point)
-        # M is block lower triangular, so the qd block and the (ud, lam) block can be solved
+        # M is block lower triangular, so the qd block and the (vd, lam) block can be solved
         # separately; a block is solved whenever one of its entries is missing.
         blocks = np.zeros(rates.size, dtype=np.bool_)
         blocks[:n] = missing[:n].any()
@@ -214,19 +237,23 @@ class Linearizer:
             trial[blocks] -= step
             trial[~missing] = rates[~missing]
         raise LinearizerError(
-            "could not solve the missing qd/ud/lam of the operating point: the given entries "
+            "could not solve the missing qd/vd/lam of the operating point: the given entries "
             "are inconsistent with the equations or the equations are not linear in them")
 
     def _split_rates(self, point, rates):
         n, o = self.dims.n, self.dims.o
         point["qd"] = rates[:n].copy()
-        point["ud"] = rates[n:n + o].copy()
+        point["vd"] = rates[n:n + o].copy()
         point["lam"] = rates[n + o:].copy()
 
     def _parse(self, op_point):
         if not isinstance(op_point, Mapping):
             raise LinearizerError(f"op_point must be a mapping with keys {OP_POINT_KEYS}, "
                                   f"got {type(op_point).__name__}")
+        for key, renamed in _RENAMED_KEYS.items():
+            if key in op_point:
+                raise LinearizerError(f"op_point key '{key}' (value {_short(op_point[key])}) is "
+                                      f"not known: {renamed}")
         if not _KEY_SET.issuperset(op_point):
             unknown = sorted(map(str, set(op_point) - _KEY_SET))
             raise LinearizerError(f"unknown op_point keys {unknown}; allowed: {OP_POINT_KEYS}")
@@ -236,12 +263,12 @@ class Linearizer:
             if value is not None:
                 point[key] = _vector(key, value, size)
             elif required:
-                raise LinearizerError(f"op_point lacks '{key}' ({size} values)")
+                raise LinearizerError(f"op_point lacks '{key}' ({size} values){_MEANING[key]}")
             else:
                 point[key] = np.zeros(size or 0) if key == "p" else np.full(size, np.nan)
-        given = np.concatenate((point["q"], point["u"], point["r"], point["p"]))
+        given = np.concatenate((point["q"], point["v"], point["u"], point["p"]))
         if not np.isfinite(given).all():
-            raise LinearizerError("op_point 'q', 'u', 'r' and 'p' must be finite")
+            raise LinearizerError("op_point 'q', 'v', 'u' and 'p' must be finite")
         point["t"] = float(op_point.get("t", 0.0))
         return point
 
@@ -256,7 +283,7 @@ class Linearizer:
 
     def _variable_sizes(self):
         l, m, n, o, s, k = self.dims
-        return {"q": n, "qd": n, "u": o, "ud": o, "r": s, "lam": k}
+        return {"q": n, "qd": n, "v": o, "vd": o, "u": s, "lam": k}
 
     def _evaluate(self, point):
         t, p = point["t"], point["p"]
@@ -313,7 +340,7 @@ class Linearizer:
         M, A, B, A_ss, B_ss, rconds = _linear_model_kernel(
             f_0[1], f_0[2], f_1[1], f_1[2], f_a[1], f_a[2], f_a[3], f_a[4], f_2[1], f_2[2],
             f_2[3], f_3[1], f_3[2], f_3[3], f_3[4], f_4[1], f_4[2], f_c[1], f_v[1], f_v[2],
-            self.q_ind, self.q_dep, self.u_ind, self.u_dep, self.state_rows, with_state_space)
+            self.q_ind, self.q_dep, self.v_ind, self.v_dep, self.state_rows, with_state_space)
         _raise_if_singular(rconds[0], _FC_NAME)
         _raise_if_singular(rconds[1], _FV_NAME)
         if not math.isfinite(M.sum() + A.sum() + B.sum()):
@@ -364,6 +391,11 @@ def _vector(key, value, size):
     return array
 
 
+def _short(value):
+    """A short text of an op_point value for error messages."""
+    return reprlib.repr(value)
+
+
 def _raise_if_singular(rcond, what):
     if not rcond >= RCOND_MIN:
         raise SingularMatrixError(
@@ -374,10 +406,10 @@ def _raise_if_singular(rcond, what):
 
 def _newton_matrix_name(solve_qd, solve_dyn):
     if solve_qd and solve_dyn:
-        return "mass matrix M (solving the missing qd, ud, lam)"
+        return "mass matrix M (solving the missing qd, vd, lam)"
     if solve_qd:
         return "kinematic matrix df_0/dqd (solving the missing qd)"
-    return "matrix [df_a/dud, 0; df_2/dud, df_4/dlam] (solving the missing ud, lam)"
+    return "matrix [df_a/dvd, 0; df_2/dvd, df_4/dlam] (solving the missing vd, lam)"
 
 
 # ---------------------------------------------------------------------- small dense algebra
@@ -484,52 +516,52 @@ def _columns(a, index):
 
 
 @njit(cache=True)
-def _coefficients(fc_q, fv_q, fv_u, q_ind, q_dep, u_ind, u_dep):
-    """C_0, C_1, C_2 of Peterson et al.: dq = C_0 dq_i and du = C_1 dq + C_2 du_i."""
-    n, o = fc_q.shape[1], fv_u.shape[1]
+def _coefficients(fc_q, fv_q, fv_v, q_ind, q_dep, v_ind, v_dep):
+    """C_0, C_1, C_2 of Peterson et al.: dq = C_0 dq_i and dv = C_1 dq + C_2 dv_i."""
+    n, o = fc_q.shape[1], fv_v.shape[1]
     C_0 = np.zeros((n, q_ind.size))
     C_1 = np.zeros((o, n))
-    C_2 = np.zeros((o, u_ind.size))
+    C_2 = np.zeros((o, v_ind.size))
     for j in range(q_ind.size):
         C_0[q_ind[j], j] = 1.0
-    for j in range(u_ind.size):
-        C_2[u_ind[j], j] = 1.0
+    for j in range(v_ind.size):
+        C_2[v_ind[j], j] = 1.0
     rcond_c, rcond_v = 1.0, 1.0
     if q_dep.size:
         x, rcond_c = _solve_rows(_columns(fc_q, q_dep), _columns(fc_q, q_ind), fc_q)
         for a in range(q_dep.size):
             for j in range(q_ind.size):
                 C_0[q_dep[a], j] = -x[a, j]
-    if u_dep.size:
-        rhs = np.empty((u_dep.size, n + u_ind.size))
+    if v_dep.size:
+        rhs = np.empty((v_dep.size, n + v_ind.size))
         rhs[:, :n] = fv_q
-        rhs[:, n:] = _columns(fv_u, u_ind)
-        x, rcond_v = _solve_rows(_columns(fv_u, u_dep), rhs, fv_u)
-        for a in range(u_dep.size):
+        rhs[:, n:] = _columns(fv_v, v_ind)
+        x, rcond_v = _solve_rows(_columns(fv_v, v_dep), rhs, fv_v)
+        for a in range(v_dep.size):
             for j in range(n):
-                C_1[u_dep[a], j] = -x[a, j]
-            for j in range(u_ind.size):
-                C_2[u_dep[a], j] = -x[a, n + j]
+                C_1[v_dep[a], j] = -x[a, j]
+            for j in range(v_ind.size):
+                C_2[v_dep[a], j] = -x[a, n + j]
     return C_0, C_1, C_2, rcond_c, rcond_v
 
 
 @njit(cache=True)
-def _linear_model_kernel(f0_q, f0_qd, f1_q, f1_u, fa_q, fa_qd, fa_u, fa_ud, f2_q, f2_u, f2_ud,
-                         f3_q, f3_qd, f3_u, f3_r, f4_q, f4_lam, fc_q, fv_q, fv_u,
-                         q_ind, q_dep, u_ind, u_dep, state_rows, with_state_space):
+def _linear_model_kernel(f0_q, f0_qd, f1_q, f1_v, fa_q, fa_qd, fa_v, fa_vd, f2_q, f2_v, f2_vd,
+                         f3_q, f3_qd, f3_v, f3_u, f4_q, f4_lam, fc_q, fv_q, fv_v,
+                         q_ind, q_dep, v_ind, v_dep, state_rows, with_state_space):
     """Rows [kinematic n; f_a m; dynamics o-m+k] of
 
-        M = [f_0_qd 0 0; f_a_qd f_a_ud 0; f_3_qd f_2_ud f_4_lam]
-        A = [(A_q + A_u C_1) C_0, A_u C_2],  A_q = -d/dq, A_u = -d/du of the same rows
-        B = [0; 0; -f_3_r]
+        M = [f_0_qd 0 0; f_a_qd f_a_vd 0; f_3_qd f_2_vd f_4_lam]
+        A = [(A_q + A_v C_1) C_0, A_v C_2],  A_q = -d/dq, A_v = -d/dv of the same rows
+        B = [0; 0; -f_3_u]
     exactly as SymPy's Linearizer.linearize builds them, and with ``with_state_space`` the rows
     ``state_rows`` of ``M^-1 A`` and ``M^-1 B``. ``rconds`` are those of df_c/dq_dep,
-    df_v/du_dep and M (1 when not needed).
+    df_v/dv_dep and M (1 when not needed).
     """
-    n, o, m = f0_q.shape[1], f1_u.shape[1], fa_q.shape[0]
-    k, s = f4_lam.shape[1], f3_r.shape[1]
+    n, o, m = f0_q.shape[1], f1_v.shape[1], fa_q.shape[0]
+    k, s = f4_lam.shape[1], f3_u.shape[1]
     rows = n + o + k
-    C_0, C_1, C_2, rcond_c, rcond_v = _coefficients(fc_q, fv_q, fv_u, q_ind, q_dep, u_ind, u_dep)
+    C_0, C_1, C_2, rcond_c, rcond_v = _coefficients(fc_q, fv_q, fv_v, q_ind, q_dep, v_ind, v_dep)
     A_q = np.zeros((rows, n))
     _copy_into(A_q, 0, 0, f0_q, -1.0)
     _copy_into(A_q, 0, 0, f1_q, -1.0)
@@ -537,23 +569,23 @@ def _linear_model_kernel(f0_q, f0_qd, f1_q, f1_u, fa_q, fa_qd, fa_u, fa_ud, f2_q
     _copy_into(A_q, n + m, 0, f2_q, -1.0)
     _copy_into(A_q, n + m, 0, f3_q, -1.0)
     _copy_into(A_q, n + m, 0, f4_q, -1.0)
-    A_u = np.zeros((rows, o))
-    _copy_into(A_u, 0, 0, f1_u, -1.0)
-    _copy_into(A_u, n, 0, fa_u, -1.0)
-    _copy_into(A_u, n + m, 0, f2_u, -1.0)
-    _copy_into(A_u, n + m, 0, f3_u, -1.0)
-    _matmul_into(A_q, 0, 0, A_u, C_1, 1.0)
+    A_v = np.zeros((rows, o))
+    _copy_into(A_v, 0, 0, f1_v, -1.0)
+    _copy_into(A_v, n, 0, fa_v, -1.0)
+    _copy_into(A_v, n + m, 0, f2_v, -1.0)
+    _copy_into(A_v, n + m, 0, f3_v, -1.0)
+    _matmul_into(A_q, 0, 0, A_v, C_1, 1.0)
     A = np.zeros((rows, C_0.shape[1] + C_2.shape[1]))
     _matmul_into(A, 0, 0, A_q, C_0, 1.0)
-    _matmul_into(A, 0, C_0.shape[1], A_u, C_2, 1.0)
+    _matmul_into(A, 0, C_0.shape[1], A_v, C_2, 1.0)
     B = np.zeros((rows, s))
-    _copy_into(B, n + m, 0, f3_r, -1.0)
+    _copy_into(B, n + m, 0, f3_u, -1.0)
     M = np.zeros((rows, rows))
     _copy_into(M, 0, 0, f0_qd, 1.0)
     _copy_into(M, n, 0, fa_qd, 1.0)
-    _copy_into(M, n, n, fa_ud, 1.0)
+    _copy_into(M, n, n, fa_vd, 1.0)
     _copy_into(M, n + m, 0, f3_qd, 1.0)
-    _copy_into(M, n + m, n, f2_ud, 1.0)
+    _copy_into(M, n + m, n, f2_vd, 1.0)
     _copy_into(M, n + m, n + o, f4_lam, 1.0)
     A_ss = np.zeros((state_rows.size, A.shape[1]))
     B_ss = np.zeros((state_rows.size, s))

@@ -1,12 +1,13 @@
 """Minimal linearization: linear equations in independent coordinates and speeds only.
 
 Peterson, Gede & Hubbard ("A linearization procedure for constrained multibody systems")
-write a constrained system with coordinates ``q`` (n), speeds ``u`` (o), configuration
-constraints ``f_c(q) = 0`` (l rows) and velocity constraints ``f_v(q, u) = 0`` (m rows), and
-linearize it in ``n - l`` independent coordinates ``q_i`` and ``o - m`` independent speeds
-``u_i`` only.
+write a constrained system with coordinates ``q`` (n), generalized speeds ``v`` (o; the paper's
+``u``), configuration constraints ``f_c(q) = 0`` (l rows) and velocity constraints
+``f_v(q, v) = 0`` (m rows), and linearize it in ``n - l`` independent coordinates ``q_i`` and
+``o - m`` independent speeds ``v_i`` only. (As everywhere in mechnode, ``u`` are the inputs,
+the paper's ``r``; see :mod:`core.conventions`.)
 
-In mechnode the speeds are the coordinate rates, ``u = dq`` (``o = n``), and the velocity
+In mechnode the speeds are the coordinate rates, ``v = dq`` (``o = n``), and the velocity
 constraints of the paper are *all* velocity-level rows, the differentiated holonomic ones
 included (as the paper allows)::
 
@@ -18,12 +19,12 @@ with ``A_v`` the rows of the velocity constraints (knife edges, skates; see
 entries, ordered ``x_i = [q_i, dq_i]``, each group in model order; speeds are named like the
 state (``"d" + coordinate``, see :attr:`core.System.state_names`).
 
-Maps back to all coordinates (the paper's C0, C1, C2, with ``P_qi, P_qd, P_ui, P_ud`` the
-column selections of independent / dependent variables)::
+Maps back to all coordinates (the paper's C0, C1, C2, with ``P_qi, P_qd, P_vi, P_vd`` the
+column selections of independent / dependent coordinates and speeds; the paper's ``P_ui, P_ud``)::
 
     dq_full  = C0 dq_i                     C0 = [I - P_qd (Df_c P_qd)^-1 Df_c] P_qi
-    du_full  = C1 dq_full + C2 du_i        C1 = -P_ud (D_u f_v P_ud)^-1 D_q f_v
-                                           C2 = [I - P_ud (D_u f_v P_ud)^-1 D_u f_v] P_ui
+    dv_full  = C1 dq_full + C2 dv_i        C1 = -P_vd (D_v f_v P_vd)^-1 D_q f_v
+                                           C2 = [I - P_vd (D_v f_v P_vd)^-1 D_v f_v] P_vi
     dx_full  = T dx_i,   T = [[C0, 0], [C1 C0, C2]]     (2n x p)
 
 ``T`` is the derivative of the local parameterization ``x = phi(x_i)`` of the constraint
@@ -35,22 +36,23 @@ How A and B are computed, and why this is the paper's result
 ------------------------------------------------------------
 With ``(A_full, B_full) = System.linearize`` (the exact full-coordinate linearization, the
 multipliers eliminated as functions of the state) and ``S`` the selection of the rows
-``[dq_i', du_i']`` of the full state derivative::
+``[dq_i', dv_i']`` of the full state derivative::
 
     A = S A_full T,        B = S B_full.
 
-This is the exact Jacobian of the reduced equations ``x_i' = S f(phi(x_i), r)`` at the given
+This is the exact Jacobian of the reduced equations ``x_i' = S f(phi(x_i), u)`` at the given
 state, equilibrium or not. It is the same matrix as the paper's ``P'^T M~^-1 A~`` /
-``P'^T M~^-1 B~``: the paper stacks the kinematic rows (``M~_qq = I``, ``A~_qu = I``), the
-linearized acceleration constraints ``D_u f_v du' = -D_q f_a dq - D_u f_a du`` and ``o - m``
-constraint-free dynamic rows, substitutes ``[dq; du] = T [dq_i; du_i]`` (its eq. "state space
+``P'^T M~^-1 B~``: the paper stacks the kinematic rows (``M~_qq = I``, ``A~_qv = I``), the
+linearized acceleration constraints ``D_v f_v dv' = -D_q f_a dq - D_v f_a dv`` and ``o - m``
+constraint-free dynamic rows, substitutes ``[dq; dv] = T [dq_i; dv_i]`` (its eq. "state space
 constrained" is exactly ``A~ T``), solves with ``M~`` and keeps the rows ``P' = blkdiag(P_qi,
-P_ui)`` of the independent rates. ``A_full`` satisfies every one of those rows for every state
+P_vi)`` of the independent rates. ``A_full`` satisfies every one of those rows for every state
 direction (its accelerations satisfy the linearized acceleration constraints, and the projected
 dynamic rows are the full dynamics with the multipliers eliminated), so ``M~^-1 A~ T = A_full T``
-and ``P'^T M~^-1 A~ T = S A_full T``. (The paper's definitions ``A~_uqc = -A~_qq - D_q f_a`` and
-``A~_uuc = -A~_qu - D_u f_a`` contain a misprint: ``A~_qu`` is n x o while ``A~_uuc`` is m x o;
-with ``f_a`` independent of ``dq`` as here the correct blocks are ``-D_q f_a`` and ``-D_u f_a``.)
+and ``P'^T M~^-1 A~ T = S A_full T``. (The paper's definitions ``A~_vqc = -A~_qq - D_q f_a``
+and ``A~_vvc = -A~_qv - D_v f_a`` (its ``A~_uqc``, ``A~_uuc``) contain a misprint: ``A~_qv`` is
+n x o while ``A~_vvc`` is m x o; with ``f_a`` independent of ``dq`` as here the correct blocks
+are ``-D_q f_a`` and ``-D_v f_a``.)
 ``tests/test_minimal.py`` assembles the paper's M~, A~, B~, P' and checks the equality.
 
 At an equilibrium (``dq = 0``, ``ddq = 0``) ``range(T)`` is invariant under ``A_full`` and
@@ -64,7 +66,7 @@ variables give similar matrices only at equilibria.
 
 Choice of the independent variables and its conditioning
 --------------------------------------------------------
-The paper needs ``Df_c P_qd`` and ``D_u f_v P_ud`` invertible. Their plain condition number
+The paper needs ``Df_c P_qd`` and ``D_v f_v P_vd`` invertible. Their plain condition number
 says nothing for a single constraint (a 1 x 1 matrix), so we report the representation-
 independent amplification
 
@@ -218,29 +220,29 @@ def _elimination(J: np.ndarray, dep, ind) -> np.ndarray:
     return C
 
 
-def _auto_speeds(Nu: np.ndarray, Dh: np.ndarray, Av: np.ndarray, qd, n: int, limit: float):
-    """Dependent speeds: rates of ``qd`` plus pivoted-QR picks from ``A_v`` restricted to the
+def _auto_speeds(Nv: np.ndarray, Dh: np.ndarray, Av: np.ndarray, q_dep, n: int, limit: float):
+    """Dependent speeds: rates of ``q_dep`` plus pivoted-QR picks from ``A_v`` restricted to the
     other rates (fallback: pivoted QR of all velocity rows when that is better conditioned)."""
     nv = Av.shape[0]
-    qi = _complement(n, qd)
+    q_ind = _complement(n, q_dep)
     picks = []
     if nv:
-        Sv = Av @ _elimination(Dh, qd, qi)  # nv x (n - l): A_v on the holonomic tangent space
+        Sv = Av @ _elimination(Dh, q_dep, q_ind)  # nv x (n - l): A_v on the holonomic tangent space
         try:
-            Nv = _orthonormal_rows(Sv, "the velocity constraint rows")
-            picks = [qi[j] for j in _pivots(Nv, nv)]
+            Nav = _orthonormal_rows(Sv, "the velocity constraint rows")
+            picks = [q_ind[j] for j in _pivots(Nav, nv)]
         except ValueError:
             picks = None
     if picks is not None:
-        ud = sorted(list(qd) + picks)
-        kappa = _condition(Nu, ud)
+        v_dep = sorted(list(q_dep) + picks)
+        kappa = _condition(Nv, v_dep)
         if kappa <= limit:
-            return ud, kappa
-    ud_global = _pivots(Nu, Nu.shape[0])
-    kappa_global = _condition(Nu, ud_global)
+            return v_dep, kappa
+    v_dep_global = _pivots(Nv, Nv.shape[0])
+    kappa_global = _condition(Nv, v_dep_global)
     if picks is None or kappa_global < kappa:
-        return ud_global, kappa_global
-    return ud, kappa
+        return v_dep_global, kappa_global
+    return v_dep, kappa
 
 
 def _parse_independent(independent, config_names):
@@ -278,7 +280,7 @@ def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: 
                       residual_limit: float | None = 1e-6):
     """Linearization in independent coordinates and speeds only: ``(A, B, info)``.
 
-    ``x_i' = A x_i + B r`` with ``x_i = [q_i, dq_i]`` (each group in model order), ``A`` of size
+    ``x_i' = A x_i + B u`` with ``x_i = [q_i, dq_i]`` (each group in model order), ``A`` of size
     ``p = (n - nh) + (n - nh - nv)``, ``B`` (p x inputs); ``info`` is a :class:`MinimalInfo`
     (choice of variables, maps ``C0, C1, C2, T`` back to all coordinates, conditioning).
 
@@ -301,102 +303,102 @@ def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: 
     u = check_vector("u", u, model.nu, system.input_names)
     if not (np.isfinite(condition_limit) and condition_limit >= 1.0):
         raise ValueError(f"condition_limit must be a finite number >= 1, got {condition_limit!r}")
-    ni_q, ni_u = n - nh, n - nh - nv
-    if ni_u < 0:
+    ni_q, ni_v = n - nh, n - nh - nv
+    if ni_v < 0:
         raise ValueError(f"{nh} holonomic + {nv} velocity constraints on {n} coordinates: more "
                          "velocity-level constraints than speeds")
 
     h, Dh, H2 = system.constraint(q, order=2)
     _, Gv, Av = velocity_constraint(system, q, dq)
     Jq = np.vstack([np.einsum("rij,j->ri", H2, dq), Gv])   # D_q f_v   (m x n)
-    Ju = np.vstack([Dh, Av])                                 # D_dq f_v  (m x n)
+    Jv = np.vstack([Dh, Av])                                 # D_v f_v   (m x n), v = dq
 
     if residual_limit is not None:
-        _check_consistent(system, h, Dh, Ju, dq, residual_limit)
+        _check_consistent(system, h, Dh, Jv, dq, residual_limit)
 
     Nc = _orthonormal_rows(Dh, "the holonomic constraint rows")
-    Nu = _orthonormal_rows(Ju, "the velocity-level constraint rows (Dh and the velocity constraints)")
+    Nv = _orthonormal_rows(Jv, "the velocity-level constraint rows (Dh and the velocity constraints)")
 
-    user_q, user_u = _parse_independent(independent, names) if independent is not None else ([], [])
+    user_q, user_v = _parse_independent(independent, names) if independent is not None else ([], [])
     if user_q and len(user_q) != ni_q:
         raise ValueError(f"independent: {len(user_q)} coordinate(s) {[names[i] for i in user_q]} "
                          f"named, but there are exactly {ni_q} independent coordinates "
                          f"({n} coordinates - {nh} holonomic constraints)")
-    if user_u and len(user_u) != ni_u:
-        raise ValueError(f"independent: {len(user_u)} speed(s) {['d' + names[i] for i in user_u]} "
-                         f"named, but there are exactly {ni_u} independent speeds ({n} speeds - "
+    if user_v and len(user_v) != ni_v:
+        raise ValueError(f"independent: {len(user_v)} speed(s) {['d' + names[i] for i in user_v]} "
+                         f"named, but there are exactly {ni_v} independent speeds ({n} speeds - "
                          f"{nh} holonomic - {nv} velocity constraints)")
 
     # coordinates
-    qd_auto = _pivots(Nc, nh)
-    kappa_auto = _condition(Nc, qd_auto)
+    q_dep_auto = _pivots(Nc, nh)
+    kappa_auto = _condition(Nc, q_dep_auto)
     if kappa_auto > condition_limit:
         raise ValueError(f"the holonomic constraint Jacobian is nearly singular at this state: even "
-                         f"the best choice of dependent coordinates {[names[i] for i in qd_auto]} has "
+                         f"the best choice of dependent coordinates {[names[i] for i in q_dep_auto]} has "
                          f"condition {kappa_auto:.3g} > condition_limit {condition_limit:g}")
     if user_q:
-        qd = _complement(n, user_q)
-        kappa_q = _condition(Nc, qd)
+        q_dep = _complement(n, user_q)
+        kappa_q = _condition(Nc, q_dep)
         if kappa_q > condition_limit:
-            better = [names[i] for i in _complement(n, qd_auto)]
+            better = [names[i] for i in _complement(n, q_dep_auto)]
             raise ValueError(
                 f"independent coordinates {[names[i] for i in user_q]} are a poorly conditioned "
-                f"choice at this state: the dependent coordinates {[names[i] for i in qd]} are "
+                f"choice at this state: the dependent coordinates {[names[i] for i in q_dep]} are "
                 f"(nearly) undetermined by the holonomic constraints (condition of Df_c P_qd "
                 f"{kappa_q:.3g} > condition_limit {condition_limit:g}); better independent "
                 f"coordinates: {better} (condition {kappa_auto:.3g})")
     else:
-        qd, kappa_q = qd_auto, kappa_auto
-    qi = _complement(n, qd)
+        q_dep, kappa_q = q_dep_auto, kappa_auto
+    q_ind = _complement(n, q_dep)
 
     # speeds
-    ud_auto, kappa_u_auto = _auto_speeds(Nu, Dh, Av, qd, n, condition_limit)
-    if kappa_u_auto > condition_limit:
+    v_dep_auto, kappa_v_auto = _auto_speeds(Nv, Dh, Av, q_dep, n, condition_limit)
+    if kappa_v_auto > condition_limit:
         raise ValueError(f"the velocity-level constraint rows are nearly singular at this state: "
-                         f"even the best choice of dependent speeds {['d' + names[i] for i in ud_auto]} "
-                         f"has condition {kappa_u_auto:.3g} > condition_limit {condition_limit:g}")
-    if user_u:
-        ud = _complement(n, user_u)
-        kappa_u = _condition(Nu, ud)
-        if kappa_u > condition_limit:
-            better = ["d" + names[i] for i in _complement(n, ud_auto)]
+                         f"even the best choice of dependent speeds {['d' + names[i] for i in v_dep_auto]} "
+                         f"has condition {kappa_v_auto:.3g} > condition_limit {condition_limit:g}")
+    if user_v:
+        v_dep = _complement(n, user_v)
+        kappa_v = _condition(Nv, v_dep)
+        if kappa_v > condition_limit:
+            better = ["d" + names[i] for i in _complement(n, v_dep_auto)]
             raise ValueError(
-                f"independent speeds {['d' + names[i] for i in user_u]} are a poorly conditioned "
-                f"choice at this state: the dependent speeds {['d' + names[i] for i in ud]} are "
-                f"(nearly) undetermined by the velocity constraints (condition of D_u f_v P_ud "
-                f"{kappa_u:.3g} > condition_limit {condition_limit:g}); better independent "
-                f"speeds: {better} (condition {kappa_u_auto:.3g})")
+                f"independent speeds {['d' + names[i] for i in user_v]} are a poorly conditioned "
+                f"choice at this state: the dependent speeds {['d' + names[i] for i in v_dep]} are "
+                f"(nearly) undetermined by the velocity constraints (condition of D_v f_v P_vd "
+                f"{kappa_v:.3g} > condition_limit {condition_limit:g}); better independent "
+                f"speeds: {better} (condition {kappa_v_auto:.3g})")
     else:
-        ud, kappa_u = ud_auto, kappa_u_auto
-    ui = _complement(n, ud)
+        v_dep, kappa_v = v_dep_auto, kappa_v_auto
+    v_ind = _complement(n, v_dep)
 
     # maps back to all coordinates (paper eqs. C_0, C_1, C_2)
-    C0 = _elimination(Dh, qd, qi)
-    C2 = _elimination(Ju, ud, ui)
+    C0 = _elimination(Dh, q_dep, q_ind)
+    C2 = _elimination(Jv, v_dep, v_ind)
     C1 = np.zeros((n, n))
-    if ud:
-        C1[ud] = -np.linalg.solve(Ju[:, ud], Jq)
-    p = len(qi) + len(ui)
+    if v_dep:
+        C1[v_dep] = -np.linalg.solve(Jv[:, v_dep], Jq)
+    p = len(q_ind) + len(v_ind)
     T = np.zeros((2 * n, p))
-    T[:n, :len(qi)] = C0
-    T[n:, :len(qi)] = C1 @ C0
-    T[n:, len(qi):] = C2
+    T[:n, :len(q_ind)] = C0
+    T[n:, :len(q_ind)] = C1 @ C0
+    T[n:, len(q_ind):] = C2
 
     A_full, B_full = system.linearize(q, dq, u)
-    state_index = np.array(qi + [n + i for i in ui], dtype=np.int64)
+    state_index = np.array(q_ind + [n + i for i in v_ind], dtype=np.int64)
     A = A_full[state_index] @ T
     B = B_full[state_index].copy()
     info = MinimalInfo(
-        independent_coordinates=tuple(names[i] for i in qi),
-        independent_speeds=tuple("d" + names[i] for i in ui),
-        dependent_coordinates=tuple(names[i] for i in qd),
-        dependent_speeds=tuple("d" + names[i] for i in ud),
+        independent_coordinates=tuple(names[i] for i in q_ind),
+        independent_speeds=tuple("d" + names[i] for i in v_ind),
+        dependent_coordinates=tuple(names[i] for i in q_dep),
+        dependent_speeds=tuple("d" + names[i] for i in v_dep),
         C0=C0, C1=C1, C2=C2, T=T,
-        condition_coordinates=kappa_q, condition_speeds=kappa_u, state_index=state_index)
+        condition_coordinates=kappa_q, condition_speeds=kappa_v, state_index=state_index)
     return A, B, info
 
 
-def _check_consistent(system, h, Dh, Ju, dq, tol):
+def _check_consistent(system, h, Dh, Jv, dq, tol):
     """ValueError naming the violated rows if the state is off the constraint manifold."""
     names = system.config_names
     for r in range(h.shape[0]):
@@ -406,9 +408,9 @@ def _check_consistent(system, h, Dh, Ju, dq, tol):
                              f"(about {abs(h[r]) / max(g, 1e-300):.3g} in q from the constraint); "
                              "the minimal linearization needs a state on the constraint manifold")
     scale = max(1.0, float(np.linalg.norm(dq)))
-    res = Ju @ dq
+    res = Jv @ dq
     for r in range(res.shape[0]):
-        g = float(np.linalg.norm(Ju[r]))
+        g = float(np.linalg.norm(Jv[r]))
         if abs(res[r]) > tol * max(g, 1e-12) * scale:
             kind = "holonomic constraint row" if r < h.shape[0] else "velocity constraint"
             rr = r if r < h.shape[0] else r - h.shape[0]

@@ -15,6 +15,13 @@ differentiating large expression trees), and the code is printed with SymPy's Py
 printer (what ``lambdify`` uses) into preallocated arrays, so the same source also compiles with
 numba. Each operating point then only evaluates these functions and does small dense algebra.
 
+Names: SymPy's side keeps SymPy's notation (its ``u`` are the generalized speeds, its ``r`` the
+inputs), and so do the op_points users pass (dicts keyed by SymPy symbols) and the SymPy matrices
+mirrored on :class:`SympyLinearizer`. The numeric :class:`core.linearizer.Linearizer` it builds
+uses mechnode's: SymPy's ``lin.u`` (and ``lin.u_i``, ``lin.u_d``, the rates ``u'``) feed its
+generalized speeds ``v`` (``v_ind``, ``v_dep``, ``vd``), SymPy's ``lin.r`` feed its inputs ``u``,
+``lin.q`` its ``q`` and ``lin.lams`` its ``lam``.
+
 Backends (measured on a loaded 2-core machine, see ``bench/bench_linearizer.py``):
 ``"python"`` builds fast (rolling disc 0.4 s, bicycle ~10-20 s) and is fine for small systems
 (~150 us per point for the rolling disc); ``"numba"`` compiles the same source (disc ~7 s,
@@ -100,10 +107,12 @@ class SympyLinearizer:
 
     Attributes
     ----------
-    q, u, q_i, q_d, u_i, u_d, r, lams : the SymPy matrices of the source linearizer; the state is
-        ``[q_i, u_i]``, the columns of ``M`` are ``[q', u', lams]`` in ``q``/``u`` order.
+    q, u, q_i, q_d, u_i, u_d, r, lams : the SymPy matrices of the source linearizer, in SymPy's
+        notation (``u`` generalized speeds, ``r`` inputs); the state is ``[q_i, u_i]``, the
+        columns of ``M`` are ``[q', u', lams]`` in ``q``/``u`` order.
     params : tuple of the parameter symbols (every free symbol other than time).
-    linearizer : the numeric :class:`core.linearizer.Linearizer` doing the work.
+    linearizer : the numeric :class:`core.linearizer.Linearizer` doing the work, in mechnode's
+        notation: its speeds ``v`` are SymPy's ``u`` and its inputs ``u`` are SymPy's ``r``.
     perm_mat : numpy version of SymPy's ``perm_mat``.
     build_seconds : time spent generating (and compiling) the functions.
     sources : generated Python source of each part.
@@ -121,12 +130,13 @@ class SympyLinearizer:
         self.params = self._symbols.params
         self.sources = {}
         functions = {name: self._build_part(sympy, name) for name in PART_ORDER}
-        q, u = list(lin.q), list(lin.u)
+        # SymPy's speeds lin.u are our v, SymPy's inputs lin.r are our u.
+        q, v = list(lin.q), list(lin.u)
         self.linearizer = Linearizer(
-            len(q), len(u), **functions,
+            len(q), len(v), **functions,
             q_ind=[q.index(x) for x in lin.q_i], q_dep=[q.index(x) for x in lin.q_d],
-            u_ind=[u.index(x) for x in lin.u_i], u_dep=[u.index(x) for x in lin.u_d],
-            n_r=len(lin.r), n_lam=len(lin.lams), n_p=len(self.params))
+            v_ind=[v.index(x) for x in lin.u_i], v_dep=[v.index(x) for x in lin.u_d],
+            n_u=len(lin.r), n_lam=len(lin.lams), n_p=len(self.params))
         self.perm_mat = self.linearizer.perm_mat
         if backend == "numba":
             self._warm_up()
@@ -138,12 +148,14 @@ class SympyLinearizer:
         ``op_point`` is a dict or an iterable of dicts mapping coordinates, speeds, their time
         derivatives, inputs, multipliers and parameter symbols to numbers. Returns numpy arrays
         ``(M, A, B)`` of ``M [q'; u'; lams] = A [q_i; u_i] + B r`` or, with ``A_and_B=True``,
-        ``(A, B)`` of ``[q_i'; u_i'] = A [q_i; u_i] + B r``. ``simplify`` is ignored.
+        ``(A, B)`` of ``[q_i'; u_i'] = A [q_i; u_i] + B r`` (SymPy's notation: ``u`` speeds,
+        ``r`` inputs). ``simplify`` is ignored.
         """
         return self.linearizer.linearize(self._numeric_point(op_point), A_and_B=A_and_B)
 
     def complete_op_point(self, op_point=None) -> dict:
-        """The operating point with the solved ``q'``, ``u'`` and multipliers, symbol -> float."""
+        """The operating point with the solved rates of the coordinates and speeds (SymPy's
+        ``q'``, ``u'``) and multipliers, symbol -> float."""
         point = self.linearizer.complete_op_point(self._numeric_point(op_point))
         return self._symbols.to_symbols(point)
 
@@ -165,8 +177,8 @@ class SympyLinearizer:
     def _warm_up(self):
         """Compile the numba functions now (part of the build cost) with a dummy point."""
         d = self.linearizer.dims
-        point = {"q": np.ones(d.n), "qd": np.ones(d.n), "u": np.ones(d.o), "ud": np.ones(d.o),
-                 "r": np.ones(d.s), "lam": np.ones(d.k), "t": 0.0, "p": np.ones(len(self.params))}
+        point = {"q": np.ones(d.n), "qd": np.ones(d.n), "v": np.ones(d.o), "vd": np.ones(d.o),
+                 "u": np.ones(d.s), "lam": np.ones(d.k), "t": 0.0, "p": np.ones(len(self.params))}
         for name, function in self.linearizer._parts.items():
             function(*[point[v] for v in PART_VARIABLES[name]], point["t"], point["p"])
 
@@ -176,7 +188,12 @@ class SympyLinearizer:
 
 
 class _SystemSymbols:
-    """The symbols of a SymPy Linearizer and their plain-symbol replacements for code generation."""
+    """The symbols of a SymPy Linearizer and their plain-symbol replacements for code generation.
+
+    Keyed in mechnode's notation (the op_point keys of :class:`core.linearizer.Linearizer`):
+    ``"v"`` holds SymPy's speeds ``lin.u``, ``"vd"`` their rates and ``"u"`` SymPy's inputs
+    ``lin.r``.
+    """
 
     def __init__(self, sympy, lin):
         from sympy.physics.mechanics import dynamicsymbols, find_dynamicsymbols
@@ -184,10 +201,10 @@ class _SystemSymbols:
         self.time = dynamicsymbols._t
         t = self.time
         self.expressions = {name: sympy.Matrix(getattr(lin, name)) for name in PART_ORDER}
-        self.dynamic = {"q": list(lin.q), "u": list(lin.u), "r": list(lin.r),
+        self.dynamic = {"q": list(lin.q), "v": list(lin.u), "u": list(lin.r),
                         "lam": list(lin.lams)}
         self.dynamic["qd"] = [x.diff(t) for x in lin.q]
-        self.dynamic["ud"] = [x.diff(t) for x in lin.u]
+        self.dynamic["vd"] = [x.diff(t) for x in lin.u]
         known = set().union(*self.dynamic.values())
         stray = set().union(*(find_dynamicsymbols(e, exclude=known)
                               for e in self.expressions.values()))
@@ -199,16 +216,16 @@ class _SystemSymbols:
         self._plain = {key: sympy.symbols(f"{key}_0:{len(items)}")
                        for key, items in self.dynamic.items()}
         self.p = sympy.symbols(f"p_0:{len(self.params)}")
-        u_position = {x: i for i, x in enumerate(self.dynamic["u"])}
-        # Where q' is also a speed (Lagrange's method, u = q'), q' is that speed: f_0 sees it as
-        # q', while f_a and f_3 are differentiated with respect to it only as u (SymPy's _qd_dup).
-        self.qd_is_u = [u_position.get(x) for x in self.dynamic["qd"]]
+        v_position = {x: i for i, x in enumerate(self.dynamic["v"])}
+        # Where q' is also a speed (Lagrange's method, v = q'), q' is that speed: f_0 sees it as
+        # q', while f_a and f_3 are differentiated with respect to it only as v (SymPy's _qd_dup).
+        self.qd_is_v = [v_position.get(x) for x in self.dynamic["qd"]]
         replace = {}
         for key, items in self.dynamic.items():
             replace.update(zip(items, self._plain[key], strict=True))
-        for j, i in enumerate(self.qd_is_u):
+        for j, i in enumerate(self.qd_is_v):
             if i is not None:
-                replace[self.dynamic["qd"][j]] = self._plain["u"][i]
+                replace[self.dynamic["qd"][j]] = self._plain["v"][i]
         replace.update(zip(self.params, self.p, strict=True))
         self.plain_expressions = {name: e.xreplace(replace) for name, e in self.expressions.items()}
         self.time_dependent = any(t in e.free_symbols for e in self.plain_expressions.values())
@@ -223,9 +240,9 @@ class _SystemSymbols:
     def part_arguments(self, name):
         arguments = {key: list(self._plain[key]) for key in PART_VARIABLES[name]}
         if "qd" in arguments:
-            for j, i in enumerate(self.qd_is_u):
+            for j, i in enumerate(self.qd_is_v):
                 if i is not None:
-                    arguments["qd"][j] = (self._plain["u"][i] if name == "f_0"
+                    arguments["qd"][j] = (self._plain["v"][i] if name == "f_0"
                                           else self._plain["qd"][j])
         return arguments
 
@@ -236,7 +253,7 @@ class _SystemSymbols:
             extra = self.plain_expressions[name].free_symbols - allowed
             if extra:
                 names = sorted(str(self._original(s)) for s in extra)
-                form = f"{name}({', '.join(PART_VARIABLES[name])}, t)"
+                form = f"{name}({', '.join(PART_VARIABLES[name])}, t) (v: speeds, u: inputs)"
                 raise LinearizerError(f"{name} depends on {names}, which the general form "
                                       f"{form} does not allow")
 
@@ -250,19 +267,20 @@ class _SystemSymbols:
         """op_point values (symbol -> float) to the arrays of the numeric Linearizer."""
         arrays, missing = {}, []
         for key, symbols in self.dynamic.items():
-            optional = key in ("qd", "ud", "lam")
+            optional = key in ("qd", "vd", "lam")
             arrays[key] = np.array([values.get(x, math.nan) for x in symbols])
             if not optional:
                 missing += [x for x in symbols if x not in values]
-        for j, i in enumerate(self.qd_is_u):
+        for j, i in enumerate(self.qd_is_v):
             if i is not None:
-                arrays["qd"][j] = arrays["u"][i]
+                arrays["qd"][j] = arrays["v"][i]
         arrays["p"] = np.array([values.get(x, math.nan) for x in self.params])
         missing += [x for x in self.params if x not in values]
         if missing:
             raise LinearizerError(
                 f"op_point lacks values for {', '.join(map(str, missing))}; coordinates, speeds, "
-                "inputs and parameters must be given (q', u' and multipliers may be omitted)")
+                "inputs and parameters must be given (the time derivatives of coordinates and "
+                "speeds, and the multipliers, may be omitted)")
         if self.time_dependent and self.time not in values:
             raise LinearizerError("the equations depend on time explicitly: op_point needs "
                                   f"a value for {self.time}")

@@ -10,7 +10,7 @@ What is checked, on the seed's constrained double pendulum, a four-bar linkage, 
   and the two linear systems (scipy expm, with a constant input) have the same trajectories from
   consistent initial conditions mapped through T;
 * at moving states (dq != 0 on the manifold): A and B are the Jacobians of the reduced nonlinear
-  equations x_i' = S f(phi(x_i), r), with the dependent coordinates solved here by Newton and the
+  equations x_i' = S f(phi(x_i), u), with the dependent coordinates solved here by Newton and the
   dependent speeds from the constraint rows, by finite differences; T spans the tangent space;
 * the paper's assembly (M~, A~, B~, C0, C1, C2, P') gives the same A and B;
 * other choices of independent variables give similar matrices (at equilibria), poorly
@@ -146,12 +146,12 @@ def matched_error(a, b):
     return (float(cost[r, c].max()) if r.size else 0.0), rest
 
 
-def flow(A, B, x0, r, t):
-    """x(t) of x' = A x + B r with constant r (augmented matrix exponential)."""
+def flow(A, B, x0, u, t):
+    """x(t) of x' = A x + B u with constant u (augmented matrix exponential)."""
     p, m = B.shape
     M = np.zeros((p + m, p + m))
     M[:p, :p], M[:p, p:] = A, B
-    return (scipy.linalg.expm(M * t) @ np.concatenate([x0, r]))[:p]
+    return (scipy.linalg.expm(M * t) @ np.concatenate([x0, u]))[:p]
 
 
 # ------------------------------------------------------------------------------ checks
@@ -215,31 +215,31 @@ def check_moving(system, q, dq, u, rows_fn, independent=None):
     """A, B are the Jacobians of the reduced equations; T spans the tangent space."""
     n, nh = system.nq, system.model.nh
     A, B, info = linearize_minimal(system, q, dq, u, independent=independent)
-    qi, qd, ui, ud = indices(system, info)
-    p = len(qi) + len(ui)
-    assert list(info.state_index) == qi + [n + i for i in ui]
+    q_ind, q_dep, v_ind, v_dep = indices(system, info)
+    p = len(q_ind) + len(v_ind)
+    assert list(info.state_index) == q_ind + [n + i for i in v_ind]
 
     Dc = constraint_derivative(rows_fn, nh, q, dq)
     assert np.linalg.norm(Dc @ info.T) <= 1e-7 * max(1.0, np.linalg.norm(Dc)) * np.linalg.norm(info.T)
     # T is built from the paper's maps and selects the independent variables
-    assert_close(info.T, np.block([[info.C0, np.zeros((n, len(ui)))], [info.C1 @ info.C0, info.C2]]),
+    assert_close(info.T, np.block([[info.C0, np.zeros((n, len(v_ind)))], [info.C1 @ info.C0, info.C2]]),
                  "T from C0, C1, C2", tol=1e-14)
     assert_close(info.T[info.state_index], np.eye(p), "S T = I", tol=1e-12)
 
     def reduced(z):
-        xi, r = z[:p], z[p:]
+        xi, inputs = z[:p], z[p:]
         qq = q.copy()
-        qq[qi] = xi[:len(qi)]
-        qq = solve_dependent(system, qq, qd)
+        qq[q_ind] = xi[:len(q_ind)]
+        qq = solve_dependent(system, qq, q_dep)
         J = rows_fn(qq)
         v = np.zeros(n)
-        v[ui] = xi[len(qi):]
-        if ud:
-            v[ud] = -np.linalg.solve(J[:, ud], J[:, ui] @ v[ui])
-        return np.concatenate([v[qi], system.qdd(qq, v, r)[ui]])
+        v[v_ind] = xi[len(q_ind):]
+        if v_dep:
+            v[v_dep] = -np.linalg.solve(J[:, v_dep], J[:, v_ind] @ v[v_ind])
+        return np.concatenate([v[q_ind], system.qdd(qq, v, inputs)[v_ind]])
 
-    z0 = np.concatenate([q[qi], dq[ui], u])
-    assert_close(reduced(z0)[:len(qi)], dq[qi], "reduced parameterization reproduces dq", tol=1e-10)
+    z0 = np.concatenate([q[q_ind], dq[v_ind], u])
+    assert_close(reduced(z0)[:len(q_ind)], dq[q_ind], "reduced parameterization reproduces dq", tol=1e-10)
     D = fd(reduced, z0, h=1e-5)
     assert_close(A, D[:, :p], "minimal A vs finite differences of the reduced dynamics", tol=1e-6)
     assert_close(B, D[:, p:], "minimal B vs finite differences of the reduced dynamics", tol=1e-6)
@@ -249,9 +249,9 @@ def check_moving(system, q, dq, u, rows_fn, independent=None):
 def peterson_assembly(system, q, dq, u, info, rows_fn):
     """The paper's A = P'^T M~^-1 A~, B = P'^T M~^-1 B~ with its block definitions.
 
-    Rows of M~ and A~: kinematic (qd - u = 0: M~_qq = I, A~_qq = 0, A~_qu = I), acceleration
-    constraints f_a = d/dt f_v (M~_uuc = D_u f_v, A~_uqc = -D_q f_a, A~_uuc = -D_u f_a, by finite
-    differences of the constraint rows here) and o - m dynamic rows C2^T (M du' - M ddq_lin) = 0,
+    Rows of M~ and A~: kinematic (qd - v = 0: M~_qq = I, A~_qq = 0, A~_qv = I), acceleration
+    constraints f_a = d/dt f_v (M~_vvc = D_v f_v, A~_vqc = -D_q f_a, A~_vvc = -D_v f_a, by finite
+    differences of the constraint rows here) and o - m dynamic rows C2^T (M dv' - M ddq_lin) = 0,
     the full dynamics projected on the independent speeds (the constraint forces drop out).
     """
     n = system.nq
@@ -261,29 +261,29 @@ def peterson_assembly(system, q, dq, u, info, rows_fn):
     J = rows_fn(q)
     m = J.shape[0]
 
-    def f_a(qq, uu):  # J(q) u' + (d(J(q) u)/dq) u at the nominal u', exact second derivatives
+    def f_a(qq, vv):  # J(q) v' + (d(J(q) v)/dq) v at the nominal v', exact second derivatives
         H2 = system.constraint(qq, 2)[2]
-        Jq = np.vstack([np.einsum("rij,j->ri", H2, uu), velocity_constraint(system, qq, uu)[1]])
-        return rows_fn(qq) @ ddq + Jq @ uu
+        Jq = np.vstack([np.einsum("rij,j->ri", H2, vv), velocity_constraint(system, qq, vv)[1]])
+        return rows_fn(qq) @ ddq + Jq @ vv
 
     Faq = fd(lambda x: f_a(x, dq), q)
-    Fau = fd(lambda v: f_a(q, v), dq)
+    Fav = fd(lambda v: f_a(q, v), dq)
     C0, C1, C2 = info.C0, info.C1, info.C2
     Mt = np.block([[np.eye(n), np.zeros((n, n))],
                    [np.zeros((m, n)), J],
                    [np.zeros((n - m, n)), C2.T @ M]])
-    A_qq, A_qu = np.zeros((n, n)), np.eye(n)
-    A_uqc, A_uuc = -Faq, -Fau
-    A_uqd, A_uud = C2.T @ M @ Af[n:, :n], C2.T @ M @ Af[n:, n:]
+    A_qq, A_qv = np.zeros((n, n)), np.eye(n)
+    A_vqc, A_vvc = -Faq, -Fav
+    A_vqd, A_vvd = C2.T @ M @ Af[n:, :n], C2.T @ M @ Af[n:, n:]
     # the paper's "state space constrained" right-hand side
-    At = np.block([[(A_qq + A_qu @ C1) @ C0, A_qu @ C2],
-                   [(A_uqc + A_uuc @ C1) @ C0, A_uuc @ C2],
-                   [(A_uqd + A_uud @ C1) @ C0, A_uud @ C2]])
+    At = np.block([[(A_qq + A_qv @ C1) @ C0, A_qv @ C2],
+                   [(A_vqc + A_vvc @ C1) @ C0, A_vvc @ C2],
+                   [(A_vqd + A_vvd @ C1) @ C0, A_vvd @ C2]])
     Bt = np.vstack([np.zeros((n + m, system.nu)), C2.T @ M @ Bf[n:]])
-    qi, _, ui, _ = indices(system, info)
-    P = np.zeros((2 * n, len(qi) + len(ui)))
-    P[qi, np.arange(len(qi))] = 1.0
-    P[[n + i for i in ui], len(qi) + np.arange(len(ui))] = 1.0
+    q_ind, _, v_ind, _ = indices(system, info)
+    P = np.zeros((2 * n, len(q_ind) + len(v_ind)))
+    P[q_ind, np.arange(len(q_ind))] = 1.0
+    P[[n + i for i in v_ind], len(q_ind) + np.arange(len(v_ind))] = 1.0
     return P.T @ np.linalg.solve(Mt, At), P.T @ np.linalg.solve(Mt, Bt)
 
 
@@ -425,16 +425,17 @@ def test_random_systems(seed, nc, nv):
     A, B, info, u = check_equilibrium(held, q0, rows, seed=seed)
     # another well-conditioned choice of independent coordinates and speeds: a similar system
     names, n = held.config_names, held.nq
-    Ju = rows(q0)
-    involved_q = np.flatnonzero(np.abs(Ju[:m.nh]).max(axis=0, initial=0.0) > 1e-8)
-    involved_u = np.flatnonzero(np.abs(Ju).max(axis=0) > 1e-8)
+    Jv = rows(q0)
+    involved_q = np.flatnonzero(np.abs(Jv[:m.nh]).max(axis=0, initial=0.0) > 1e-8)
+    involved_v = np.flatnonzero(np.abs(Jv).max(axis=0) > 1e-8)
     # dependent variables drawn among those the constraints involve (all such choices)
     choices = itertools.product(itertools.combinations(involved_q, m.nh),
-                                itertools.combinations(involved_u, m.nh + m.nv))
+                                itertools.combinations(involved_v, m.nh + m.nv))
     found, tried = False, 0
-    for qd, ud in itertools.islice(choices, 300):
+    for q_dep, v_dep in itertools.islice(choices, 300):
         tried += 1
-        choice = [names[i] for i in range(n) if i not in qd] + ["d" + names[i] for i in range(n) if i not in ud]
+        choice = ([names[i] for i in range(n) if i not in q_dep]
+                  + ["d" + names[i] for i in range(n) if i not in v_dep])
         if choice == info.state_names:
             continue
         try:
@@ -452,7 +453,7 @@ def test_random_systems(seed, nc, nv):
                      scale=max(1.0, np.linalg.norm(B)) * np.linalg.norm(W))
         found = True
         break
-    n_choices = math.comb(involved_q.size, m.nh) * math.comb(involved_u.size, m.nh + m.nv)
+    n_choices = math.comb(involved_q.size, m.nh) * math.comb(involved_v.size, m.nh + m.nv)
     # either a second choice was compared, or the automatic one is the only admissible choice
     assert found or tried == n_choices
 

@@ -331,6 +331,25 @@ def test_input_matrix_is_filled_for_systems_with_inputs():
     assert B.shape == (4, 1) and np.abs(B[2:]).max() > 0.1
 
 
+def test_sympy_speeds_feed_v_and_sympy_inputs_feed_u():
+    """SymPy's lin.u (speeds) are the numeric Linearizer's v, SymPy's lin.r (inputs) its u."""
+    system = cart_pole_kane()
+    lin = from_sympy(system.method)
+    x, th, v, w, F = dynamicsymbols("x th v w F")
+    assert list(lin.u) == [v, w] and list(lin.r) == [F]  # SymPy's notation on the SymPy side
+    assert (lin.linearizer.dims.o, lin.linearizer.dims.s) == (2, 1)
+    assert lin.sources["f_3"].startswith("def f_3(q, qd, v, u, t, p):")
+    point = system.random_point(np.random.default_rng(4))
+    arrays = {"q": [point[s] for s in lin.q], "v": [point[s] for s in lin.u],
+              "u": [point[s] for s in lin.r], "p": [point[s] for s in lin.params]}
+    for ours, by_symbol in zip(lin.linearizer.linearize(arrays, A_and_B=True),
+                               lin.linearize(op_point=point, A_and_B=True), strict=True):
+        np.testing.assert_array_equal(ours, by_symbol)
+    completed, by_symbol = lin.linearizer.complete_op_point(arrays), lin.complete_op_point(point)
+    np.testing.assert_array_equal(completed["vd"], [by_symbol[s.diff(t)] for s in lin.u])
+    np.testing.assert_array_equal(completed["u"], [point[F]])
+
+
 def test_crist_nonminimal_pendulum_hanging_at_rest_with_multiplier_solved():
     q1, q2 = dynamicsymbols("q1:3")
     q1d, q2d = dynamicsymbols("q1:3", level=1)
