@@ -10,8 +10,12 @@ What runs:
   (configure, activate; at the end deactivate, cleanup, shutdown) — or, with ``--in-process``,
   in this process on its own executor;
 * a simulated robot (:class:`mechnode.testing.sim.SimRobot`: the variational integrator stepping at
-  ``dt`` in real time, publishing ``JointState``, applying the ``Float64MultiArray`` commands),
-  starting with the pole tilted by 0.15 rad and the cart 0.1 m off the reference;
+  ``dt`` in real time against absolute deadlines, publishing ``JointState`` stamped with its
+  simulated time, applying the ``Float64MultiArray`` commands), starting with the pole tilted by
+  0.15 rad and the cart 0.1 m off the reference. It spins its own single-threaded executor in a
+  thread of its own, besides its step thread; the demo's own node (lifecycle client, schedule
+  subscription, reference publisher) is spun by another single-threaded executor, and the node
+  with ``--in-process`` by a multi-threaded one of its own;
 * a reference ``JointTrajectory`` (positions only, stamp zero = start when the gains are ready):
   move the cart by 0.5 m while keeping the pole upright — not dynamically feasible for the
   underactuated cart-pole, so the node makes it feasible with the trajectory optimizer before
@@ -20,7 +24,11 @@ What runs:
 Prints the tracking error ``|q - q_ref(t)|`` every 0.5 s (q_ref from the published
 GainSchedule) and exits 0 once the reference has been run through and the error has stayed
 below ``--threshold`` for a second, 1 if that does not happen within ``--timeout`` seconds of
-activation. DDS discovery is kept on this host (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST) on a
+activation. At the end it prints the robot's summary line: steps (and their rate), steps with a
+fresh command (one that arrived since the previous step; %), commands received, overruns (ticks
+started more than a period dt after their deadline) and the maximal lateness of a tick, from the
+robot's start (steps from the first command) to the end of the tracking, before the node is
+deactivated. DDS discovery is kept on this host (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST) on a
 private ROS_DOMAIN_ID (the current one if set, else derived from the process id).
 """
 from __future__ import annotations
@@ -51,7 +59,9 @@ def reference_points(step: float = 0.1):
 
 def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.01,
         in_process=False, startup_timeout=600.0, log=print, context_domain=None):
-    """Run the demo; returns ``(exit_status, history)`` with history = [(t, error), ...]."""
+    """Run the demo; returns ``(exit_status, history, robot_stats)`` with history = [(t, error), ...]
+    and robot_stats the simulated robot's :meth:`~mechnode.testing.sim.SimRobot.stats` at the end
+    of the tracking (None if the robot did not start)."""
     from ..testing.harness import DEFAULT_PARAMS, ros_environment
 
     params_file = params_file or DEFAULT_PARAMS
@@ -88,7 +98,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     ctx = Context()
     rclpy.init(context=ctx, domain_id=domain)
     proc = logfile = None
-    spinner = robot = node_inproc = None
+    spinner = node_spinner = robot = node_inproc = stats = summary = None
     status = 1
     history = []
     try:
@@ -104,9 +114,9 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             log(f"node: process {proc.pid} (python -m mechnode --ros-args --params-file "
                 f"{os.path.relpath(params_file)}), log {logfile}")
         manager = rclpy.create_node("demo_manager", namespace=namespace, context=ctx)
-        spinner = Spinner(ctx, manager, threads=3)
+        spinner = Spinner(ctx, manager, threads=1)
         if node_inproc is not None:
-            spinner.add(node_inproc)
+            node_spinner = Spinner(ctx, node_inproc, threads=2)
         lc = LifecycleClient(manager, node_fqn)
         lc.wait(60.0)
         log(f"node is up ({time.monotonic() - t_begin:.1f} s): {lc.state()}; configuring (loads the "
@@ -125,8 +135,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         jm = JointMap(plant.config_names, ["x:cart_joint", "theta:pole_joint"])
         q0 = np.array([ROBOT_START[j] for j in jm.joint_names])
         robot = SimRobot(plant, jm.joint_names, q0, namespace=namespace, context=ctx)
-        spinner.add(robot)
-        robot.start()
+        robot.start()   # its own executor and step thread
 
         schedules = []
         manager.create_subscription(GainSchedule, f"{node_fqn}/gain_schedule",
@@ -175,18 +184,27 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
                     f"(threshold {threshold})")
                 break
             time.sleep(0.02)
+        stats = robot.stats()
+        summary = robot.summary()
         for transition in ("deactivate", "cleanup", "shutdown"):
             if not lc.change(transition, 30.0):
                 log(f"warning: {transition} failed")
         log(f"node lifecycle: deactivate, cleanup, shutdown done ({time.monotonic() - t_begin:.1f} s in all)")
+        log(f"summary: {'converged' if status == 0 else 'NOT converged'}; {summary}")
     except (TimeoutError, RuntimeError) as exc:
         log(f"demo failed: {exc}")
         status = 1
+        if robot is not None:
+            if stats is None:
+                stats, summary = robot.stats(), robot.summary()
+            log(f"summary: NOT converged; {summary}")
     finally:
         if robot is not None:
             robot.stop()
         if spinner is not None:
             spinner.stop()
+        if node_spinner is not None:
+            node_spinner.stop()
         if proc is not None:
             code = stop_process(proc)
             if status != 0 and logfile:
@@ -199,7 +217,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         if node_inproc is not None:
             node_inproc.destroy_node()
         rclpy.try_shutdown(context=ctx)
-    return status, history
+    return status, history, stats
 
 
 def main(argv=None) -> int:
@@ -214,6 +232,6 @@ def main(argv=None) -> int:
     parser.add_argument("--in-process", action="store_true", help="run the node in this process")
     parser.add_argument("--namespace", default="/mechnode_demo")
     args = parser.parse_args(argv)
-    status, _ = run(args.params, args.namespace, args.timeout, args.threshold, args.in_process,
-                    log=lambda s: print(s, flush=True))
+    status, _, _ = run(args.params, args.namespace, args.timeout, args.threshold, args.in_process,
+                       log=lambda s: print(s, flush=True))
     return status

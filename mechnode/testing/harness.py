@@ -87,11 +87,15 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.01):
 
 
 class Spinner:
-    """A MultiThreadedExecutor spinning some nodes in a background thread."""
+    """An executor spinning some nodes in a background thread: a MultiThreadedExecutor with
+    ``threads`` threads, or a SingleThreadedExecutor for ``threads=1``."""
 
     def __init__(self, context, *nodes, threads: int = 2):
-        from rclpy.executors import MultiThreadedExecutor
-        self.executor = MultiThreadedExecutor(num_threads=threads, context=context)
+        from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+        if threads == 1:
+            self.executor = SingleThreadedExecutor(context=context)
+        else:
+            self.executor = MultiThreadedExecutor(num_threads=threads, context=context)
         for n in nodes:
             self.executor.add_node(n)
         self.thread = threading.Thread(target=self._spin, daemon=True)
