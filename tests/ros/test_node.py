@@ -258,23 +258,25 @@ def test_state_message_yields_command_of_the_tracking_law(node, vi, schedule):
     clock = node.client.get_clock()
     # states are stamped now (the node refuses stale and future stamps): the knot follows the
     # clock through the 3 s schedule to its end, after which the final knot is held
-    seen = set()
+    seen, sent = set(), []         # a late answer may belong to an earlier round's state
     end = time.monotonic() + 3.0 + (start - clock.now().nanoseconds) * 1e-9 + 0.5
     while (time.monotonic() < end or 300 not in seen) and time.monotonic() < end + 20:
         commands.clear()
-        sent = []
         deadline = time.monotonic() + TIMEOUT
-        while not commands and time.monotonic() < deadline:   # sensor-data QoS: resend if lost
+        # the law's command here is not zero; zeros come from the watchdog (state_timeout 0.25 s)
+        # when this loop's pauses exceed it on a loaded machine
+        law = lambda: [c for c in commands if np.any(c)]  # noqa: E731
+        while not law() and time.monotonic() < deadline:    # sensor-data QoS: resend if lost
             sent.append(clock.now().nanoseconds)
             pub.publish(joint_state(["pole_joint", "cart_joint"], q[::-1], dq[::-1], sent[-1]))
             time.sleep(0.05)
-        assert commands, "no command on the command topic"
-        knots = [min(max(int(np.floor((s - start) * 1e-9 / DT + 0.5)), 0), 300) for s in sent]
-        match = [kk for kk in knots if np.allclose(commands[0], U[kk] - K[kk] @ (x - X[kk]),
-                                                   rtol=1e-10, atol=1e-12)]
-        assert match, f"command {commands[0]} is not the law at knots {knots}"
-        seen.add(match[0])
-        time.sleep(0.2)
+        assert law(), f"no command of the law on the command topic: {commands}"
+        got = law()[0]
+        knots = sorted({min(max(int(np.floor((s - start) * 1e-9 / DT + 0.5)), 0), 300) for s in sent})
+        match = [kk for kk in knots if np.allclose(got, U[kk] - K[kk] @ (x - X[kk]), rtol=1e-10, atol=1e-12)]
+        assert match, f"command {got} is not the law at knots {knots}"
+        seen.add(match[-1])
+        time.sleep(0.1)
     assert len(seen) >= 3 and 300 in seen, seen
 
 

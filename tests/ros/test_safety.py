@@ -84,16 +84,18 @@ def _send(h, q, dq, stamp=None, names=JOINTS):
 
 
 def _command_for(h, q, dq, stamp=None):
-    """Send a state (resent until answered: sensor-data QoS); ``(command, stamp sent)``."""
+    """Send a state off the reference (resent until answered: sensor-data QoS); ``(command,
+    stamps sent)``. Zeros are the watchdog's (no accepted state for state_timeout): skipped."""
     h.commands.clear()
     sent = []
+    law = lambda: [c for c in h.commands if np.any(c)]  # noqa: E731
     deadline = time.monotonic() + TIMEOUT
-    while not h.commands and time.monotonic() < deadline:
+    while not law() and time.monotonic() < deadline:
         sent.append(_now(h) if stamp is None else stamp)
         _send(h, q, dq, sent[-1])
         time.sleep(0.03)
-    assert h.commands, f"no command for the state q={q}, dq={dq}"
-    return h.commands[0], sent
+    assert law(), f"no command for the state q={q}, dq={dq}: {h.commands}"
+    return law()[0], sent
 
 
 def _expected(h, q, dq, stamp):
@@ -194,7 +196,7 @@ def test_bring_up_with_a_reference(node):
     ref_pub.publish(joint_trajectory(JOINTS, t, np.tile([0.0, 0.5], (t.size, 1))))
     node.ref_pub = ref_pub
     node.wait(lambda: node.schedules, "the GainSchedule", timeout=120)
-    u, sent = _command_for(node, [0.0, 0.5], [0.0, 0.0])
+    u, sent = _command_for(node, [0.01, 0.51], [0.0, 0.0])
     assert np.all(np.abs(u) <= COMMAND_LIMIT)
 
 
@@ -240,7 +242,7 @@ def test_bad_stamps_are_refused(node):
 
 
 def test_stale_stream_trips_the_watchdog(node):
-    q, dq = [0.0, 0.5], [0.0, 0.0]
+    q, dq = [0.01, 0.51], [0.0, 0.0]
     _command_for(node, q, dq)
     mark = len(node.log())
     node.commands.clear()
@@ -258,13 +260,17 @@ def test_stale_stream_trips_the_watchdog(node):
 
 # ------------------------------------------------------------------------------ item 8
 def test_unknown_joint_names_are_logged_rate_limited(node):
-    mark = len(node.log())
+    """One line per 10 s whatever the unknown names (each message names another one here)."""
+    mark, t0 = len(node.log()), time.monotonic()
     for i in range(1000):
         _send(node, [0.0, 0.5, 1.0], [0.0, 0.0, 0.0], names=JOINTS + [f"gripper_{i}"])
-        time.sleep(0.001)
+        if i % 10 == 9:
+            time.sleep(0.005)
     time.sleep(0.5)
-    lines = re.findall(r"unknown to the model", node.log()[mark:])
-    assert 1 <= len(lines) <= 3, f"{len(lines)} log lines for 1000 messages with unknown joints"
+    lines = re.findall(r".*unknown to the model.*", node.log()[mark:])
+    allowed = 1 + int((time.monotonic() - t0) // 10.0)      # a loaded machine sends slowly
+    assert 1 <= len(lines) <= allowed, f"{len(lines)} log lines for 1000 messages with unknown joints " \
+                                       f"in {time.monotonic() - t0:.1f} s: {lines}"
 
 
 # ------------------------------------------------------------------------------ item 7
