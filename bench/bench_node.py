@@ -5,7 +5,8 @@
 Starts ``python -m mechnode`` processes and measures, from a client process:
 
 1. Linearize round trip (request sent -> response received) for the cart-pole and a 40-variable
-   tree (``python:core.examples.branched_tree(40)``), continuous and discrete first order, next
+   tree (``core.examples.branched_tree_spec(40)``, handed to the node as YAML model text in its
+   parameter file), continuous and discrete first order, next
    to the library's own time for the same call in this process.
 2. Reference received -> schedule published for a 1000-knot reference: the cart-pole
    (underactuated: closed-loop rollout + trajectory optimizer) and a fully actuated double
@@ -40,10 +41,11 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 
 import rclpy  # noqa: E402
+import yaml  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 
 import core  # noqa: E402
-from core.examples import branched_tree  # noqa: E402
+from core.examples import branched_tree, branched_tree_spec, chain_spec  # noqa: E402
 from mechnode import conversions as cv  # noqa: E402
 from mechnode.node import LATCHED  # noqa: E402
 from mechnode.testing.harness import (  # noqa: E402
@@ -57,16 +59,6 @@ from mechnode.testing.harness import (  # noqa: E402
     wait_for,
 )
 
-PARAMS = """\
-/**/mechnode:
-  ros__parameters:
-    model: "{model}"
-    dt: 0.01
-    optimizer_max_iterations: {iters}
-    command_echo_topic: "~/command_echo"
-{extra}
-"""
-
 
 def pct(a, q):
     return float(np.percentile(np.asarray(a), q))
@@ -79,10 +71,14 @@ class Bench:
         self.tmp = tempfile.mkdtemp(prefix="bench_node_")
         self.procs = []
 
-    def params_file(self, name, model, iters=10, extra=""):
+    def params_file(self, name, model, iters=10, **extra):
+        """A parameter file; ``model``: a model file name, or a model as data (a dict, e.g.
+        core.examples.chain_spec(2)) written into the file as YAML model text."""
+        params = {"model": model if isinstance(model, str) else yaml.safe_dump(model), "dt": 0.01,
+                  "optimizer_max_iterations": iters, "command_echo_topic": "~/command_echo", **extra}
         path = os.path.join(self.tmp, name + ".yaml")
         with open(path, "w") as fh:
-            fh.write(PARAMS.format(model=model, iters=iters, extra=extra))
+            yaml.safe_dump({"/**/mechnode": {"ros__parameters": params}}, fh)
         return path
 
     cli_args = ()
@@ -242,7 +238,7 @@ def bench_command_latency(b, h, seconds, rate=1000.0, during=None):
 def section_linearize(b, cart, args):
     print("\n1. Linearize round trip over DDS (median / p99 ms; the library call in-process, ms)")
     cases = [("cart-pole (nq=2, nx=4)", cart, core.load_system(os.path.join(REPO, "config", "cartpole.yaml")))]
-    tree = b.start(b.params_file("tree", "python:core.examples.branched_tree(40)"), "/bench_tree")
+    tree = b.start(b.params_file("tree", branched_tree_spec(40)), "/bench_tree")
     cases.append(("tree (nq=40, nx=80)", tree, branched_tree(40)))
     for label, h, system in cases:
         for kind, (med, p99, lib) in bench_linearize(b, h, system, args.calls).items():
@@ -263,7 +259,7 @@ def section_reference(b, cart, args):
     msg = reference_msg(["cart_joint", "pole_joint"], 1001, 0.01,
                         lambda t: np.stack([0.3 * np.clip((t - 1) / 3, 0, 1), 0 * t], 1))
     _print_reference("cart-pole (optimizer, 5 iterations)", *bench_reference(b, cart, msg, args.repeats))
-    ch = b.start(b.params_file("chain2", "python:core.examples.chain(2)"), "/bench_chain")
+    ch = b.start(b.params_file("chain2", chain_spec(2)), "/bench_chain")
     msg = reference_msg(["theta0", "theta1"], 1001, 0.01,
                         lambda t: np.stack([0.5 * np.sin(t), 0.3 * np.sin(2 * t)], 1))
     _print_reference("double chain (inverse dynamics)", *bench_reference(b, ch, msg, args.repeats))

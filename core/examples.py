@@ -2,6 +2,8 @@
 
 * :func:`chain` — planar N-link pendulum chain (one ``rz`` joint and a point mass per link);
 * :func:`branched_tree` — a 3-D tree with a floating base and four rotational limbs;
+* :func:`chain_spec`, :func:`branched_tree_spec` — the same models as plain data (dicts that
+  :func:`~core.load_system` accepts, YAML once dumped): what a process hands to another one;
 * :func:`marionette` — the marionette-like model of ``config/marionette.yaml`` and
   :func:`marionette_rest_state`, a static equilibrium hanging from its strings.
 """
@@ -17,31 +19,37 @@ from .system import System
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config")
 
 
+def chain_spec(n: int, length: float = 1.0, mass: float = 1.0, gravity: float = 9.8) -> dict:
+    """The model of :func:`chain` as plain data (a dict :func:`core.load_system` accepts; YAML
+    when dumped), so that another process can be handed the model without running code."""
+    frames, inputs, parent = [], [], "world"
+    for i in range(n):
+        frames.append({"name": f"joint{i}", "parent": parent, "rz": f"theta{i}"})
+        frames.append({"name": f"mass{i}", "parent": f"joint{i}", "ty": -float(length),
+                       "mass": float(mass), "inertia": [0.01, 0.01, 0.01]})
+        inputs.append({"type": "torque", "config": f"theta{i}"})
+        parent = f"mass{i}"
+    return {"name": f"chain{n}", "gravity": [0.0, -float(gravity), 0.0], "frames": frames,
+            "inputs": inputs}
+
+
 def chain(n: int, length: float = 1.0, mass: float = 1.0, gravity: float = 9.8) -> System:
     """Planar chain of ``n`` links hanging along -y, variables ``theta0..theta{n-1}``, a torque
-    input on every joint."""
-    s = System(gravity=[0.0, -gravity, 0.0], name=f"chain{n}")
-    parent = "world"
-    for i in range(n):
-        s.add_frame(f"joint{i}", parent=parent, rz=f"theta{i}")
-        s.add_frame(f"mass{i}", parent=f"joint{i}", ty=-length, mass=mass,
-                    inertia=[0.01, 0.01, 0.01])
-        s.add_input("torque", config=f"theta{i}")
-        parent = f"mass{i}"
-    return s
+    input on every joint (built from :func:`chain_spec`)."""
+    return load_system(chain_spec(n, length, mass, gravity))
 
 
-def branched_tree(n_variables: int = 40) -> System:
-    """A floating base (tx, ty, tz, rz, ry, rx) with four limbs of rotational joints cycling
-    rx, ry, rz, ``n_variables`` variables in all; full inertias, torque inputs on limb joints."""
+def branched_tree_spec(n_variables: int = 40) -> dict:
+    """The model of :func:`branched_tree` as plain data (see :func:`chain_spec`)."""
     if n_variables < 10:
         raise ValueError("branched_tree needs at least 10 variables")
-    s = System(gravity=[0.0, 0.0, -9.81], name=f"tree{n_variables}")
-    parent = "world"
+    frames, inputs, parent = [], [], "world"
     for i, kind in enumerate(["tx", "ty", "tz", "rz", "ry", "rx"]):
         name = "base" if i == 5 else f"base_{kind}"
-        s.add_frame(name, parent=parent, mass=5.0 if i == 5 else 0.0,
-                    inertia=[0.2, 0.3, 0.4] if i == 5 else None, **{kind: f"base_{kind}"})
+        frame = {"name": name, "parent": parent, "mass": 5.0 if i == 5 else 0.0, kind: f"base_{kind}"}
+        if i == 5:
+            frame["inertia"] = [0.2, 0.3, 0.4]
+        frames.append(frame)
         parent = name
     remaining = n_variables - 6
     corners = [[0.2, 0.1, 0.0], [-0.2, 0.1, 0.0], [0.2, -0.1, 0.0], [-0.2, -0.1, 0.0]]
@@ -53,12 +61,20 @@ def branched_tree(n_variables: int = 40) -> System:
             name = f"limb{limb}_{j}"
             offset = {"translation": corners[limb] if j == 0 else [0.0, 0.0, -0.15],
                       "rotation": [0.1 * limb, 0.05 * j, 0.0]}
-            s.add_frame(name, parent=parent, offset=offset, mass=0.5,
-                        inertia=[[0.01, 0.001, 0.0], [0.001, 0.012, 0.0005], [0.0, 0.0005, 0.008]],
-                        **{kind: name})
-            s.add_input("torque", config=name)
+            frames.append({"name": name, "parent": parent, "offset": offset, "mass": 0.5,
+                           "inertia": [[0.01, 0.001, 0.0], [0.001, 0.012, 0.0005], [0.0, 0.0005, 0.008]],
+                           kind: name})
+            inputs.append({"type": "torque", "config": name})
             parent = name
-    return s
+    return {"name": f"tree{n_variables}", "gravity": [0.0, 0.0, -9.81], "frames": frames,
+            "inputs": inputs}
+
+
+def branched_tree(n_variables: int = 40) -> System:
+    """A floating base (tx, ty, tz, rz, ry, rx) with four limbs of rotational joints cycling
+    rx, ry, rz, ``n_variables`` variables in all; full inertias, torque inputs on limb joints
+    (built from :func:`branched_tree_spec`)."""
+    return load_system(branched_tree_spec(n_variables))
 
 
 def marionette() -> System:

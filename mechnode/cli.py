@@ -5,12 +5,14 @@
 ROS arguments (``--ros-args ...``: parameter files, ``-p name:=value``, remappings such as
 ``-r __ns:=/robot``) are handled by rclpy. The node starts unconfigured (a lifecycle manager
 drives it through ``configure`` and ``activate``) unless ``--autostart`` is given or the
-parameter ``autostart`` is true. Stops cleanly on SIGINT/SIGTERM (exit status 0).
+parameter ``autostart`` is true. Exits (status 0) after the ``shutdown`` lifecycle transition
+and on SIGINT/SIGTERM.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 
 def main(argv=None) -> int:
@@ -51,7 +53,11 @@ def main(argv=None) -> int:
             if not ok:
                 node.get_logger().error("autostart: configure/activate failed; the node stays up "
                                         "for its lifecycle services")
-        executor.spin()
+        executor.spin_until_future_complete(node.finished)
+        # the shutdown transition's answer is on its way: keep serving briefly so it is sent
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline and rclpy.ok(context=node.context):
+            executor.spin_once(timeout_sec=0.05)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -5,16 +5,20 @@ single-threaded executor in a thread of its own. That executor's wait set holds 
 JointState subscription and the watchdog timer, not every service, timer and subscription of
 the managed node: rclpy's multi-threaded executor over all of them cannot keep up with 1 kHz.
 
-Per JointState (mapped by joint name): the state ``x = [q, p = M(q) qdot, v]`` (exact Legendre
+Per JointState (mapped by joint name): the state is checked against the bounds and its stamp
+against the node's clock (:mod:`mechnode.limits`: out of bounds, zero, negative, future, stale
+or out-of-order stamps are refused like NaN states, counted in the diagnostics and logged at
+most once per period per kind); then the state ``x = [q, p = M(q) qdot, v]`` (exact Legendre
 transform) and the command ``u = u_ref[k] - K[k] (x - x_ref[k])`` at the knot nearest to the
-message's stamp (its receipt time if the stamp is zero) are computed in one numba call
-(``Plant.control``) and published as ``std_msgs/Float64MultiArray``: the force inputs
-(``command_mode: effort``) or the whole integrator input (``full``).
+message's stamp are computed in one numba call (``plant.vi.feedback``), saturated to
+``+-command_limit`` (counted as ``commands_saturated``) and published as
+``std_msgs/Float64MultiArray``: the force inputs (``command_mode: effort``) or the whole
+integrator input (``full``). A non-finite command is never published.
 
-Watchdog: when no valid JointState arrived for ``state_timeout`` seconds while commanding, the
-path sends once either zeros (``timeout_action: zero``) or the last command computed from a
-valid state (``hold``), stops commanding and logs a warning; it resumes with the next valid
-state.
+Watchdog: when no accepted JointState arrived for ``state_timeout`` seconds while commanding
+(states that are refused, e.g. stale-stamped ones, do not count), the path sends once either
+zeros (``timeout_action: zero``) or the last command sent (``hold``, already saturated), stops
+commanding and logs a warning; it resumes with the next accepted state.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from std_msgs.msg import Float64MultiArray
 from . import conversions as cv
 from .diagnostics import callback_guard
 from .errors import InputError
+from .limits import StampError
 from .qos import COMMAND_QOS
 
 
@@ -51,7 +56,8 @@ class CommandPath:
         self._control = None            # (helper node, executor, thread) while started
         self._pubs = {}                 # "command" and the optional "echo", on the helper node
         self._state_sub = None
-        self._plant = self._joint_map = self._schedules = None
+        self._plant = self._joint_map = self._schedules = self._limits = None
+        self._last_stamp_ns = None      # stamp of the last accepted JointState
         # The helper node is a plain rclpy Node, which has no lifecycle publishers: this flag
         # gates its publishing explicitly (set at start, cleared first thing at stop).
         self._enabled = False
@@ -72,7 +78,9 @@ class CommandPath:
         JointState subscription, and spin it. Topic names are resolved (expanded, remapped) by
         the managed node, so ``~/...`` names and remappings mean what they mean for it."""
         node, value = self._node, self._params.value
+        self._limits = self._params.limits(config.plant, config.joint_map.joint_names)
         self._plant, self._joint_map, self._schedules = config.plant, config.joint_map, schedules
+        self._last_stamp_ns = None
         ctl = rclpy.create_node(f"{node.get_name()}_control", namespace=node.get_namespace(),
                                 context=node.context, use_global_arguments=False,
                                 start_parameter_services=False, enable_rosout=False)
@@ -129,7 +137,7 @@ class CommandPath:
         except Exception:  # noqa: BLE001
             pass
         self._pubs, self._state_sub = {}, None
-        self._plant = self._joint_map = self._schedules = None
+        self._plant = self._joint_map = self._schedules = self._limits = None
 
     def _publish(self, key, msg) -> bool:
         """Publish on a publisher of the helper node, from the control thread only: no lock,
@@ -144,19 +152,28 @@ class CommandPath:
     @callback_guard
     def _on_joint_state(self, msg: JointState):
         t_cb = time.perf_counter()
-        plant, jm, health = self._plant, self._joint_map, self.health
+        plant, jm, limits, health = self._plant, self._joint_map, self._limits, self.health
         if plant is None or not self._enabled:
             return
         try:
             q, dq, unknown = jm.state(msg.name, msg.position, msg.velocity)
         except InputError as exc:
-            health.count("states_rejected")
-            health.last_error = f"JointState rejected: {exc}"
-            health.warn_limited("state:" + str(exc)[:60], f"JointState rejected: {exc}")
-            return
+            return self._refuse("state:" + str(exc)[:60], exc)
+        try:
+            limits.check_state(q, dq)
+        except InputError as exc:
+            # logged per joint and kind ("velocity of joint 'j'"), whatever the value
+            return self._refuse("state:bounds:" + str(exc).split(" is ")[0], exc, "states_out_of_bounds")
+        try:
+            t_ns = limits.check_stamp(cv.stamp_ns(msg.header.stamp),
+                                      self._node.get_clock().now().nanoseconds, self._last_stamp_ns)
+        except StampError as exc:
+            return self._refuse("state:stamp_" + exc.kind, exc, "states_stamp_" + exc.kind)
         if unknown:
-            health.warn_limited("unknown:" + ",".join(unknown), f"JointState: ignoring joint(s) "
-                                f"unknown to the model: {list(unknown)}", period=60.0)
+            health.count("states_with_unknown_joints")
+            health.warn_limited("state:unknown_joints", f"JointState: ignoring joint(s) unknown to "
+                                f"the model: {list(unknown)} (logged at most every 10 s)", period=10.0)
+        self._last_stamp_ns = t_ns
         self._last_state_mono = time.monotonic()
         health.count("states")
         if self.tripped:
@@ -165,13 +182,17 @@ class CommandPath:
         active = self._schedules.active
         if active is None:
             return
-        t_ns = cv.stamp_ns(msg.header.stamp) or self._node.get_clock().now().nanoseconds
         u, _, _ = active.schedule.command(plant, (t_ns - active.start_ns) * 1e-9, q, dq)
         if u is None:
             health.count("commands_not_finite")
             health.warn_limited("u_nan", "the control law gave a non-finite command; not sent")
             return
-        cmd = u[:plant.m] if self._params.command_mode == "effort" else u
+        cmd, clipped = limits.saturate(u[:plant.m] if self._params.command_mode == "effort" else u)
+        if clipped:
+            health.count("commands_saturated")
+            health.warn_limited("u_saturated", f"command {np.round(u[:cmd.size], 6).tolist()} "
+                                f"saturated to {np.round(cmd, 6).tolist()} (limits "
+                                f"{limits.command[:cmd.size].tolist()})")
         if self._publish("command", cv.command_msg(cmd)):
             self._last_command = cmd
             self._commanding = True
@@ -180,6 +201,15 @@ class CommandPath:
                 self._publish("echo", cv.joint_state(list(plant.input_names[:cmd.size]), None, None,
                                                      cv.stamp_ns(msg.header.stamp), effort=cmd))
         self.latency_us.append(1e6 * (time.perf_counter() - t_cb))
+
+    def _refuse(self, key, exc, counter=None):
+        """Count and log (at most once per 2 s per ``key``) a refused JointState."""
+        health = self.health
+        health.count("states_rejected")
+        if counter:
+            health.count(counter)
+        health.last_error = f"JointState rejected: {exc}"
+        health.warn_limited(key, f"JointState rejected: {exc}")
 
     @callback_guard
     def _on_watchdog(self):
@@ -193,7 +223,7 @@ class CommandPath:
         plant = self._plant
         m = plant.m if self._params.command_mode == "effort" else plant.nu
         hold = (np.zeros(m) if action == "zero" or self._last_command is None
-                or self._last_command.size != m else self._last_command)
+                or self._last_command.size != m else self._limits.saturate(self._last_command)[0])
         self._publish("command", cv.command_msg(hold))
         self._commanding = False
         self.tripped = True

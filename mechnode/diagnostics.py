@@ -9,6 +9,13 @@ import traceback
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
+from .limits import STAMP_KINDS
+
+#: counters reported even while zero: what the command path refused or changed
+SAFETY_COUNTERS = (("states_rejected", "states_out_of_bounds")
+                   + tuple(f"states_stamp_{kind}" for kind in STAMP_KINDS)
+                   + ("commands_saturated", "commands_not_finite", "watchdog_trips"))
+
 
 class Health:
     """What every part of the node records for the diagnostics: ``counters`` (events),
@@ -80,6 +87,8 @@ def tracking_status(name, plant, lifecycle_state, active, command, schedule, hea
     }
     for key, val in sorted(health.stats.items()):
         values["last_" + key] = f"{val:.6f}" if isinstance(val, float) else str(val)
+    for key in SAFETY_COUNTERS:
+        values[key] = "0"
     for key, val in sorted(health.counters.items()):
         values[key] = str(val)
     st.values = [KeyValue(key=k, value=v) for k, v in values.items()]

@@ -3,15 +3,17 @@
 Lifecycle
 ---------
 * ``configure``: loads the model (parameter ``model``: a YAML file, absolute, relative to the
-  working directory or to the repository's ``config/``; or ``python:module.function(args)``),
-  builds the variational integrator at ``dt``, checks ``joint_map`` and the weights against the
-  model and warms up every numba kernel (compiles them on a cold cache: minutes; loads them
-  from the cache otherwise).
+  working directory or to the repository's ``config/``, or YAML model text; data only, nothing
+  named in a parameter is ever imported or run), builds the variational integrator at ``dt``,
+  checks ``joint_map``, the weights and the limits against the model and warms up every numba
+  kernel (compiles them on a cold cache: minutes; loads them from the cache otherwise).
 * ``activate``: creates the subscriptions (JointState, JointTrajectory reference), publishers
   (command, GainSchedule, diagnostics, optional command echo) and timers (watchdog,
   diagnostics). ``deactivate`` destroys them and drops the active schedule; ``cleanup`` drops
   the model. The services (``~/linearize``, ``~/compute_gains``, ``~/plan_trajectory``,
   ``~/get_model``) exist from start-up and answer ``success: false`` while unconfigured.
+* ``shutdown``: tears everything down and completes :attr:`MechNode.finished`; the ``mechnode``
+  command then exits (status 0).
 
 The parts, one module each
 --------------------------
@@ -20,6 +22,7 @@ The parts, one module each
   schedule in force;
 * :mod:`mechnode.command`: JointState (sensor-data QoS) -> command (``Float64MultiArray``) at
   1 kHz on a helper node with an executor of its own, and the state watchdog;
+* :mod:`mechnode.limits`: state bounds, stamp checks, command saturation;
 * :mod:`mechnode.diagnostics`: counters, timings, ``DiagnosticArray`` on ``diagnostics_topic``;
 * :mod:`mechnode.services`: the four services.
 
@@ -27,9 +30,10 @@ This module wires them: the lifecycle transitions create and destroy the entitie
 GainSchedule and DiagnosticArray publishers are lifecycle publishers, activated and
 deactivated by the transitions.
 
-Bad input (wrong-sized/NaN/unknown-joint JointState, empty or non-monotonic trajectories,
-wrong-sized service requests, singular linearizations) is rejected with a logged warning or a
-``success: false`` response naming the reason; no callback lets an exception escape.
+Bad input (wrong-sized/NaN/out-of-bounds/badly stamped JointState, empty or non-monotonic
+trajectories, wrong-sized or overflowing service requests, singular linearizations) is rejected
+with a logged warning or a ``success: false`` response naming the reason; no callback lets an
+exception escape.
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from mechnode_interfaces.msg import GainSchedule
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.task import Future
 from trajectory_msgs.msg import JointTrajectory
 
 from .command import CommandPath
@@ -79,6 +84,7 @@ class MechNode(LifecycleNode):
         self._diagnostics_timer = None
         self._reference_sub = None
         self.health = Health(self.get_logger())
+        self.finished = Future()                # done at the shutdown transition
         self.params = NodeParameters(self, plant=self._configured_plant,
                                      is_active=lambda: self.is_active)
         self.reference = ReferencePipeline(self.params, self.health, self._lock, self.get_clock())
@@ -114,6 +120,7 @@ class MechNode(LifecycleNode):
             plant = Plant.load(spec, dt)
             joint_map = JointMap(plant.config_names, value("joint_map") or ())
             weights = self.params.weights(plant)
+            self.params.limits(plant, joint_map.joint_names)     # checked here, applied at activate
             t1 = time.perf_counter()
             if value("warm_up"):
                 plant.warm_up()
@@ -124,7 +131,7 @@ class MechNode(LifecycleNode):
         t2 = time.perf_counter()
         self.config = Configuration(plant, joint_map, weights)
         self.health.stats.update(load_s=t1 - t0, warm_up_s=t2 - t1)
-        log.info(f"configured: model {spec!r} ({plant.system.name}: q = {plant.config_names}, "
+        log.info(f"configured: model {plant.source!r} ({plant.system.name}: q = {plant.config_names}, "
                  f"joints {joint_map.joint_names}, inputs {plant.input_names}, {plant.actuation}), "
                  f"dt = {plant.dt} s; load {t1 - t0:.2f} s, warm-up {t2 - t1:.2f} s")
         return TransitionCallbackReturn.SUCCESS
@@ -176,6 +183,8 @@ class MechNode(LifecycleNode):
         self._teardown()
         self.config = None
         self.get_logger().info("shut down")
+        if not self.finished.done():
+            self.finished.set_result(True)
         return TransitionCallbackReturn.SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:

@@ -2,9 +2,14 @@
 set, and the typed values the rest of the node reads.
 
 When they take effect: ``model``, ``dt`` and ``joint_map`` are read at configure and can only
-change while unconfigured; the topic names are applied at activate and can only change while
-inactive; ``command_mode``, ``state_timeout`` and ``timeout_action`` apply from the next state
-message; the weights and the feasibility/optimizer settings from the next reference or request.
+change while unconfigured; the topic names and the safety limits (state bounds, command limits,
+stamp checks, ``state_timeout``) are applied at activate and can only change while inactive;
+``command_mode`` and ``timeout_action`` apply from the next state message; the weights and the
+feasibility/optimizer settings from the next reference or request.
+
+``lock_parameters`` (launch time only, itself read-only): when true, every parameter of
+:data:`LOCKABLE_PARAMETERS` is declared read-only, so nothing can change it at run time (its
+value comes from the parameter file or ``-p`` overrides).
 """
 from __future__ import annotations
 
@@ -20,7 +25,15 @@ from rclpy.parameter import Parameter
 
 from .errors import InputError
 from .joint_map import JointMap
-from .plant import DEFAULT_MODEL, ModelSpecError, check_model_spec
+from .limits import (
+    DEFAULT_COMMAND_LIMIT,
+    DEFAULT_POSITION_LIMIT,
+    DEFAULT_STAMP_TOLERANCE,
+    DEFAULT_VELOCITY_LIMIT,
+    Limits,
+    limit_values,
+)
+from .plant import DEFAULT_MODEL, MAX_MODEL_BYTES, ModelSpecError, check_model_spec
 from .schedule import Options
 from .weights import Weights, check_weight_values
 
@@ -32,6 +45,10 @@ CONFIGURE_PARAMETERS = ("model", "dt", "joint_map")
 TOPIC_PARAMETERS = ("state_topic", "reference_topic", "command_topic", "schedule_topic",
                     "diagnostics_topic", "command_echo_topic")
 REQUIRED_TOPICS = ("state_topic", "reference_topic", "command_topic", "schedule_topic")
+LIMIT_PARAMETERS = ("state_position_limit", "state_velocity_limit", "command_limit",
+                    "stamp_tolerance", "accept_unstamped", "state_timeout")
+#: read-only when the node is started with lock_parameters: true
+LOCKABLE_PARAMETERS = CONFIGURE_PARAMETERS + TOPIC_PARAMETERS + LIMIT_PARAMETERS
 CONTROL_PARAMETERS = ("command_mode", "state_timeout", "timeout_action")  # read at 1 kHz
 
 
@@ -41,12 +58,24 @@ def _range(lo, hi):
 
 def declare_parameters(node) -> None:
     """Declare every parameter of the node with its default and descriptor."""
-    D = ParameterDescriptor
+    node.declare_parameter("lock_parameters", False, ParameterDescriptor(
+        description="Launch time only: true declares the model, dt, joint_map, the topics and the "
+                    "safety limits read-only (nothing can change them at run time)",
+        read_only=True))
+    locked = bool(node.get_parameter("lock_parameters").value)
+
+    def D(name=None, **kwargs):
+        """A descriptor; read-only for the lockable parameters when lock_parameters is true."""
+        return ParameterDescriptor(read_only=locked and name in LOCKABLE_PARAMETERS, **kwargs)
+
     node.declare_parameter("model", DEFAULT_MODEL, D(
-        description="Model: YAML file (absolute, relative to the working directory or to the "
-                    "repository's config/), or python:module.function(args). Read at configure.",
+        "model",
+        description=f"Model: a YAML file (absolute, relative to the working directory or to the "
+                    f"repository's config/) or YAML model text (several lines, or a flow mapping "
+                    f"in braces), at most {MAX_MODEL_BYTES} bytes. Data only: nothing named in it "
+                    f"is imported or run. Read at configure.",
         additional_constraints="change only while unconfigured"))
-    node.declare_parameter("dt", 0.01, D(description="Variational integrator time step [s]; "
+    node.declare_parameter("dt", 0.01, D("dt", description="Variational integrator time step [s]; "
                                          "read at configure", floating_point_range=_range(1e-5, 1.0)))
     for name, text in (("Q", "State weight on x = [q, p, v]: nx diagonal entries or nx*nx "
                              "row-major; unset = identity"),
@@ -55,7 +84,7 @@ def declare_parameters(node) -> None:
                                "last step")):
         node.declare_parameter(name, Parameter.Type.DOUBLE_ARRAY, D(description=text))
     node.declare_parameter("joint_map", Parameter.Type.STRING_ARRAY, D(
-        description="'model_variable:joint_name' entries; unmapped variables use their own "
+        "joint_map", description="'model_variable:joint_name' entries; unmapped variables use their own "
                     "name. Read at configure."))
     for name, default, text in (
             ("state_topic", "joint_states", "sensor_msgs/JointState input (sensor-data QoS)"),
@@ -68,10 +97,34 @@ def declare_parameters(node) -> None:
             ("diagnostics_topic", "/diagnostics", "diagnostic_msgs/DiagnosticArray"),
             ("command_echo_topic", "", "optional sensor_msgs/JointState echo of every command "
                                        "(effort = u, stamp = the state's stamp); empty = off")):
-        node.declare_parameter(name, default, D(description=text + "; applied at activate"))
+        node.declare_parameter(name, default, D(name, description=text + "; applied at activate"))
     node.declare_parameter("state_timeout", 0.5, D(
-        description="Watchdog: seconds without a valid JointState before commanding stops",
+        "state_timeout",
+        description="Watchdog [s]: seconds without an accepted JointState before commanding "
+                    "stops; also the oldest accepted state stamp (now - stamp). Applied at activate",
         floating_point_range=_range(1e-3, 3600.0)))
+    node.declare_parameter("stamp_tolerance", DEFAULT_STAMP_TOLERANCE, D(
+        "stamp_tolerance",
+        description="JointState stamps more than this many seconds ahead of the node's clock are "
+                    "refused (clock offset allowed between the sender and the node) [s]. Applied "
+                    "at activate", floating_point_range=_range(0.0, 10.0)))
+    node.declare_parameter("accept_unstamped", False, D(
+        "accept_unstamped",
+        description="true: a JointState with a zero stamp is used with its receipt time; false: "
+                    "refused (default). Applied at activate"))
+    for name, default, text in (
+            ("state_position_limit", DEFAULT_POSITION_LIMIT,
+             "Largest accepted |position| of a JointState [model units: m or rad]"),
+            ("state_velocity_limit", DEFAULT_VELOCITY_LIMIT,
+             "Largest accepted |velocity| of a JointState [m/s or rad/s]"),
+            ("command_limit", DEFAULT_COMMAND_LIMIT,
+             "Commands saturate to +-limit [N or N m] per force input")):
+        node.declare_parameter(name, float(default), D(
+            name, dynamic_typing=True,
+            description=f"{text}: one number for all, or one per "
+                        f"{'force input' if name == 'command_limit' else 'configuration variable'} "
+                        f"in the model's order (get_model); > 0 and finite. Applied at activate",
+            additional_constraints="double or double array"))
     node.declare_parameter("timeout_action", "zero", D(
         description="On state timeout send once 'zero' (zeros) or 'hold' (last command), "
                     "then stop commanding", additional_constraints="zero | hold"))
@@ -139,6 +192,15 @@ class NodeParameters:
         Q_N = vals["Q_N"] if vals["Q_N"] is not None else ()
         return Weights.from_values(plant, Q, R, Q_N)
 
+    def limits(self, plant, joint_names, **override) -> Limits:
+        """The state bounds, command limits and stamp checks of the parameters for ``plant``
+        (``override``: values to use instead); raises InputError naming a bad entry."""
+        v = {n: override.get(n, self.value(n)) for n in LIMIT_PARAMETERS}
+        return Limits.for_plant(plant, joint_names, v["state_position_limit"],
+                                v["state_velocity_limit"], v["command_limit"],
+                                float(v["state_timeout"]), float(v["stamp_tolerance"]),
+                                bool(v["accept_unstamped"]))
+
     def current_weights(self, config) -> Weights:
         """The weights of the parameters for the configured model, or those checked at configure
         if the parameters do not fit it."""
@@ -173,16 +235,20 @@ class NodeParameters:
         plant = self._plant()
         if name in CONFIGURE_PARAMETERS and plant is not None:
             raise InputError(f"{name} can only change while unconfigured (cleanup first)")
-        if name in TOPIC_PARAMETERS and self._is_active():
+        if name in TOPIC_PARAMETERS + LIMIT_PARAMETERS and self._is_active():
             raise InputError(f"{name} can only change while inactive (deactivate first)")
         if name == "model":
             check_model_spec(value)
         elif name == "joint_map" and value is not None:
-            JointMap.parse(value)
+            JointMap(JointMap.parse(value).keys(), value)     # format, duplicate joint names
         elif name in ("Q", "R", "Q_N") and value is not None:
-            check_weight_values(value, name, allow_empty=True)
+            check_weight_values(value, name, allow_empty=True, definite=name == "R")
             if plant is not None:
                 self.weights(plant, **{name: value})
+        elif name in ("state_position_limit", "state_velocity_limit", "command_limit"):
+            limit_values(value, name)
+            if plant is not None:
+                self.limits(plant, plant.config_names, **{name: value})
         elif name in REQUIRED_TOPICS:
             if not isinstance(value, str) or not value.strip():
                 raise InputError(f"{name} must be a non-empty topic name")

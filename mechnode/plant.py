@@ -7,12 +7,10 @@ Conventions: :data:`core.CONVENTIONS` (continuous state ``[q, qdot]``; discrete 
 """
 from __future__ import annotations
 
-import ast
-import importlib
 import os
-import re
 
 import numpy as np
+import yaml
 
 import core
 
@@ -28,7 +26,22 @@ class ModelSpecError(ValueError):
 
 
 # ================================================================================ model loading
-_PYTHON_SPEC = re.compile(r"^python:([A-Za-z_][\w.]*)\.([A-Za-z_]\w*)(?:\((.*)\))?$")
+#: Largest accepted model (file or YAML text), checked before anything is parsed.
+MAX_MODEL_BYTES = 1 << 20
+
+
+def _check_size(size: int, what: str) -> None:
+    if size > MAX_MODEL_BYTES:
+        raise ModelSpecError(f"{what} has {size} bytes, more than the limit of {MAX_MODEL_BYTES} "
+                             "bytes (MAX_MODEL_BYTES)")
+
+
+def _looks_like_yaml_text(spec: str) -> bool:
+    return "\n" in spec or spec.lstrip().startswith("{")
+
+
+def _candidates(spec: str) -> list:
+    return [spec] if os.path.isabs(spec) else [os.path.abspath(spec), os.path.join(CONFIG_DIR, spec)]
 
 
 def resolve_model_path(spec: str) -> str:
@@ -36,42 +49,64 @@ def resolve_model_path(spec: str) -> str:
     the repository's ``config/`` directory (in that order). Raises :class:`ModelSpecError`."""
     if not isinstance(spec, str) or not spec.strip():
         raise ModelSpecError("the model parameter is empty")
-    candidates = [spec] if os.path.isabs(spec) else [os.path.abspath(spec), os.path.join(CONFIG_DIR, spec)]
+    candidates = _candidates(spec)
     for c in candidates:
         if os.path.isfile(c):
             return c
     raise ModelSpecError(f"model file {spec!r} not found (looked in {', '.join(candidates)})")
 
 
+def read_model_spec(spec: str):
+    """``(data, source)`` for a model parameter value: the parsed YAML mapping and a short label
+    of where it came from (the file's path, or ``YAML text (N bytes)``). Nothing is imported,
+    called or evaluated: a value is a YAML file (see :func:`resolve_model_path`) or YAML model text
+    (``yaml.safe_load``: plain data only), at most :data:`MAX_MODEL_BYTES`, checked before parsing.
+    Raises :class:`ModelSpecError`."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ModelSpecError("the model parameter is empty")
+    _check_size(len(spec.encode("utf-8", "surrogatepass")), "the model parameter")
+    if _looks_like_yaml_text(spec):
+        text, source = spec, f"YAML text ({len(spec)} characters)"
+    else:
+        path = next((c for c in _candidates(spec) if os.path.isfile(c)), None)
+        if path is None:
+            raise ModelSpecError(
+                f"model {spec!r} is neither a model file (looked in {', '.join(_candidates(spec))}) "
+                "nor YAML model text (a mapping with frames, inputs, ...); code references such as "
+                "'python:module.function' are not accepted")
+        _check_size(os.path.getsize(path), f"model file {path}")
+        with open(path, encoding="utf-8") as fh:
+            text, source = fh.read(MAX_MODEL_BYTES + 1), path
+        _check_size(len(text.encode("utf-8", "surrogatepass")), f"model file {path}")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ModelSpecError(f"model {source}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ModelSpecError(f"model {source}: expected a YAML mapping (frames, inputs, ...), got "
+                             f"{type(data).__name__}")
+    return data, source
+
+
 def check_model_spec(spec: str) -> None:
-    """Cheap validation of a model parameter value (no loading); raises ModelSpecError."""
-    if isinstance(spec, str) and spec.startswith("python:"):
-        if not _PYTHON_SPEC.match(spec):
-            raise ModelSpecError(f"{spec!r}: expected python:package.module.function or "
-                                 "python:package.module.function(args)")
-        return
-    resolve_model_path(spec)
+    """Validation of a model parameter value when it is set (read and parsed, not built);
+    raises ModelSpecError."""
+    read_model_spec(spec)
 
 
 def load_model(spec: str) -> core.System:
-    """A :class:`core.System` from a YAML path (see :func:`resolve_model_path`) or from
-    ``python:package.module.function(literal args)`` (e.g. ``python:core.examples.chain(2)``)."""
-    if isinstance(spec, str) and spec.startswith("python:"):
-        match = _PYTHON_SPEC.match(spec)
-        if not match:
-            check_model_spec(spec)
-        module, func, args = match.groups()
-        try:
-            fn = getattr(importlib.import_module(module), func)
-            values = ast.literal_eval(f"({args},)") if args and args.strip() else ()
-        except (ImportError, AttributeError, ValueError, SyntaxError) as exc:
-            raise ModelSpecError(f"{spec!r}: {exc}") from exc
-        system = fn(*values)
-        if not isinstance(system, core.System):
-            raise ModelSpecError(f"{spec!r} returned {type(system).__name__}, not core.System")
-        system.compile()  # a malformed model fails here
-        return system
-    return core.load_system(resolve_model_path(spec))
+    """A :class:`core.System` from a YAML file or YAML model text (see :func:`read_model_spec`)."""
+    data, source = read_model_spec(spec)
+    try:
+        return core.load_system(data)
+    except core.ModelError as exc:
+        raise ModelSpecError(f"model {source}: {exc}") from None
+
+
+def model_source(spec: str) -> str:
+    """A short label of a model parameter value for logs and answers: the value itself if it
+    names a file, ``YAML text (N characters)`` for model text."""
+    return f"YAML text ({len(spec)} characters)" if _looks_like_yaml_text(spec) else spec
 
 
 # ================================================================================ the plant
@@ -104,7 +139,7 @@ class Plant:
 
     @classmethod
     def load(cls, spec: str, dt: float) -> "Plant":
-        return cls(load_model(spec), dt, source=spec)
+        return cls(load_model(spec), dt, source=model_source(spec))
 
     def with_dt(self, dt: float) -> "Plant":
         """The same system with another time step (shares the compiled model)."""

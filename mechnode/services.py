@@ -3,11 +3,14 @@
 
 They exist from start-up, answer from the configured model (``success: false`` naming the reason
 while unconfigured) and never raise: a bad request, a singular linearization or any other error
-becomes ``success: false`` with a message. Every answer is computed afresh; none of them changes
-the node's state.
+becomes ``success: false`` with a message. A result with a non-finite entry is never answered
+with ``success: true``: the message names the entry, or, when the computation failed on an input
+too large for double precision (:data:`OVERFLOW_SCALE`), that input entry and its value. Every
+answer is computed afresh; none of them changes the node's state.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 import traceback
@@ -35,6 +38,56 @@ NODE_CONVENTIONS = (
     "in the schedule's state_convention (parameters: on [q, p, v]). Commands on the command "
     "topic: force inputs (command_mode effort) or the whole u (full).")
 CONVENTIONS = core.CONVENTIONS + "\n" + NODE_CONVENTIONS
+
+#: An input entry above this magnitude overflows double precision once squared (the square root
+#: of the largest double is 1.3e154): a computation that fails on such an input is reported as
+#: the input's size, not as what broke inside (a "singular" matrix of infinities, "condition inf").
+OVERFLOW_SCALE = 1e150
+
+
+class NonFiniteResult(ValueError):
+    """A service computation gave NaN or infinite entries."""
+
+
+def check_finite(**results) -> None:
+    """Raise :class:`NonFiniteResult` naming the first non-finite entry of the named arrays."""
+    for name, a in results.items():
+        a = np.asarray(a, dtype=float)
+        bad = np.flatnonzero(~np.isfinite(a))
+        if bad.size:
+            idx = tuple(int(i) for i in np.unravel_index(int(bad[0]), a.shape))
+            raise NonFiniteResult(f"the result is not finite: {name}{list(idx)} = {a[idx]} "
+                                  f"({bad.size} non-finite entries)")
+
+
+def largest_input(inputs):
+    """A message naming the first input entry above :data:`OVERFLOW_SCALE` in magnitude, or None.
+    ``inputs``: ``(name, array, labels of the last axis or None)``."""
+    for name, a, labels in inputs:
+        a = np.asarray(a, dtype=float)
+        if a.size == 0:
+            continue
+        big = np.flatnonzero(np.isfinite(a) & (np.abs(a) > OVERFLOW_SCALE))
+        if big.size:
+            idx = tuple(int(i) for i in np.unravel_index(int(big[0]), a.shape))
+            label = f" ({labels[idx[-1]]})" if labels is not None and idx[-1] < len(labels) else ""
+            return (f"input {name}{list(idx)}{label} = {a[idx]:.6g} is too large: the computation "
+                    f"overflows double precision (|entries| above {OVERFLOW_SCALE:.0e})")
+    return None
+
+
+@contextlib.contextmanager
+def overflow_guard(*inputs):
+    """Around a computation on ``inputs`` (see :func:`largest_input`): if it fails (a core error,
+    a LinAlgError, an ArithmeticError, a non-finite result) and an input is too large, the error
+    becomes an InputError about that input's size."""
+    try:
+        yield
+    except (core.CoreError, np.linalg.LinAlgError, ArithmeticError, NonFiniteResult) as exc:
+        big = largest_input(inputs)
+        if big is None:
+            raise
+        raise InputError(f"{big}; the computation failed ({type(exc).__name__})") from None
 
 
 def service_guard(method):
@@ -125,6 +178,14 @@ class ModelServices:
         if order not in (1, 2):
             raise InputError(f"order must be 1 or 2, got {request.order}")
         q = cv.as_vector(request.q, "q", plant.n)
+        speed = (("p", request.p, plant.dynamic_names) if request.discrete
+                 else ("dq", request.dq, plant.config_names))
+        with overflow_guard(("q", q, plant.config_names), speed, ("u", request.u, None)):
+            return self._linearize(plant, request, response, order, q)
+
+    @staticmethod
+    def _linearize(plant, request, response, order, q):
+        H = None
         if request.discrete:
             if request.minimal:
                 raise InputError("minimal coordinates are available for continuous "
@@ -134,7 +195,6 @@ class ModelServices:
             x = np.concatenate([q, p, np.zeros(plant.nk)])
             if order == 2:
                 A, B, H = plant.vi.linearize2(x, u)
-                response.second_order = cv.tensor_msg(H)
             else:
                 A, B = plant.vi.linearize(x, u)
             f = plant.vi.step(x, u)
@@ -160,6 +220,9 @@ class ModelServices:
                     response.message = "unconstrained system: all coordinates are independent"
             f = np.concatenate([dq, system.qdd(q, dq, u)])
             input_names = system.input_names
+        check_finite(A=A, B=B, f=f, second_order=() if H is None else H)
+        if H is not None:
+            response.second_order = cv.tensor_msg(H)
         response.a, response.b = cv.matrix_msg(A), cv.matrix_msg(B)
         response.f = cv.float_array(f)
         response.state_names, response.input_names = list(state_names), list(input_names)
@@ -196,6 +259,15 @@ class ModelServices:
             raise InputError(f"x_ref needs at least 2 knots, got {knots}")
         jnames = config.joint_map.joint_names
         U = cv.matrix_from_msg(request.u_ref, "u_ref", (knots - 1, plant.nu), allow_empty=True)
+        with overflow_guard(("x_ref", X, None), ("u_ref", () if U is None else U, plant.input_names)):
+            sched = self._compute_gains(config, plant, request, response, conv, X, U, knots, width,
+                                        jnames)
+            check_finite(K=sched.K, x_ref=sched.x_ref, u_ref=sched.u_ref)
+        response.schedule = cv.schedule_to_msg(sched, 0)
+        response.success = True
+        return response
+
+    def _compute_gains(self, config, plant, request, response, conv, X, U, knots, width, jnames):
         if width == plant.n:  # positions only: complete the state, make it feasible
             weights = self._request_weights(config, plant, request.q, request.r, request.q_n)
             dq0 = (X[1] - X[0]) / plant.dt
@@ -218,9 +290,7 @@ class ModelServices:
         else:
             raise InputError(f"x_ref must have {plant.nx} columns (state) or {plant.n} (positions "
                              f"only), got {width}")
-        response.schedule = cv.schedule_to_msg(sched, 0)
-        response.success = True
-        return response
+        return sched
 
     @service_guard
     def _srv_plan_trajectory(self, request, response):
@@ -244,10 +314,14 @@ class ModelServices:
         iters = int(request.max_iterations) or int(self._params.value("optimizer_max_iterations"))
         tol = float(request.tolerance) or float(self._params.value("optimizer_tolerance"))
         QN = weights.Q_N if weights.Q_N is not None else weights.Q
-        result = core.optimize_trajectory(plant.vi, x0, X, U, weights.Q, weights.R, QN,
-                                          method=method, tol=tol, max_iterations=iters)
         jnames = config.joint_map.joint_names
-        sched = gain_schedule(plant, result.x, result.u, weights, jnames)
+        with overflow_guard(("x0", x0, plant.state_names), ("x_ref", X, plant.state_names),
+                            ("u_ref", U, plant.input_names)):
+            result = core.optimize_trajectory(plant.vi, x0, X, U, weights.Q, weights.R, QN,
+                                              method=method, tol=tol, max_iterations=iters)
+            check_finite(x=result.x, u=result.u, cost=result.cost)
+            sched = gain_schedule(plant, result.x, result.u, weights, jnames)
+            check_finite(K=sched.K)
         response.x, response.u = cv.matrix_msg(result.x), cv.matrix_msg(result.u)
         response.cost, response.iterations = float(result.cost), int(result.iterations)
         response.schedule = cv.schedule_to_msg(sched, 0)

@@ -38,16 +38,31 @@ class Weights:
                    weight_matrix(Q_N, plant.nx, "Q_N") if len(Q_N) else None)
 
 
-def check_weight_values(values, name: str, allow_empty: bool = False) -> None:
-    """Size-independent checks of a weight parameter (before the model is known)."""
+def check_weight_values(values, name: str, allow_empty: bool = False, definite: bool = False) -> None:
+    """Size-independent checks of a weight parameter (before the model is known): finite, and
+    valid as a diagonal (entries >= 0; ``definite``: > 0) or, when the count is a square k*k,
+    as a full symmetric positive (semi-)definite k x k matrix."""
     v = list(values)
     if not v:
         if allow_empty:
             return
         raise InputError(f"{name} must not be empty")
     a = np.asarray(v, dtype=float)
-    if not np.all(np.isfinite(a)):
-        raise InputError(f"{name} has non-finite entries")
-    n = int(round(np.sqrt(a.size)))
-    if n * n != a.size and np.any(a < 0):
-        raise InputError(f"{name}: diagonal weights must be >= 0")
+    bad = np.flatnonzero(~np.isfinite(a))
+    if bad.size:
+        raise InputError(f"{name} has non-finite entries: {name}[{bad[0]}] = {a[bad[0]]}")
+    bad = np.flatnonzero(a <= 0 if definite else a < 0)
+    if not bad.size:
+        return                                  # a valid diagonal
+    k = int(round(np.sqrt(a.size)))
+    if k > 1 and k * k == a.size:
+        try:
+            core.weight_matrix(a, k, name, definite)
+            return                              # a valid full matrix
+        except ValueError as exc:
+            full = f"; as a full {k} x {k} matrix: {exc}"
+    else:
+        full = ""
+    i = int(bad[0])
+    raise InputError(f"{name}[{i}] = {float(a[i])!r}: diagonal weights must be {'> 0' if definite else '>= 0'}"
+                     + full)

@@ -41,4 +41,10 @@ def test_params_files_are_ros2_parameter_files_for_the_node(rel):
     assert plant.system.name == "cartpole"
     JointMap(plant.config_names, params["joint_map"])
     Weights.from_values(plant, params["Q"], params["R"], params.get("Q_N", ()))
+    from mechnode.limits import Limits
+    limits = Limits.for_plant(plant, plant.config_names, params["state_position_limit"],
+                              params["state_velocity_limit"], params["command_limit"],
+                              params["state_timeout"], params["stamp_tolerance"],
+                              params["accept_unstamped"])
+    assert not limits.accept_unstamped and limits.command.shape == (plant.nu,)
     assert params["command_mode"] == "effort"

@@ -8,14 +8,23 @@ import sys
 
 import numpy as np
 import pytest
+import yaml
 
 import core
-from core.examples import chain
+from core.examples import chain, chain_spec
 from mechnode.errors import InputError
 from mechnode.feasibility import discrete_reference, make_feasible
 from mechnode.gains import STATE_Q_QDOT, gain_schedule, schedule_in_qdot
 from mechnode.joint_map import JointMap
-from mechnode.plant import CONFIG_DIR, ModelSpecError, Plant, load_model, resolve_model_path
+from mechnode.plant import (
+    CONFIG_DIR,
+    MAX_MODEL_BYTES,
+    ModelSpecError,
+    Plant,
+    check_model_spec,
+    load_model,
+    resolve_model_path,
+)
 from mechnode.resampling import Reference, resample
 from mechnode.schedule import Options, schedule_from_reference
 from mechnode.weights import Weights, weight_matrix
@@ -67,10 +76,41 @@ def test_model_paths_resolve_against_config_dir():
                             os.path.join(CONFIG_DIR, "pendulum.yaml"))
     with pytest.raises(ModelSpecError, match="not found"):
         resolve_model_path("no_such_model.yaml")
-    s = load_model("python:core.examples.chain(3)")
-    assert s.nq == 3
-    with pytest.raises(ModelSpecError):
-        load_model("python:core.examples.no_such_function")
+    s = load_model(yaml.safe_dump(chain_spec(3)))        # YAML model text
+    assert s.nq == 3 and s.config_names == chain(3).config_names
+    assert load_model("{name: one, frames: [{name: a, parent: world, rz: t, mass: 1.0}]}").nq == 1
+
+
+def test_model_parameter_never_runs_code(tmp_path):
+    """A model value that is neither a file nor YAML model text is refused without importing or
+    calling anything: python:module.function(args) specs are gone."""
+    marker = tmp_path / "ran"
+    code = (f"import sys; from mechnode.plant import load_model, check_model_spec, ModelSpecError\n"
+            f"for spec in [\"python:os.system('touch {marker}')\", 'python:core.examples.chain(3)',\n"
+            f"             'python:colorsys.rgb_to_hsv(1, 2, 3)', 'no_such_model.yaml', 'just words']:\n"
+            f"    for fn in (check_model_spec, load_model):\n"
+            f"        try:\n"
+            f"            fn(spec)\n"
+            f"        except ModelSpecError as exc:\n"
+            f"            assert 'neither a model file' in str(exc), exc\n"
+            f"        else:\n"
+            f"            raise SystemExit('accepted ' + spec)\n"
+            f"assert 'colorsys' not in sys.modules and 'core.examples' not in sys.modules, 'imported'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=600)
+    assert not marker.exists()
+    for value in ("'just a string'\n", "- a\n- list\n"):
+        with pytest.raises(ModelSpecError, match="expected a YAML mapping"):
+            check_model_spec(value)
+
+
+def test_model_size_is_bounded_before_parsing(tmp_path):
+    text = "name: big\n" + "#" * MAX_MODEL_BYTES
+    with pytest.raises(ModelSpecError, match=f"{len(text)} bytes, more than the limit of {MAX_MODEL_BYTES}"):
+        load_model(text)
+    big = tmp_path / "big.yaml"
+    big.write_text(text)
+    with pytest.raises(ModelSpecError, match=f"model file {big} has {len(text)} bytes"):
+        check_model_spec(str(big))
 
 
 def test_cartpole_model(cartpole):

@@ -85,8 +85,10 @@ def _reference(names=JOINTS, times=None, positions=None):
     return joint_trajectory(names, t, positions)
 
 
-def _send_state(h, names, pos, vel, stamp=0):
+def _send_state(h, names, pos, vel, stamp=None):
+    """A JointState stamped now (the node refuses unstamped and stale states)."""
     from mechnode.conversions import joint_state
+    stamp = h.client.get_clock().now().nanoseconds if stamp is None else stamp
     h.state_pub.publish(joint_state(names, pos, vel, stamp))
 
 
