@@ -52,6 +52,7 @@ class CommandPath:
         self._pubs = {}                 # "command" and the optional "echo", on the helper node
         self._state_sub = None
         self._plant = self._joint_map = self._schedules = None
+        self._generation = None         # of the configuration the path was started with
         # The helper node is a plain rclpy Node, which has no lifecycle publishers: this flag
         # gates its publishing explicitly (set at start, cleared first thing at stop).
         self._enabled = False
@@ -73,6 +74,7 @@ class CommandPath:
         the managed node, so ``~/...`` names and remappings mean what they mean for it."""
         node, value = self._node, self._params.value
         self._plant, self._joint_map, self._schedules = config.plant, config.joint_map, schedules
+        self._generation = config.generation
         ctl = rclpy.create_node(f"{node.get_name()}_control", namespace=node.get_namespace(),
                                 context=node.context, use_global_arguments=False,
                                 start_parameter_services=False, enable_rosout=False)
@@ -164,6 +166,13 @@ class CommandPath:
             health.logger.info("JointState messages resumed: commanding again")
         active = self._schedules.active
         if active is None:
+            return
+        if active.generation != self._generation or not active.schedule.fits(plant):
+            # never reached in normal operation (the pipeline installs only its own
+            # configuration's schedules); the kernel does not check bounds, so check here
+            health.count("schedules_refused")
+            health.warn_limited("foreign", f"schedule #{active.seq} is for configuration "
+                                f"#{active.generation}, not #{self._generation}: not used")
             return
         t_ns = cv.stamp_ns(msg.header.stamp) or self._node.get_clock().now().nanoseconds
         u, _, _ = active.schedule.command(plant, (t_ns - active.start_ns) * 1e-9, q, dq)
