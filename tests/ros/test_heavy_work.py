@@ -64,10 +64,12 @@ def _setup_io(h):
            "the node's subscriptions")
 
 
-def _reference(seconds=2.0, step=0.1, shift=0.3):
+def _reference(seconds=2.0, step=0.1, shift=0.3, swing=0.0):
+    """The cart moves by ``shift`` sin(t) and the pole swings by ``swing`` sin(5 t): an
+    infeasible reference the optimizer works on until its time limit."""
     from mechnode.conversions import joint_trajectory
     t = np.arange(0.0, seconds + 1e-9, step)
-    return joint_trajectory(JOINTS, t, np.stack([shift * np.sin(t), 0 * t], 1))
+    return joint_trajectory(JOINTS, t, np.stack([shift * np.sin(t), swing * np.sin(5 * t)], 1))
 
 
 def _rss_mb(pid: int) -> float:
@@ -246,7 +248,7 @@ def test_reconfiguring_during_a_reference_drops_its_schedule(node):
     _set_parameters(h, optimizer_time_limit=5.0, optimizer_max_iterations=10000, optimizer_tolerance=1e-15)
     n = len(h.schedules)
     mark = len(h.log())
-    h.ref_pub.publish(_reference(seconds=4.0, shift=0.4))
+    h.ref_pub.publish(_reference(seconds=4.0, shift=0.0, swing=0.5))
     time.sleep(0.5)                                  # it is being processed now
     pendulum = h.tmp / "pendulum.yaml"
     pendulum.write_text(PENDULUM_YAML)

@@ -22,7 +22,7 @@ def _serialized(frame_id, names, points, full=False):
     return serialize_message(msg)
 
 
-@pytest.mark.parametrize("frame_len, name_len", itertools.product(range(0, 5), range(1, 6)))
+@pytest.mark.parametrize("frame_len, name_len", list(itertools.product(range(0, 5), range(1, 6))))
 def test_counts_agree_with_rclpy(ifaces, frame_len, name_len):
     from mechnode import wire
     names = ["j" * name_len, "k" * (name_len + 1), "l"]
@@ -42,3 +42,18 @@ def test_truncated_and_foreign_bytes_are_refused(ifaces):
         wire.trajectory_counts(b"\x07\x07" + raw[2:])
     with pytest.raises(InputError, match="names 2 joints; at most 1"):
         wire.trajectory_counts(raw, max_names=1)
+
+
+def test_the_node_process_uses_its_fast_dds_profile_unless_one_is_named():
+    import xml.etree.ElementTree as ET
+
+    from mechnode.cli import middleware_environment
+    env = {}
+    middleware_environment(env)
+    assert env["RMW_FASTRTPS_USE_QOS_FROM_XML"] == "1"
+    root = ET.parse(env["FASTDDS_DEFAULT_PROFILES_FILE"]).getroot()
+    policies = [e.text for e in root.iter("{http://www.eprosima.com}historyMemoryPolicy")]
+    assert policies == ["DYNAMIC", "DYNAMIC"]
+    mine = {"FASTDDS_DEFAULT_PROFILES_FILE": "/etc/my_profile.xml"}
+    middleware_environment(mine)
+    assert mine == {"FASTDDS_DEFAULT_PROFILES_FILE": "/etc/my_profile.xml"}
