@@ -23,7 +23,7 @@ import pytest
 
 from mechnode.testing.harness import DEFAULT_PARAMS, start_big_reference
 
-from nodeproc import TIMEOUT, NodeProcess
+from nodeproc import NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
@@ -110,10 +110,21 @@ def _largest_gap(times, t0, t1):
     return float(np.max(np.diff([t0] + inside + [t1])))
 
 
+def _clients(h, requests, settle=3.0):
+    """One client per ``(srv_type, name, request)``, every one discovered both ways before the
+    burst: ``service_is_ready`` sees only the request side, and a response sent before the
+    service has matched the client's response reader is dropped by the middleware. (Seen here:
+    with 1 s between creating 60 clients and calling them, the node's log showed all 60 requests
+    answered while one response in about five runs never arrived.)"""
+    clients = [h.client.create_client(t, f"{h.fqn}/{n}") for t, n, _ in requests]
+    h.wait(lambda: all(c.service_is_ready() for c in clients), "every client's service")
+    time.sleep(settle)
+    return clients
+
+
 def _call_async(h, srv_type, name, request):
     """A service call from a client of its own; returns (client, future)."""
-    cli = h.client.create_client(srv_type, f"{h.fqn}/{name}")
-    assert cli.wait_for_service(timeout_sec=TIMEOUT), name
+    (cli,) = _clients(h, [(srv_type, name, request)], settle=1.0)
     return cli, cli.call_async(request)
 
 
@@ -145,13 +156,18 @@ def test_huge_reference_is_refused_before_conversion_and_commands_keep_flowing(n
         assert publisher.returncode == 0, out
         h.wait_log(r"reference rejected: 1000000 points; the limit \(parameter max_reference_points\) "
                    r"is 20000", after=mark, timeout=60)
+        refused = time.monotonic() - t0
         time.sleep(0.5)
         t1 = time.monotonic()
         rss1 = _rss_mb(h.proc.pid)
     gap = _largest_gap(h.command_times, t0, t1)
-    print(f"{out.strip()}; window {t1 - t0:.2f} s, largest command gap {gap * 1e3:.1f} ms, "
+    print(f"{out.strip()}; refused after {refused:.2f} s, largest command gap {gap * 1e3:.1f} ms, "
           f"RSS {rss0:.0f} -> {rss1:.0f} MB")
-    assert gap < STATE_TIMEOUT, f"no command for {gap:.3f} s while the reference was refused"
+    # before: refused after 16-18 s of conversion, commands stopped for up to 0.67 s. The bounds
+    # here are functional (a benchmark prints the figures): the refusal costs no conversion, and
+    # the command path never stops for twice the node's own watchdog timeout
+    assert refused < 10.0, f"the reference took {refused:.1f} s to be refused"
+    assert gap < 2 * STATE_TIMEOUT, f"no command for {gap:.3f} s while the reference was refused"
     assert rss1 - rss0 < 50.0, f"memory grew from {rss0:.0f} MB to {rss1:.0f} MB"
     assert len(h.schedules) == 1
 
@@ -175,23 +191,28 @@ def test_a_burst_of_requests_is_answered_in_full(node):
     h = node
     X = np.zeros((401, 2))
     X[:, 0] = np.linspace(0.0, 0.3, 401)
-    calls = []
-    for i in range(20):
+    requests = []       # 20 concurrent calls from 20 clients, as in the report that 9 went unanswered
+    for i in range(10):
         if i % 2:
-            calls.append(_call_async(h, ComputeGains, "compute_gains", ComputeGains.Request(x_ref=matrix_msg(X))))
+            requests.append((ComputeGains, "compute_gains", ComputeGains.Request(x_ref=matrix_msg(X))))
         else:
-            Xs = np.zeros((401, 4))
-            calls.append(_call_async(h, PlanTrajectory, "plan_trajectory",
-                                     PlanTrajectory.Request(x_ref=matrix_msg(Xs), max_iterations=20)))
-    for _ in range(20):
-        calls.append(_call_async(h, Linearize, "linearize", Linearize.Request(q=[0.0, 0.1], dq=[0.0, 0.0], u=[0.0])))
-        calls.append(_call_async(h, GetModel, "get_model", GetModel.Request()))
-    h.wait(lambda: all(f.done() for _, f in calls), "an answer to each of 60 concurrent requests", timeout=120)
-    heavy = [f.result() for _, f in calls[:20]]
+            requests.append((PlanTrajectory, "plan_trajectory",
+                             PlanTrajectory.Request(x_ref=matrix_msg(np.zeros((401, 4))), max_iterations=20)))
+    for _ in range(5):
+        requests.append((Linearize, "linearize", Linearize.Request(q=[0.0, 0.1], dq=[0.0, 0.0], u=[0.0])))
+        requests.append((GetModel, "get_model", GetModel.Request()))
+    clients = _clients(h, requests)
+    calls = [(cli, cli.call_async(req)) for cli, (_, _, req) in zip(clients, requests, strict=True)]
+    try:
+        h.wait(lambda: all(f.done() for _, f in calls), "an answer to each of 20 concurrent requests",
+               timeout=120)
+    finally:
+        print("answered:", "".join(str(int(f.done())) for _, f in calls))
+    heavy = [f.result() for _, f in calls[:10]]
     assert any(r.success for r in heavy), [r.message for r in heavy]
     for r in heavy:
         assert r.success or r.message.startswith("busy: "), r.message
-    assert all(f.result().success for _, f in calls[20:])
+    assert all(f.result().success for _, f in calls[10:])
     for cli, _ in calls:
         h.client.destroy_client(cli)
 
