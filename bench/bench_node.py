@@ -17,7 +17,10 @@ Starts ``python -m mechnode`` processes and measures, from a client process:
    echo receipt time - state stamp, both on this machine's clock. The node's own callback time
    (state received -> command published) comes from its diagnostics. Both ends are rclpy
    processes: on a loaded 2-core machine the figure is mostly the CPU the two processes get.
-4. Node start-up: process start -> lifecycle services up -> configured (model + numba warm-up)
+4. The command path under heavy requests: the largest gap between commands for JointState at
+   100 Hz while the node refuses a 1e6-point reference and a 1e5-knot compute_gains and runs a
+   plan_trajectory to its optimizer_time_limit; the node's memory before, at peak and after.
+5. Node start-up: process start -> lifecycle services up -> configured (model + numba warm-up)
    -> active, with the numba cache warm and (unless ``--no-cold``) cold (an empty
    NUMBA_CACHE_DIR: every kernel of core and mechnode is compiled; minutes).
 
@@ -47,7 +50,7 @@ from rclpy.context import Context  # noqa: E402
 import core  # noqa: E402
 from core.examples import branched_tree, branched_tree_spec, chain_spec  # noqa: E402
 from mechnode import conversions as cv  # noqa: E402
-from mechnode.node import LATCHED  # noqa: E402
+from mechnode.node import COMMAND_QOS, LATCHED  # noqa: E402
 from mechnode.testing.harness import (  # noqa: E402
     DEFAULT_PARAMS,
     LifecycleClient,
@@ -293,8 +296,74 @@ def section_latency(b, cart, args):
               f"{len(lat)} of {sent} echoed")
 
 
+def _rss_mb(pid):
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(line.split()[1]) / 1024.0 for line in fh if line.startswith("VmRSS:"))
+
+
+def section_heavy(b, cart, args):
+    """Commands at 100 Hz while the node refuses a 1e6-point reference and a 1e5-knot
+    compute_gains and runs a plan_trajectory to its optimizer_time_limit."""
+    from mechnode_interfaces.srv import ComputeGains, PlanTrajectory
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from mechnode.conversions import matrix_msg
+    from mechnode.testing.harness import start_big_reference
+    print("\n4. Command path under heavy requests: JointState at 100 Hz (cart-pole) while the node gets a "
+          "1e6-point reference, a 1e5-knot compute_gains and a plan_trajectory (tol 1e-300, runs to "
+          "optimizer_time_limit)")
+    bench_reference(b, cart, reference_msg(["cart_joint", "pole_joint"], 3001, 0.01,
+                                           lambda t: np.zeros((t.size, 2))), 1)
+    c = cart["client"]
+    times = []
+    c.create_subscription(Float64MultiArray, f"{cart['ns']}/effort_controller/commands",
+                          lambda m: times.append(time.monotonic()), COMMAND_QOS)
+    pub = c.create_publisher(JointState, f"{cart['ns']}/joint_states", qos_profile_sensor_data)
+    gains = c.create_client(ComputeGains, f"{cart['fqn']}/compute_gains")
+    plan = c.create_client(PlanTrajectory, f"{cart['fqn']}/plan_trajectory")
+    wait_for(lambda: pub.get_subscription_count() > 0 and gains.service_is_ready()
+             and plan.service_is_ready(), 30, "the node's subscription and services")
+    stop, rss = threading.Event(), []
+    pid = cart["proc"].pid
+
+    def stream():
+        clock = c.get_clock()
+        while not stop.is_set():
+            pub.publish(cv.joint_state(["cart_joint", "pole_joint"], [0.01, 0.02], [0.0, 0.0],
+                                       clock.now().nanoseconds))
+            rss.append(_rss_mb(pid))
+            time.sleep(0.01)
+    thread = threading.Thread(target=stream, daemon=True)
+    thread.start()
+    time.sleep(1.0)
+    rss_before = _rss_mb(pid)
+    X = np.zeros((301, 4))
+    X[:, 0] = np.linspace(0.0, 0.5, 301)
+    t0 = time.monotonic()
+    big = start_big_reference(f"{cart['fqn']}/reference", ["cart_joint", "pole_joint"], 1_000_000)
+    f_gains = gains.call_async(ComputeGains.Request(x_ref=matrix_msg(np.zeros((100_000, 2)))))
+    f_plan = plan.call_async(PlanTrajectory.Request(x_ref=matrix_msg(X), max_iterations=1000, tolerance=1e-300))
+    wait_for(lambda: f_gains.done() and f_plan.done() and big.poll() is not None, 120, "the answers")
+    t_answers = time.monotonic() - t0
+    time.sleep(1.0)
+    t1 = time.monotonic()
+    stop.set()
+    thread.join(2.0)
+    rss_after = _rss_mb(pid)
+    inside = np.array([t for t in times if t0 <= t <= t1])
+    gaps = np.diff(np.concatenate([[t0], inside, [t1]]))
+    print(f"   {big.stdout.read().strip()}")
+    print(f"   load average {os.getloadavg()[0]:.2f}; answers after {t_answers:.2f} s: compute_gains "
+          f"{f_gains.result().message[:70]!r}; plan_trajectory {f_plan.result().message[:70]!r}")
+    print(f"   {inside.size} commands in {t1 - t0:.2f} s; largest gap {1e3 * gaps.max():.1f} ms, p99 "
+          f"{1e3 * pct(gaps, 99):.1f} ms; node RSS before {rss_before:.0f} MB, peak {max(rss):.0f} MB, "
+          f"after {rss_after:.0f} MB")
+
+
 def section_startup(b, args):
-    print("\n4. Node start-up, seconds from process start: seen by the client (lifecycle services "
+    print("\n5. Node start-up, seconds from process start: seen by the client (lifecycle services "
           "discovered / configure answered / activate answered) and in the node's log (node created / "
           "configured / active)")
 
@@ -322,7 +391,7 @@ def main(argv=None):
     ap.add_argument("--calls", type=int, default=200, help="Linearize calls per case")
     ap.add_argument("--seconds", type=float, default=5.0, help="duration of the 1 kHz state stream")
     ap.add_argument("--repeats", type=int, default=3, help="references per model")
-    ap.add_argument("--only", choices=["linearize", "reference", "latency", "startup"], default=None)
+    ap.add_argument("--only", choices=["linearize", "reference", "latency", "heavy", "startup"], default=None)
     ap.add_argument("--node-switch-interval", type=float, default=None,
                     help="the node's GIL switch interval (mechnode --switch-interval)")
     args = ap.parse_args(argv)
@@ -336,7 +405,7 @@ def main(argv=None):
             cart = b.start(DEFAULT_PARAMS, "/bench_cartpole",
                            overrides=["command_echo_topic:=~/command_echo"])
             for name, section in (("linearize", section_linearize), ("reference", section_reference),
-                                  ("latency", section_latency)):
+                                  ("latency", section_latency), ("heavy", section_heavy)):
                 if args.only in (None, name):
                     section(b, cart, args)
             b.stop(cart)

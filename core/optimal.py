@@ -11,6 +11,7 @@ orchestration is Python because it calls the system's ``step``/``linearize`` met
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Protocol, runtime_checkable
 
@@ -374,8 +375,9 @@ def _line_search(pb, x, u, J, d: _Direction, armijo, backtrack, max_backtracks):
 def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = "second_order",
                         u_init=None, tol: float = 1e-6, max_iterations: int = 1000,
                         armijo: float = 1e-4, backtrack: float = 0.5, max_backtracks: int = 50,
-                        stop: str = "slope", projection: str = "lqr", callback: Callable[[dict], object] | None = None,
-                        verbose: bool = False) -> TrajectoryOptimizationResult:
+                        stop: str = "slope", projection: str = "lqr",
+                        callback: Callable[[dict], object] | None = None, verbose: bool = False,
+                        time_limit: float | None = None) -> TrajectoryOptimizationResult:
     """Optimize the inputs of a discrete system to track a (possibly infeasible) reference.
 
     Minimizes over ``u_0..u_{N-1}``, with ``x_0 = x0`` fixed and
@@ -431,6 +433,9 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         projection: ``"lqr"`` or ``"direction"`` (see Projection).
         callback: called with each history entry (dict) as it is produced.
         verbose: also print one line per iteration (the module logger logs them at DEBUG).
+        time_limit: seconds of wall time (``time.monotonic``) after which no further iteration
+            starts; the result is then the last iterate (a rollout of ``system``, so feasible),
+            with ``converged`` False and a message saying so. ``None``: no limit.
 
     Returns:
         :class:`TrajectoryOptimizationResult`; ``converged`` is False (with a ``message``) when the
@@ -446,6 +451,9 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}")
     if not tol > 0 or max_iterations < 0 or not 0 < armijo < 0.5 or not 0 < backtrack < 1:
         raise ValueError("need tol > 0, max_iterations >= 0, 0 < armijo < 0.5, 0 < backtrack < 1")
+    if time_limit is not None and not time_limit >= 0:
+        raise ValueError(f"time_limit must be None or >= 0 seconds, got {time_limit}")
+    deadline = None if time_limit is None else time.monotonic() + time_limit
     pb = _problem(system, x0, x_ref, u_ref, Q, R, Q_N)
     u = _checked_controls(pb, u_init)
     x = _rollout(pb, u)
@@ -473,6 +481,9 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
             converged, message = True, f"|slope| < tol={tol:g}"
             break
         if it == max_iterations:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            message = f"time_limit={time_limit:g} s reached after {it} iterations"
             break
         if not d.slope < 0:
             message = "no descent direction (gradient at round-off level?)"

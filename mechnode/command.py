@@ -58,6 +58,7 @@ class CommandPath:
         self._state_sub = None
         self._plant = self._joint_map = self._schedules = self._limits = None
         self._last_stamp_ns = None      # stamp of the last accepted JointState
+        self._generation = None         # of the configuration the path was started with
         # The helper node is a plain rclpy Node, which has no lifecycle publishers: this flag
         # gates its publishing explicitly (set at start, cleared first thing at stop).
         self._enabled = False
@@ -81,6 +82,7 @@ class CommandPath:
         self._limits = self._params.limits(config.plant, config.joint_map.joint_names)
         self._plant, self._joint_map, self._schedules = config.plant, config.joint_map, schedules
         self._last_stamp_ns = None
+        self._generation = config.generation
         ctl = rclpy.create_node(f"{node.get_name()}_control", namespace=node.get_namespace(),
                                 context=node.context, use_global_arguments=False,
                                 start_parameter_services=False, enable_rosout=False)
@@ -181,6 +183,13 @@ class CommandPath:
             health.logger.info("JointState messages resumed: commanding again")
         active = self._schedules.active
         if active is None:
+            return
+        if active.generation != self._generation or not active.schedule.fits(plant):
+            # never reached in normal operation (the pipeline installs only its own
+            # configuration's schedules); the kernel does not check bounds, so check here
+            health.count("schedules_refused")
+            health.warn_limited("foreign", f"schedule #{active.seq} is for configuration "
+                                f"#{active.generation}, not #{self._generation}: not used")
             return
         u, _, _ = active.schedule.command(plant, (t_ns - active.start_ns) * 1e-9, q, dq)
         if u is None:

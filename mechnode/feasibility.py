@@ -51,13 +51,15 @@ def discrete_reference(plant, Q, dq0):
 
 def make_feasible(plant, Q, dq0, weights: "Weights", mode: str = "auto",
                   optimizer_method: str = "first_order", tolerance: float = 1e-6,
-                  max_iterations: int = 30, feasibility_tolerance: float = 1e-9) -> Feasible:
+                  max_iterations: int = 30, feasibility_tolerance: float = 1e-9,
+                  time_limit: float | None = None) -> Feasible:
     """A feasible (X, U) near the configurations ``Q`` (see the module docstring).
 
     ``mode``: ``"auto"`` (inverse dynamics when its residual is below ``feasibility_tolerance``,
     otherwise the optimizer), ``"inverse_dynamics"`` (fails if the residual is too large),
     ``"optimizer"`` (always optimize) or ``"none"`` (use the discrete reference and the
-    least-squares inputs as they are).
+    least-squares inputs as they are). ``time_limit``: seconds after which the optimizer starts
+    no further iteration (its last iterate is feasible).
     """
     t0 = time.perf_counter()
     X, U, resid = discrete_reference(plant, Q, dq0)
@@ -88,7 +90,7 @@ def make_feasible(plant, Q, dq0, weights: "Weights", mode: str = "auto",
     QN = weights.Q_N if weights.Q_N is not None else weights.Q
     result = core.optimize_trajectory(plant.vi, X[0], X, U, weights.Q, weights.R,
                                       QN, method=optimizer_method, u_init=Uc, tol=tolerance,
-                                      max_iterations=max_iterations)
+                                      max_iterations=max_iterations, time_limit=time_limit)
     msg = (f"optimizer ({optimizer_method}) from a closed-loop rollout: {result.iterations} "
            f"iterations, cost {result.cost:.4g}, {result.message}")
     return Feasible(result.x, result.u, "optimizer", worst, msg, result.iterations,

@@ -53,6 +53,13 @@ class Schedule:
         """Seconds from the first to the last knot."""
         return float(self.times[-1] - self.times[0])
 
+    def fits(self, plant) -> bool:
+        """Whether the arrays have the sizes of ``plant`` (the control kernel does not check
+        bounds: a schedule for another model must never reach it)."""
+        knots = self.times.shape[0]
+        return (self.x_ref.shape == (knots, plant.nx) and self.u_ref.shape == (knots, plant.nu)
+                and self.K.shape == (knots, plant.nu, plant.nx) and self.dt == plant.dt)
+
     def knot(self, t: float) -> int:
         """Nearest knot to ``t`` (seconds from the start stamp), clamped to [0, N]."""
         k = int(np.floor((t - self.times[0]) / self.dt + 0.5)) if np.isfinite(t) else 0

@@ -37,6 +37,7 @@ exception escape.
 """
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from dataclasses import dataclass
@@ -66,10 +67,13 @@ NODE_NAME = "mechnode"
 @dataclass(frozen=True)
 class Configuration:
     """What ``configure`` made of the parameters: the model at ``dt``, the joint names, the
-    weights checked against the model. Replaced as a whole."""
+    weights checked against the model, and the configuration's number (``generation``, one
+    more at every successful configure). Replaced as a whole; a result computed for one
+    generation is never installed in another."""
     plant: Plant
     joint_map: JointMap
     weights: Weights
+    generation: int = 0
 
 
 class MechNode(LifecycleNode):
@@ -78,6 +82,7 @@ class MechNode(LifecycleNode):
     def __init__(self, node_name: str = NODE_NAME, **kwargs):
         super().__init__(node_name, **kwargs)
         self.config = None                      # Configuration while configured
+        self._generation = 0                    # of the last successful configure
         self._lock = threading.RLock()          # the transitions' entities vs the callbacks
         self._schedule_pub = None               # lifecycle publishers, timers and the
         self._diagnostics_pub = None            # reference subscription while active
@@ -129,7 +134,12 @@ class MechNode(LifecycleNode):
             self.health.last_error = f"configure: {exc}"
             return TransitionCallbackReturn.FAILURE
         t2 = time.perf_counter()
-        self.config = Configuration(plant, joint_map, weights)
+        self._generation += 1
+        self.config = Configuration(plant, joint_map, weights, self._generation)
+        # what is alive now (model, compiled kernels, rclpy) lives as long as the node: moved out
+        # of the collector's view, so that its full collections stay short for the command path
+        gc.collect()
+        gc.freeze()
         self.health.stats.update(load_s=t1 - t0, warm_up_s=t2 - t1)
         log.info(f"configured: model {plant.source!r} ({plant.system.name}: q = {plant.config_names}, "
                  f"joints {joint_map.joint_names}, inputs {plant.input_names}, {plant.actuation}), "
@@ -154,7 +164,7 @@ class MechNode(LifecycleNode):
                 # subscriptions last: their callbacks may run as soon as they exist
                 self._reference_sub = self.create_subscription(
                     JointTrajectory, value("reference_topic"), self.reference.on_reference, LATCHED,
-                    callback_group=self._cb_reference)
+                    callback_group=self._cb_reference, raw=True)
             except Exception as exc:  # noqa: BLE001
                 self.get_logger().error(f"activate failed: {type(exc).__name__}: {exc}")
                 self._teardown()

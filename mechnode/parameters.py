@@ -147,6 +147,17 @@ def declare_parameters(node) -> None:
     node.declare_parameter("max_knots", 20000, D(
         description="Longest accepted reference, in knots",
         integer_range=[IntegerRange(from_value=2, to_value=10_000_000, step=1)]))
+    node.declare_parameter("max_reference_points", 20000, D(
+        description="Most points a JointTrajectory reference may have; a larger message is "
+                    "refused from its serialized size, before it is converted",
+        integer_range=[IntegerRange(from_value=2, to_value=10_000_000, step=1)]))
+    node.declare_parameter("optimizer_time_limit", 5.0, D(
+        description="Seconds after which the trajectory optimizer (references, compute_gains, "
+                    "plan_trajectory) starts no further iteration; its last iterate is used",
+        floating_point_range=_range(0.01, 3600.0)))
+    node.declare_parameter("max_request_iterations", 1000, D(
+        description="Most optimizer iterations a plan_trajectory request may ask for",
+        integer_range=[IntegerRange(from_value=0, to_value=1_000_000, step=1)]))
     node.declare_parameter("diagnostics_period", 1.0, D(
         description="Seconds between diagnostics; applied at activate",
         floating_point_range=_range(0.01, 3600.0)))
@@ -215,7 +226,8 @@ class NodeParameters:
                        optimizer_method=self.value("optimizer_method"),
                        optimizer_tolerance=float(self.value("optimizer_tolerance")),
                        optimizer_max_iterations=int(self.value("optimizer_max_iterations")),
-                       max_knots=int(self.value("max_knots")))
+                       max_knots=int(self.value("max_knots")),
+                       optimizer_time_limit=float(self.value("optimizer_time_limit")))
 
     def _on_set(self, params) -> SetParametersResult:
         try:

@@ -14,22 +14,26 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from rclpy.serialization import deserialize_message
 from trajectory_msgs.msg import JointTrajectory
 
 import core
 
 from . import conversions as cv
+from . import wire
 from .diagnostics import callback_guard
 from .errors import InputError
 from .schedule import schedule_from_reference
 
 
 class ActiveSchedule:
-    """A schedule, its start time (ROS time, ns) and number: replaced as a whole, never mutated."""
-    __slots__ = ("schedule", "start_ns", "seq")
+    """A schedule, its start time (ROS time, ns), number, and the generation of the
+    configuration it was computed for: replaced as a whole, never mutated."""
+    __slots__ = ("schedule", "start_ns", "seq", "generation")
 
-    def __init__(self, schedule, start_ns: int, seq: int):
+    def __init__(self, schedule, start_ns: int, seq: int, generation: int):
         self.schedule, self.start_ns, self.seq = schedule, start_ns, seq
+        self.generation = generation
 
     @property
     def end_ns(self) -> int:
@@ -68,13 +72,40 @@ class ReferencePipeline:
         """Whether schedules are published: between activation and deactivation."""
         return self._publisher is not None and self._publisher.is_activated
 
+    def _refuse(self, reason: str):
+        self.health.count("references_rejected")
+        self.health.last_error = f"reference rejected: {reason}"
+        self.health.logger.warning(f"reference rejected: {reason}; keeping the current schedule")
+
+    def _bounded(self, raw: bytes):
+        """The JointTrajectory in ``raw`` (its serialized bytes), or None when it is over the
+        limits (read from the bytes, before any conversion: :mod:`mechnode.wire`)."""
+        limit = int(self._params.value("max_reference_points"))
+        try:
+            names, points, most = wire.trajectory_counts(raw)
+        except InputError as exc:
+            self._refuse(str(exc))
+            return None
+        if points > limit:
+            self._refuse(f"{points} points; the limit (parameter max_reference_points) is {limit}")
+            return None
+        if len(raw) > most:
+            self._refuse(f"{len(raw)} bytes for {points} points of {names} joints (at most {most}): "
+                         "a point has more entries than there are joint names")
+            return None
+        return deserialize_message(raw, JointTrajectory)
+
     @callback_guard
-    def on_reference(self, msg: JointTrajectory):
+    def on_reference(self, raw: bytes):
+        """A reference, as serialized bytes (the subscription is ``raw``): see :meth:`_bounded`."""
         t_recv = time.perf_counter()
         health, log = self.health, self.health.logger
         with self._lock:
             config, publishing = self._config, self._publishing()
         if config is None or not publishing:
+            return
+        msg = self._bounded(raw)
+        if msg is None:
             return
         plant, jm = config.plant, config.joint_map
         weights, options = self._params.current_weights(config), self._params.options()
@@ -84,10 +115,7 @@ class ReferencePipeline:
             sched = schedule_from_reference(plant, jm, ref, weights, options)
         except (InputError, core.IntegratorError, core.SingularMatrixError, np.linalg.LinAlgError,
                 ValueError) as exc:
-            health.count("references_rejected")
-            health.last_error = f"reference rejected: {type(exc).__name__}: {exc}"
-            log.warning(f"reference rejected ({type(exc).__name__}): {exc}; "
-                        "keeping the current schedule")
+            self._refuse(f"{type(exc).__name__}: {exc}")
             return
         stamp = cv.stamp_ns(msg.header.stamp)
         now = self._clock.now().nanoseconds
@@ -95,8 +123,15 @@ class ReferencePipeline:
         with self._lock:
             if not self._publishing():              # deactivated meanwhile
                 return
+            if self._config is not config or not sched.fits(self._config.plant):
+                # reconfigured while this reference was processed: its schedule is for another
+                # model (or dt) and is dropped, never published or used
+                health.count("schedules_discarded")
+                log.warning(f"reference: dropped the schedule computed for configuration "
+                            f"#{config.generation} (now #{self._config.generation})")
+                return
             self._seq += 1
-            new = ActiveSchedule(sched, start, self._seq)
+            new = ActiveSchedule(sched, start, self._seq, config.generation)
             self.active = new                       # the atomic swap
             self._publisher.publish(cv.schedule_to_msg(sched, start))
         total = time.perf_counter() - t_recv

@@ -32,6 +32,7 @@ class Options:
     optimizer_max_iterations: int = 30
     feasibility_tolerance: float = 1e-9
     max_knots: int = 100000
+    optimizer_time_limit: float | None = None
 
 
 def schedule_from_reference(plant, joint_map: JointMap, ref: Reference, weights: Weights,
@@ -43,7 +44,7 @@ def schedule_from_reference(plant, joint_map: JointMap, ref: Reference, weights:
     t1 = time.perf_counter()
     feas = make_feasible(plant, Q, dQ[0], weights, options.feasibility, options.optimizer_method,
                          options.optimizer_tolerance, options.optimizer_max_iterations,
-                         options.feasibility_tolerance)
+                         options.feasibility_tolerance, options.optimizer_time_limit)
     info = {"resample_s": t1 - t0, "feasibility_s": feas.seconds, "feasibility": feas.method,
             "feasibility_message": feas.message, "del_residual": feas.residual,
             "optimizer_iterations": feas.iterations, "optimizer_converged": feas.converged,

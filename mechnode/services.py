@@ -7,17 +7,27 @@ becomes ``success: false`` with a message. A result with a non-finite entry is n
 with ``success: true``: the message names the entry, or, when the computation failed on an input
 too large for double precision (:data:`OVERFLOW_SCALE`), that input entry and its value. Every
 answer is computed afresh; none of them changes the node's state.
+
+Every request gets an answer, and none waits for another: the quick queries (get_model,
+linearize) run concurrently; the heavy ones (compute_gains, plan_trajectory) one at a time, and a
+heavy request that arrives while another is computing is answered at once with
+``success: false``, "busy", what is running and for how long at most. Heavy requests are bounded
+before their arrays are converted (``max_knots`` knots, ``max_request_iterations`` optimizer
+iterations) and the optimizer stops after ``optimizer_time_limit`` seconds. The request queues
+hold :data:`QUEUE_DEPTH` requests per service.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 import time
 import traceback
 
 import numpy as np
 from mechnode_interfaces.srv import ComputeGains, GetModel, Linearize, PlanTrajectory
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 import core
 
@@ -90,30 +100,70 @@ def overflow_guard(*inputs):
         raise InputError(f"{big}; the computation failed ({type(exc).__name__})") from None
 
 
-def service_guard(method):
+#: Requests kept per service until the executor takes them (rclpy's default keeps 10 and drops
+#: the rest of a burst unanswered).
+QUEUE_DEPTH = 256
+SERVICE_QOS = QoSProfile(depth=QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class Busy:
+    """One heavy computation at a time; :meth:`claim` never waits."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._what, self._since = "", 0.0
+
+    def claim(self, what: str, time_limit: float) -> bool:
+        if not self._lock.acquire(blocking=False):
+            return False
+        self._what, self._since, self.time_limit = what, time.monotonic(), time_limit
+        return True
+
+    def release(self):
+        self._lock.release()
+
+    def describe(self) -> str:
+        return (f"busy: {self._what} has been computing for {time.monotonic() - self._since:.2f} s "
+                f"(its optimizer stops after {self.time_limit:g} s); try again later")
+
+
+def service_guard(heavy: bool = False):
     """Service callbacks never raise: expected errors become success = false with a rate-limited
     warning, unexpected ones success = false with an error log; the seconds of the call are
-    recorded in the stats (``<method name>_s``). For methods of :class:`ModelServices`."""
-    @functools.wraps(method)
-    def wrapper(self, request, response):
-        t0 = time.perf_counter()
-        try:
-            result = method(self, request, response)
-        except (InputError, ValueError, core.IntegratorError, core.SingularMatrixError,
-                np.linalg.LinAlgError, core.ModelError) as exc:
-            response.success = False
-            response.message = f"{type(exc).__name__}: {exc}"
-            self.health.warn_limited(f"srv:{method.__name__}:{response.message[:60]}",
-                                     f"{method.__name__[5:]}: {response.message}")
-            result = response
-        except Exception as exc:  # noqa: BLE001 - the node must keep serving
-            response.success = False
-            response.message = f"internal error: {type(exc).__name__}: {exc}"
-            self.health.logger.error(f"{method.__name__}: {response.message}\n{traceback.format_exc()}")
-            result = response
-        self.health.stats[f"{method.__name__}_s"] = time.perf_counter() - t0
-        return result
-    return wrapper
+    recorded in the stats (``<method name>_s``). With ``heavy``, a request that finds another
+    heavy one computing is answered busy at once (:class:`Busy`). For methods of
+    :class:`ModelServices`."""
+    def decorate(method):
+        name = method.__name__[5:]
+
+        @functools.wraps(method)
+        def wrapper(self, request, response):
+            t0 = time.perf_counter()
+            if heavy and not self.busy.claim(name, float(self._params.value("optimizer_time_limit"))):
+                response.success = False
+                response.message = self.busy.describe()
+                self.health.count("requests_busy")
+                return response
+            try:
+                result = method(self, request, response)
+            except (InputError, ValueError, core.IntegratorError, core.SingularMatrixError,
+                    np.linalg.LinAlgError, core.ModelError) as exc:
+                response.success = False
+                response.message = f"{type(exc).__name__}: {exc}"
+                self.health.warn_limited(f"srv:{name}:{response.message[:60]}", f"{name}: {response.message}")
+                result = response
+            except Exception as exc:  # noqa: BLE001 - the node must keep serving
+                response.success = False
+                response.message = f"internal error: {type(exc).__name__}: {exc}"
+                self.health.logger.error(f"{name}: {response.message}\n{traceback.format_exc()}")
+                result = response
+            finally:
+                if heavy:
+                    self.busy.release()
+            self.health.stats[f"{method.__name__}_s"] = time.perf_counter() - t0
+            return result
+        return wrapper
+    return decorate
 
 
 class ModelServices:
@@ -121,21 +171,22 @@ class ModelServices:
 
     ``node``: the MechNode (its ``config``, None while unconfigured, and ``lifecycle_label``);
     ``params``: its :class:`~mechnode.parameters.NodeParameters`; ``health``: its
-    :class:`~mechnode.diagnostics.Health`. Quick queries (get_model, linearize) share a reentrant
-    callback group; the heavy ones (compute_gains, plan_trajectory) run one at a time.
+    :class:`~mechnode.diagnostics.Health`. All four share a reentrant callback group; the heavy
+    ones (compute_gains, plan_trajectory) take turns through :attr:`busy` without waiting.
     """
 
     def __init__(self, node, params, health):
         self._node = node
         self._params = params
         self.health = health
-        query, compute = ReentrantCallbackGroup(), MutuallyExclusiveCallbackGroup()
-        node.create_service(Linearize, "~/linearize", self._srv_linearize, callback_group=query)
-        node.create_service(GetModel, "~/get_model", self._srv_get_model, callback_group=query)
-        node.create_service(ComputeGains, "~/compute_gains", self._srv_compute_gains,
-                            callback_group=compute)
-        node.create_service(PlanTrajectory, "~/plan_trajectory", self._srv_plan_trajectory,
-                            callback_group=compute)
+        self.busy = Busy()
+        group = ReentrantCallbackGroup()
+        for srv_type, name, callback in (
+                (Linearize, "~/linearize", self._srv_linearize),
+                (GetModel, "~/get_model", self._srv_get_model),
+                (ComputeGains, "~/compute_gains", self._srv_compute_gains),
+                (PlanTrajectory, "~/plan_trajectory", self._srv_plan_trajectory)):
+            node.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS, callback_group=group)
 
     def _need_config(self):
         config = self._node.config
@@ -152,7 +203,7 @@ class ModelServices:
             raise InputError(f"dt must be 0 (node default) or in (0, 1] s, got {dt}")
         return plant.with_dt(dt)
 
-    @service_guard
+    @service_guard()
     def _srv_get_model(self, request, response):
         config = self._need_config()
         plant = config.plant
@@ -171,7 +222,7 @@ class ModelServices:
                                 f"effort): {plant.force_input_names}.")
         return response
 
-    @service_guard
+    @service_guard()
     def _srv_linearize(self, request, response):
         plant = self._need_config().plant
         order = int(request.order) or 1
@@ -246,13 +297,20 @@ class ModelServices:
         R = base.R if R is None else R
         return Weights.from_values(plant, Q.ravel(), R.ravel(), () if QN is None else QN.ravel())
 
-    @service_guard
+    def _bounded_knots(self, matrix, name: str = "x_ref") -> None:
+        """Refuse a trajectory of more than ``max_knots`` rows before converting it."""
+        limit = int(self._params.value("max_knots"))
+        if matrix.rows > limit:
+            raise InputError(f"{name} has {matrix.rows} knots; the limit (parameter max_knots) is {limit}")
+
+    @service_guard(heavy=True)
     def _srv_compute_gains(self, request, response):
         config = self._need_config()
         plant = self._plant_for_dt(config.plant, float(request.dt))
         conv = int(request.state_convention)
         if conv not in (STATE_Q_P, STATE_Q_QDOT):
             raise InputError(f"state_convention must be 0 (STATE_Q_P) or 1 (STATE_Q_QDOT), got {conv}")
+        self._bounded_knots(request.x_ref)
         X = cv.matrix_from_msg(request.x_ref, "x_ref")
         knots, width = X.shape
         if knots < 2:
@@ -274,7 +332,7 @@ class ModelServices:
             opts = self._params.options()
             feas = make_feasible(plant, X, dq0, weights, opts.feasibility, opts.optimizer_method,
                                  opts.optimizer_tolerance, opts.optimizer_max_iterations,
-                                 opts.feasibility_tolerance)
+                                 opts.feasibility_tolerance, opts.optimizer_time_limit)
             sched = gain_schedule(plant, feas.X, feas.U, weights, jnames)
             response.message = (f"positions only: state completed by the discrete Legendre "
                                 f"transform, feasibility {feas.method} {feas.message}".strip())
@@ -292,10 +350,15 @@ class ModelServices:
                              f"only), got {width}")
         return sched
 
-    @service_guard
+    @service_guard(heavy=True)
     def _srv_plan_trajectory(self, request, response):
         config = self._need_config()
         plant = self._plant_for_dt(config.plant, float(request.dt))
+        self._bounded_knots(request.x_ref)
+        iteration_limit = int(self._params.value("max_request_iterations"))
+        if int(request.max_iterations) > iteration_limit:
+            raise InputError(f"max_iterations = {request.max_iterations}; the limit (parameter "
+                             f"max_request_iterations) is {iteration_limit}")
         X = cv.matrix_from_msg(request.x_ref, "x_ref", (None, plant.nx))
         knots = X.shape[0]
         if knots < 2:
@@ -314,6 +377,10 @@ class ModelServices:
         iters = int(request.max_iterations) or int(self._params.value("optimizer_max_iterations"))
         tol = float(request.tolerance) or float(self._params.value("optimizer_tolerance"))
         QN = weights.Q_N if weights.Q_N is not None else weights.Q
+
+        result = core.optimize_trajectory(plant.vi, x0, X, U, weights.Q, weights.R, QN,
+                                          method=method, tol=tol, max_iterations=iters,
+                                          time_limit=float(self._params.value("optimizer_time_limit")))
         jnames = config.joint_map.joint_names
         with overflow_guard(("x0", x0, plant.state_names), ("x_ref", X, plant.state_names),
                             ("u_ref", U, plant.input_names)):

@@ -8,6 +8,7 @@ rule; they are checked against central finite differences before anything relies
 """
 import itertools
 import math
+import time
 
 import numpy as np
 import pytest
@@ -585,6 +586,26 @@ def test_optimizer_rejects_bad_arguments():
         optimize_trajectory(**dict(problem, system=_FirstOrderOnly()))
     result = optimize_trajectory(**dict(problem, system=_FirstOrderOnly()), method="first_order")
     assert result.converged and result.iterations == 0       # u_ref is optimal for x' = x
+
+
+def test_optimizer_time_limit_stops_with_a_feasible_iterate():
+    problem = swing_up_problem(N=60)
+    optimize_trajectory(**problem, method="first_order", max_iterations=2)    # compiled, warm
+    seen = []
+
+    def slow(entry):            # every iteration takes at least 50 ms
+        seen.append(entry["iteration"])
+        time.sleep(0.05)
+
+    result = optimize_trajectory(**problem, method="first_order", tol=1e-300, max_iterations=10_000,
+                                 callback=slow, time_limit=0.2)
+    assert not result.converged and "time_limit=0.2 s reached" in result.message
+    assert 1 <= result.iterations <= 5 and seen[-1] == result.iterations
+    np.testing.assert_allclose(result.x, simulate_open_loop(problem["system"].step, problem["x0"],
+                                                            result.u))
+    assert result.cost <= result.history[0]["cost"]
+    with pytest.raises(ValueError, match="time_limit"):
+        optimize_trajectory(**problem, time_limit=-1.0)
 
 
 class _FirstOrderOnly:

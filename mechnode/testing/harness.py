@@ -160,3 +160,13 @@ class LifecycleClient:
         else:
             req.transition.label = transition
         return call(self._change, req, timeout, f"{self.target} {transition}").success
+
+
+
+def start_big_reference(topic: str, joint_names, points: int, env=None) -> subprocess.Popen:
+    """Start a process that publishes a ``points``-point JointTrajectory on ``topic`` and exits
+    (:mod:`mechnode.testing.big_reference`); its output is captured."""
+    cmd = [sys.executable, "-m", "mechnode.testing.big_reference", "--topic", topic,
+           "--points", str(points), "--joints", ",".join(joint_names)]
+    return subprocess.Popen(cmd, env=env or ros_environment(), cwd=REPO_DIR, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
