@@ -47,8 +47,10 @@ TOPIC_PARAMETERS = ("state_topic", "reference_topic", "command_topic", "schedule
 REQUIRED_TOPICS = ("state_topic", "reference_topic", "command_topic", "schedule_topic")
 LIMIT_PARAMETERS = ("state_position_limit", "state_velocity_limit", "command_limit",
                     "stamp_tolerance", "accept_unstamped", "state_timeout")
+#: bounds on the work a message or request can cause (they may change while active)
+WORK_LIMIT_PARAMETERS = ("max_knots", "max_reference_points", "optimizer_time_limit", "max_request_iterations")
 #: read-only when the node is started with lock_parameters: true
-LOCKABLE_PARAMETERS = CONFIGURE_PARAMETERS + TOPIC_PARAMETERS + LIMIT_PARAMETERS
+LOCKABLE_PARAMETERS = CONFIGURE_PARAMETERS + TOPIC_PARAMETERS + LIMIT_PARAMETERS + WORK_LIMIT_PARAMETERS
 CONTROL_PARAMETERS = ("command_mode", "state_timeout", "timeout_action")  # read at 1 kHz
 
 
@@ -145,17 +147,21 @@ def declare_parameters(node) -> None:
                     "(core.optimize_trajectory, stop='slope')",
         floating_point_range=_range(1e-15, 1e6)))
     node.declare_parameter("max_knots", 20000, D(
-        description="Longest accepted reference, in knots",
+        "max_knots",
+        description="Longest accepted schedule, in knots (references, compute_gains, plan_trajectory)",
         integer_range=[IntegerRange(from_value=2, to_value=10_000_000, step=1)]))
     node.declare_parameter("max_reference_points", 20000, D(
+        "max_reference_points",
         description="Most points a JointTrajectory reference may have; a larger message is "
                     "refused from its serialized size, before it is converted",
         integer_range=[IntegerRange(from_value=2, to_value=10_000_000, step=1)]))
     node.declare_parameter("optimizer_time_limit", 5.0, D(
+        "optimizer_time_limit",
         description="Seconds after which the trajectory optimizer (references, compute_gains, "
                     "plan_trajectory) starts no further iteration; its last iterate is used",
         floating_point_range=_range(0.01, 3600.0)))
     node.declare_parameter("max_request_iterations", 1000, D(
+        "max_request_iterations",
         description="Most optimizer iterations a plan_trajectory request may ask for",
         integer_range=[IntegerRange(from_value=0, to_value=1_000_000, step=1)]))
     node.declare_parameter("diagnostics_period", 1.0, D(

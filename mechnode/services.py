@@ -377,15 +377,12 @@ class ModelServices:
         iters = int(request.max_iterations) or int(self._params.value("optimizer_max_iterations"))
         tol = float(request.tolerance) or float(self._params.value("optimizer_tolerance"))
         QN = weights.Q_N if weights.Q_N is not None else weights.Q
-
-        result = core.optimize_trajectory(plant.vi, x0, X, U, weights.Q, weights.R, QN,
-                                          method=method, tol=tol, max_iterations=iters,
-                                          time_limit=float(self._params.value("optimizer_time_limit")))
         jnames = config.joint_map.joint_names
         with overflow_guard(("x0", x0, plant.state_names), ("x_ref", X, plant.state_names),
                             ("u_ref", U, plant.input_names)):
-            result = core.optimize_trajectory(plant.vi, x0, X, U, weights.Q, weights.R, QN,
-                                              method=method, tol=tol, max_iterations=iters)
+            result = core.optimize_trajectory(
+                plant.vi, x0, X, U, weights.Q, weights.R, QN, method=method, tol=tol,
+                max_iterations=iters, time_limit=float(self._params.value("optimizer_time_limit")))
             check_finite(x=result.x, u=result.u, cost=result.cost)
             sched = gain_schedule(plant, result.x, result.u, weights, jnames)
             check_finite(K=sched.K)
