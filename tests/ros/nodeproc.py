@@ -22,6 +22,20 @@ TIMEOUT = 20.0        # seconds for any one message or service answer on loopbac
 STARTUP = 900.0       # configure: loads the numba kernels; compiles them on a cold cache
 
 
+#: A fully actuated model that is singular at r = 0: a point mass on a rotating slider,
+#: q = [theta, r], M = diag(r^2, 1); joints named base_joint / slide_joint in the tests.
+POLAR_YAML = """\
+name: polar
+gravity: [0, 0, -9.81]
+frames:
+  - {name: arm, parent: world, rz: theta}
+  - {name: slider, parent: arm, tx: r, mass: 1.0}
+inputs:
+  - {type: torque, config: theta}
+  - {type: torque, config: r, name: push}
+"""
+
+
 class NodeProcess:
     """A running ``python -m mechnode`` in namespace ``ns`` plus a client node ``client``."""
 
@@ -55,6 +69,29 @@ class NodeProcess:
 
     def state(self):
         return self.lifecycle.state(TIMEOUT)
+
+    # ---------------------------------------------------------------- topics
+    def connect_io(self, on_command):
+        """Subscribe to the node's commands (``on_command(Float64MultiArray)``) and GainSchedules
+        (into ``self.schedules``); publishers ``self.state_pub`` (JointState) and ``self.ref_pub``
+        (JointTrajectory); returns once the node's subscriptions see them."""
+        from mechnode_interfaces.msg import GainSchedule
+        from rclpy.qos import qos_profile_sensor_data
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+        from trajectory_msgs.msg import JointTrajectory
+
+        from mechnode.qos import COMMAND_QOS, LATCHED
+        self.schedules = []
+        self.client.create_subscription(Float64MultiArray, f"{self.ns}/effort_controller/commands",
+                                        on_command, COMMAND_QOS)
+        self.client.create_subscription(GainSchedule, f"{self.fqn}/gain_schedule", self.schedules.append,
+                                        LATCHED)
+        self.state_pub = self.client.create_publisher(JointState, f"{self.ns}/joint_states",
+                                                      qos_profile_sensor_data)
+        self.ref_pub = self.client.create_publisher(JointTrajectory, f"{self.fqn}/reference", LATCHED)
+        self.wait(lambda: self.state_pub.get_subscription_count() > 0
+                  and self.ref_pub.get_subscription_count() > 0, "the node's subscriptions")
 
     # ---------------------------------------------------------------- process and log
     def check_alive(self):

@@ -15,23 +15,13 @@ import pytest
 
 import core
 
-from nodeproc import TIMEOUT, NodeProcess
+from nodeproc import POLAR_YAML, TIMEOUT, NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
 
 DT = 0.01
 JOINTS = ["base_joint", "slide_joint"]
-POLAR_YAML = """\
-name: polar
-gravity: [0, 0, -9.81]
-frames:
-  - {name: arm, parent: world, rz: theta}
-  - {name: slider, parent: arm, tx: r, mass: 1.0}
-inputs:
-  - {type: torque, config: theta}
-  - {type: torque, config: r, name: push}
-"""
 PARAMS_YAML = """\
 /**/mechnode:
   ros__parameters:
@@ -60,21 +50,8 @@ def node(rclpy_mod, ifaces, tmp_path_factory):
 
 
 def _setup_io(h):
-    from mechnode_interfaces.msg import GainSchedule
-    from rclpy.qos import qos_profile_sensor_data
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
-    from trajectory_msgs.msg import JointTrajectory
-
-    from mechnode.node import COMMAND_QOS, LATCHED
-    h.commands, h.schedules = [], []
-    h.client.create_subscription(Float64MultiArray, f"{h.ns}/effort_controller/commands",
-                                 lambda m: h.commands.append(np.asarray(m.data)), COMMAND_QOS)
-    h.client.create_subscription(GainSchedule, f"{h.fqn}/gain_schedule", h.schedules.append, LATCHED)
-    h.state_pub = h.client.create_publisher(JointState, f"{h.ns}/joint_states", qos_profile_sensor_data)
-    h.ref_pub = h.client.create_publisher(JointTrajectory, f"{h.fqn}/reference", LATCHED)
-    h.wait(lambda: h.state_pub.get_subscription_count() > 0 and h.ref_pub.get_subscription_count() > 0,
-           "the node's subscriptions")
+    h.commands = []
+    h.connect_io(lambda m: h.commands.append(np.asarray(m.data)))
 
 
 def _reference(names=JOINTS, times=None, positions=None):

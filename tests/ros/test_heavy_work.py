@@ -47,21 +47,8 @@ def node(rclpy_mod, ifaces, tmp_path_factory):
 
 
 def _setup_io(h):
-    from mechnode_interfaces.msg import GainSchedule
-    from rclpy.qos import qos_profile_sensor_data
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
-    from trajectory_msgs.msg import JointTrajectory
-
-    from mechnode.node import COMMAND_QOS, LATCHED
-    h.command_times, h.schedules = [], []
-    h.client.create_subscription(Float64MultiArray, f"{h.ns}/effort_controller/commands",
-                                 lambda m: h.command_times.append(time.monotonic()), COMMAND_QOS)
-    h.client.create_subscription(GainSchedule, f"{h.fqn}/gain_schedule", h.schedules.append, LATCHED)
-    h.state_pub = h.client.create_publisher(JointState, f"{h.ns}/joint_states", qos_profile_sensor_data)
-    h.ref_pub = h.client.create_publisher(JointTrajectory, f"{h.fqn}/reference", LATCHED)
-    h.wait(lambda: h.state_pub.get_subscription_count() > 0 and h.ref_pub.get_subscription_count() > 0,
-           "the node's subscriptions")
+    h.command_times = []
+    h.connect_io(lambda m: h.command_times.append(time.monotonic()))
 
 
 def _reference(seconds=2.0, step=0.1, shift=0.3, swing=0.0):

@@ -20,7 +20,7 @@ import yaml
 
 import core
 
-from nodeproc import TIMEOUT, NodeProcess
+from nodeproc import POLAR_YAML, TIMEOUT, NodeProcess
 
 # slow: starts node processes (they load the numba kernels)
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
@@ -28,16 +28,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:
 DT = 0.01
 NS = 1_000_000_000
 JOINTS = ["base_joint", "slide_joint"]
-POLAR_YAML = """\
-name: polar
-gravity: [0, 0, -9.81]
-frames:
-  - {name: arm, parent: world, rz: theta}
-  - {name: slider, parent: arm, tx: r, mass: 1.0}
-inputs:
-  - {type: torque, config: theta}
-  - {type: torque, config: r, name: push}
-"""
 COMMAND_LIMIT = [2.0, 3.0]
 VELOCITY_LIMIT = 50.0
 STATE_TIMEOUT = 0.3
@@ -172,29 +162,13 @@ def test_bad_weights_joint_map_and_limits_are_refused_when_set(node):
 
 
 def test_bring_up_with_a_reference(node):
-    from mechnode_interfaces.msg import GainSchedule
-    from rclpy.qos import qos_profile_sensor_data
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
-    from trajectory_msgs.msg import JointTrajectory
-
     from mechnode.conversions import joint_trajectory
-    from mechnode.node import COMMAND_QOS, LATCHED
     assert node.bring_up()[-1] == "active"
     node.vi = core.MidpointVI(core.load_system(POLAR_YAML), DT)
-    node.commands, node.schedules = [], []
-    node.client.create_subscription(Float64MultiArray, f"{node.ns}/effort_controller/commands",
-                                    lambda m: node.commands.append(np.asarray(m.data)), COMMAND_QOS)
-    node.client.create_subscription(GainSchedule, f"{node.fqn}/gain_schedule", node.schedules.append,
-                                    LATCHED)
-    node.state_pub = node.client.create_publisher(JointState, f"{node.ns}/joint_states",
-                                                  qos_profile_sensor_data)
-    ref_pub = node.client.create_publisher(JointTrajectory, f"{node.fqn}/reference", LATCHED)
-    node.wait(lambda: node.state_pub.get_subscription_count() > 0
-              and ref_pub.get_subscription_count() > 0, "the node's subscriptions")
+    node.commands = []
+    node.connect_io(lambda m: node.commands.append(np.asarray(m.data)))
     t = np.linspace(0.0, 20.0, 21)              # hold theta = 0, r = 0.5 (then its final knot)
-    ref_pub.publish(joint_trajectory(JOINTS, t, np.tile([0.0, 0.5], (t.size, 1))))
-    node.ref_pub = ref_pub
+    node.ref_pub.publish(joint_trajectory(JOINTS, t, np.tile([0.0, 0.5], (t.size, 1))))
     node.wait(lambda: node.schedules, "the GainSchedule", timeout=120)
     u, sent = _command_for(node, [0.01, 0.51], [0.0, 0.0])
     assert np.all(np.abs(u) <= COMMAND_LIMIT)
