@@ -261,7 +261,8 @@ def test_reconfiguring_during_a_reference_drops_its_schedule(node):
     pendulum = h.tmp / "pendulum.yaml"
     pendulum.write_text(PENDULUM_YAML)
     assert h.transition("deactivate") and h.transition("cleanup")
-    _set_parameters(h, model=str(pendulum), joint_map=["theta:pole_joint"], Q=[10.0, 1.0])
+    _set_parameters(h, model=str(pendulum), joint_map=["theta:pole_joint"], Q=[10.0, 1.0],
+                    state_position_limit=100.0, state_velocity_limit=100.0)
     assert h.transition("configure", 300) and h.transition("activate")
     h.wait_log(r"dropped the schedule computed for configuration #1 \(now #2\)", after=mark, timeout=60)
     time.sleep(0.5)
