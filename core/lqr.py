@@ -18,7 +18,7 @@ from numba import njit
 
 from .errors import RiccatiError
 from .linalg import cholesky_checked, cholesky_solve
-from .validation import check_symmetric, float_array, square_matrix
+from .validation import check_definite, check_symmetric, float_array, square_matrix
 
 
 # ================================================================================ njit kernels
@@ -90,15 +90,20 @@ def dynamics_stack(A, B) -> tuple[np.ndarray, np.ndarray]:
     return A, B
 
 
-def weight_stack(name: str, M, n: int, N: int, lengths: tuple[int, ...]) -> np.ndarray:
-    """A weight as a C-contiguous stack of shape (L, n, n), L = 1 for a single matrix."""
+def weight_stack(name: str, M, n: int, N: int, lengths: tuple[int, ...],
+                 definite: bool = False) -> np.ndarray:
+    """A weight as a C-contiguous stack of shape (L, n, n), L = 1 for a single matrix (a scalar
+    when ``n == 1``); symmetric and positive semi-definite (``definite``: positive definite)."""
     M = float_array(name, M)
+    if n == 1 and M.size == 1 and M.ndim <= 2:
+        M = M.reshape(1, 1)
     if M.shape == (n, n):
         M = M[None]
     elif not (M.ndim == 3 and M.shape[1:] == (n, n) and M.shape[0] in lengths):
         allowed = " or ".join(f"({L}, {n}, {n})" for L in lengths)
         raise ValueError(f"{name} must have shape ({n}, {n}) or {allowed}, got {M.shape}")
     check_symmetric(name, M)
+    check_definite(name, M if M.shape[0] > 1 else M[0], definite)
     return np.ascontiguousarray(M)
 
 
@@ -114,7 +119,7 @@ def state_weights(Q, Q_N, N: int, nx: int) -> tuple[np.ndarray, np.ndarray]:
         if Qs.shape[0] != 1:
             raise ValueError(f"Q_N (shape ({nx}, {nx})) is required when Q has one entry per step")
         return Qs, Qs[0].copy()
-    return Qs, square_matrix("Q_N", Q_N, nx)
+    return Qs, square_matrix("Q_N", Q_N, nx, definite=False)
 
 
 # ====================================================================================== LQR
@@ -135,7 +140,7 @@ def tvlqr(A, B, Q, R, Q_N=None) -> tuple[np.ndarray, np.ndarray]:
         B: ``(N, nx, nu)`` input Jacobians.
         Q: ``(nx, nx)`` for every step, ``(N, nx, nx)`` one per step ``k < N``, or
             ``(N+1, nx, nx)`` where ``Q[N]`` is the terminal weight (then ``Q_N`` must be None).
-        R: ``(nu, nu)`` or ``(N, nu, nu)``, symmetric positive definite.
+        R: ``(nu, nu)`` or ``(N, nu, nu)``, symmetric positive definite (a scalar when nu = 1).
         Q_N: ``(nx, nx)`` terminal weight. If None: ``Q[N]`` when Q has N+1 entries, ``Q`` when Q
             is a single matrix; required when Q has exactly N entries.
 
@@ -143,13 +148,15 @@ def tvlqr(A, B, Q, R, Q_N=None) -> tuple[np.ndarray, np.ndarray]:
         ``(K, P)``: gains ``(N, nu, nx)`` and Riccati matrices ``(N+1, nx, nx)``.
 
     Raises:
-        ValueError: a wrong shape, non-finite or non-symmetric argument (named in the message).
+        ValueError: a wrong shape, non-finite or non-symmetric argument, a Q or Q_N that is not
+            positive semi-definite or an R that is not positive definite (named in the message
+            with its smallest eigenvalue).
         RiccatiError: ``R_k + B_kᵀ P_{k+1} B_k`` is singular/not positive definite (names step k).
     """
     A, B = dynamics_stack(A, B)
     N, nx, nu = B.shape
     Qs, Q_N = state_weights(Q, Q_N, N, nx)
-    Rs = weight_stack("R", R, nu, N, (N,))
+    Rs = weight_stack("R", R, nu, N, (N,), definite=True)
     K = np.empty((N, nu, nx))
     P = np.empty((N + 1, nx, nx))
     status = lq_riccati(A, B, Qs, Rs, np.zeros((1, nu, nx)), np.zeros((1, nx)),
@@ -173,8 +180,8 @@ def dlqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
     if B.ndim != 2 or B.shape[0] != nx or B.shape[1] < 1:
         raise ValueError(f"B must have shape ({nx}, nu), got {B.shape}")
     nu = B.shape[1]
-    Q = square_matrix("Q", Q, nx)
-    R = square_matrix("R", R, nu)
+    Q = square_matrix("Q", Q, nx, definite=False)
+    R = square_matrix("R", R, nu, definite=True)
     try:
         P = scipy.linalg.solve_discrete_are(A, B, Q, R)
     except (np.linalg.LinAlgError, ValueError) as err:

@@ -76,12 +76,34 @@ def check_symmetric(name: str, M: np.ndarray) -> None:
         raise ValueError(f"{name} must be symmetric")
 
 
-def square_matrix(name: str, M, n: int) -> np.ndarray:
-    """A finite, symmetric ``n x n`` float64 matrix."""
+def check_definite(name: str, M: np.ndarray, definite: bool) -> None:
+    """A ValueError unless the symmetric ``M`` (or each matrix of a stack) is positive
+    semi-definite (``definite``: positive definite), to 1e-12 of its largest |eigenvalue|. The
+    error names the matrix (``name[k]`` in a stack) and its smallest eigenvalue."""
+    if M.shape[-1] == 0:
+        return
+    stack = M.reshape((-1,) + M.shape[-2:])
+    eig = np.linalg.eigvalsh(0.5 * (stack + np.swapaxes(stack, -1, -2)))      # ascending
+    scale = np.maximum(1.0, np.abs(eig).max(axis=1))
+    bad = np.flatnonzero(eig[:, 0] <= 1e-12 * scale if definite else eig[:, 0] < -1e-12 * scale)
+    if bad.size:
+        k = int(bad[0])
+        label = f"{name}[{k}]" if M.ndim == 3 else name
+        kind = "positive definite" if definite else "positive semi-definite"
+        raise ValueError(f"{label} must be {kind} (smallest eigenvalue {eig[k, 0]:.3g})")
+
+
+def square_matrix(name: str, M, n: int, definite: bool | None = None) -> np.ndarray:
+    """A finite, symmetric ``n x n`` float64 matrix (a scalar when ``n == 1``); with
+    ``definite`` True/False also positive definite/semi-definite (:func:`check_definite`)."""
     M = float_array(name, M)
+    if n == 1 and M.size == 1 and M.ndim <= 2:
+        M = M.reshape(1, 1)
     if M.shape != (n, n):
         raise ValueError(f"{name} must have shape ({n}, {n}), got {M.shape}")
     check_symmetric(name, M)
+    if definite is not None:
+        check_definite(name, M, definite)
     return M
 
 
@@ -102,11 +124,5 @@ def weight_matrix(values, n: int, name: str, definite: bool = False) -> np.ndarr
     if not np.allclose(W, W.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(W).max(initial=0.0))):
         raise ValueError(f"{name} is not symmetric")
     W = 0.5 * (W + W.T)
-    eig = np.linalg.eigvalsh(W) if n else np.zeros(0)
-    scale = max(1.0, float(np.abs(eig).max())) if n else 1.0
-    if definite and not np.all(eig > 1e-12 * scale):
-        raise ValueError(f"{name} must be positive definite (smallest eigenvalue {eig.min():.3g})")
-    if not definite and not np.all(eig >= -1e-12 * scale):
-        raise ValueError(f"{name} must be positive semi-definite (smallest eigenvalue "
-                         f"{eig.min():.3g})")
+    check_definite(name, W, definite)
     return W

@@ -264,20 +264,63 @@ def test_tvlqr_rejects_bad_arguments(args, message):
         tvlqr(**args)
 
 
-def test_tvlqr_names_the_step_of_a_singular_input_hessian():
+def _riccati(A, B, Q, R, Q_N):
+    """The backward pass itself (what tvlqr runs after validating the weights)."""
+    from core.lqr import lq_riccati
+    N, nx, nu = B.shape
+    K, P = np.empty((N, nu, nx)), np.empty((N + 1, nx, nx))
+    status = lq_riccati(A, B, Q[None], R[None], np.zeros((1, nu, nx)), np.zeros((1, nx)),
+                        np.zeros((1, nu)), Q_N, np.zeros(nx), K, np.empty((N, nu)), P)
+    if status >= 0:
+        raise RiccatiError(status)
+    return K
+
+
+def test_riccati_pass_names_the_step_of_a_singular_input_hessian():
+    # with R positive definite (as tvlqr requires) R + Bᵀ P B cannot be singular; the pass
+    # itself, used by the optimizer's Newton models, still names the step where it is
     N, nx, nu = 8, 2, 2
     A = np.repeat(np.eye(nx)[None], N, 0)
     B = np.repeat(np.array([[1.0, 0.0], [0.5, 1.0]])[None], N, 0)
     B[3] = [[1.0, 1.0], [2.0, 2.0]]   # equal columns: R + Bᵀ P B = Bᵀ P B has rank 1 at k = 3
     with pytest.raises(RiccatiError, match="at step k=3") as err:
-        tvlqr(A, B, np.eye(nx), np.zeros((nu, nu)), np.eye(nx))
+        _riccati(A, B, np.eye(nx), np.zeros((nu, nu)), np.eye(nx))
     assert err.value.step == 3
     assert isinstance(err.value, np.linalg.LinAlgError)
     with pytest.raises(RiccatiError, match="at step k=7"):
-        tvlqr(A, B, np.eye(nx), np.zeros((nu, nu)), np.zeros((nx, nx)))      # S = 0 at k = N-1
+        _riccati(A, B, np.eye(nx), np.zeros((nu, nu)), np.zeros((nx, nx)))      # S = 0 at k = N-1
     B[3] = B[2]
-    K, _ = tvlqr(A, B, np.eye(nx), np.zeros((nu, nu)), np.eye(nx))   # singular R alone is fine
-    assert np.all(np.isfinite(K))
+    assert np.all(np.isfinite(_riccati(A, B, np.eye(nx), np.zeros((nu, nu)), np.eye(nx))))
+
+
+def test_lqr_weights_must_be_definite_and_may_be_scalars():
+    """Q, Q_N positive semi-definite, R positive definite; named with the smallest eigenvalue."""
+    N, nx = 5, 2
+    A = np.repeat(np.array([[1.0, 0.1], [0.0, 1.0]])[None], N, 0)
+    B = np.repeat(np.array([[0.0], [0.1]])[None], N, 0)
+    indefinite = np.array([[1.0, 0.0], [0.0, -10.2]])
+    for call in (lambda Q, R, Q_N: tvlqr(A, B, Q, R, Q_N), lambda Q, R, Q_N: dlqr(A[0], B[0], Q, R)):
+        with pytest.raises(ValueError, match=r"Q must be positive semi-definite \(smallest eigenvalue -10.2\)"):
+            call(indefinite, np.eye(1), np.eye(nx))
+        with pytest.raises(ValueError, match=r"R must be positive definite \(smallest eigenvalue 0\)"):
+            call(np.eye(nx), 0.0, np.eye(nx))
+        with pytest.raises(ValueError, match=r"R must be positive definite \(smallest eigenvalue -1\)"):
+            call(np.eye(nx), [[-1.0]], np.eye(nx))
+        K_scalar = call(np.eye(nx), 1.0, np.eye(nx))[0]            # a scalar R for one input
+        np.testing.assert_array_equal(K_scalar, call(np.eye(nx), np.eye(1), np.eye(nx))[0])
+    with pytest.raises(ValueError, match=r"Q_N must be positive semi-definite \(smallest eigenvalue -10.2\)"):
+        tvlqr(A, B, np.eye(nx), 1.0, indefinite)
+    R = np.ones((N, 1, 1))
+    R[3] = 0.0
+    with pytest.raises(ValueError, match=r"R\[3\] must be positive definite"):
+        tvlqr(A, B, np.eye(nx), R, np.eye(nx))
+    Q = np.repeat(np.eye(nx)[None], N, 0)
+    Q[2] = indefinite
+    with pytest.raises(ValueError, match=r"Q\[2\] must be positive semi-definite"):
+        tvlqr(A, B, Q, 1.0, np.eye(nx))
+    # positive semi-definite Q (a zero block) is fine
+    K, P = tvlqr(A, B, np.diag([1.0, 0.0]), 1.0, np.zeros((nx, nx)))
+    assert np.all(np.isfinite(K)) and np.linalg.eigvalsh(P[0]).min() >= -1e-12
 
 
 def test_dlqr_validates_and_reports_unstabilizable_pairs():
