@@ -115,16 +115,26 @@ class Spinner:
         self.thread.join(timeout=5.0)
 
 
-def call(client, request, timeout: float, what: str = ""):
-    """Call a service (the client's node must be spun elsewhere); bounded wait for the answer."""
+def call(client, request, timeout: float, what: str = "", resend_after: float | None = None):
+    """Call a service (the client's node must be spun elsewhere); bounded wait for the answer.
+
+    ``resend_after``: for idempotent requests, send again when no answer came within that many
+    seconds. A service drops its answer to a client whose response reader it has not matched yet
+    (rmw_fastrtps logs "failed to send response (timeout): client will not receive response"),
+    which happens to clients created moments before the call on a loaded machine."""
     what = what or client.srv_name
+    deadline = time.monotonic() + timeout
     wait_for(client.service_is_ready, timeout, f"service {client.srv_name}", interval=0.02)
-    future = client.call_async(request)
-    done = threading.Event()
-    future.add_done_callback(lambda _: done.set())
-    if not done.wait(timeout):
+    while True:
+        future = client.call_async(request)
+        done = threading.Event()
+        future.add_done_callback(lambda _, done=done: done.set())
+        left = deadline - time.monotonic()
+        if done.wait(max(0.0, min(left, resend_after or left))):
+            break
         client.remove_pending_request(future)
-        raise TimeoutError(f"timed out after {timeout:.0f} s waiting for the answer of {what}")
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for the answer of {what}")
     result = future.result()
     if result is None:
         raise RuntimeError(f"{what}: no result ({future.exception()!r})")
@@ -146,21 +156,49 @@ class LifecycleClient:
 
     def state(self, timeout: float = 10.0) -> str:
         from lifecycle_msgs.srv import GetState
-        return call(self._get, GetState.Request(), timeout, f"{self.target}/get_state").current_state.label
+        return call(self._get, GetState.Request(), timeout, f"{self.target}/get_state",
+                    resend_after=1.0).current_state.label
 
     def change(self, transition: str, timeout: float = 30.0) -> bool:
-        """Trigger a transition by label (configure, activate, deactivate, cleanup, shutdown)."""
+        """Trigger a transition by label (configure, activate, deactivate, cleanup, shutdown).
+        If its answer is lost (see :func:`call`), the node's state after it decides."""
         from lifecycle_msgs.msg import Transition
         from lifecycle_msgs.srv import ChangeState
         ids = {"configure": Transition.TRANSITION_CONFIGURE, "activate": Transition.TRANSITION_ACTIVATE,
                "deactivate": Transition.TRANSITION_DEACTIVATE, "cleanup": Transition.TRANSITION_CLEANUP}
+        goals = {"configure": "inactive", "activate": "active", "deactivate": "inactive",
+                 "cleanup": "unconfigured", "shutdown": "finalized"}
         req = ChangeState.Request()
         if transition in ids:
             req.transition.id = ids[transition]
         else:
             req.transition.label = transition
-        return call(self._change, req, timeout, f"{self.target} {transition}").success
-
+        what = f"{self.target} {transition}"
+        wait_for(self._change.service_is_ready, timeout, f"service {self._change.srv_name}", interval=0.02)
+        future = self._change.call_async(req)
+        start = time.monotonic()
+        reached = None                  # when get_state first showed the goal
+        polled = start                  # get_state at most once a second, after the first 2 s
+        while not future.done():
+            now = time.monotonic()
+            if now - start > timeout:
+                self._change.remove_pending_request(future)
+                raise TimeoutError(f"timed out after {timeout:.0f} s waiting for the answer of {what}")
+            if reached is not None and now - reached > 2.0:
+                self._change.remove_pending_request(future)   # answer lost; the state decides
+                return True
+            time.sleep(0.05)
+            if reached is None and transition in goals and now - start > 2.0 and now - polled > 1.0:
+                polled = now
+                try:
+                    if self.state(5.0) == goals[transition]:
+                        reached = time.monotonic()
+                except TimeoutError:
+                    pass                # e.g. the process exits after shutdown
+        result = future.result()
+        if result is None:
+            raise RuntimeError(f"{what}: no result ({future.exception()!r})")
+        return result.success
 
 
 def start_big_reference(topic: str, joint_names, points: int, env=None) -> subprocess.Popen:
