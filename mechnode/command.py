@@ -1,9 +1,10 @@
 """The 1 kHz command path: JointState in, command out, and the state watchdog.
 
-While the node is active, the path runs on a helper node ``<name>_control`` spun by a
-single-threaded executor in a thread of its own. That executor's wait set holds only the
-JointState subscription and the watchdog timer, not every service, timer and subscription of
-the managed node: rclpy's multi-threaded executor over all of them cannot keep up with 1 kHz.
+It runs in a process of its own, the command process (:mod:`mechnode.command_process`), on a
+node ``<name>_control`` spun by a single-threaded executor whose wait set holds only the
+JointState subscription and the watchdog timer. Nothing else runs in that process: a huge
+message taken by the managed node, its services' conversions and its garbage collections hold
+*its* interpreter lock, not this one.
 
 Per JointState (mapped by joint name): the state is checked against the bounds and its stamp
 against the node's clock (:mod:`mechnode.limits`: out of bounds, zero, negative, future, stale
@@ -25,10 +26,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -36,32 +39,48 @@ from std_msgs.msg import Float64MultiArray
 from . import conversions as cv
 from .diagnostics import callback_guard
 from .errors import InputError
-from .limits import StampError
+from .limits import Limits, StampError
 from .qos import COMMAND_QOS
 
 
-class CommandPath:
-    """The command path of the managed node ``node`` (see the module docstring).
+@dataclass(frozen=True)
+class CommandSettings:
+    """What the command path is started with at activate (plain data: it is sent to the
+    command process). Topic names are resolved by the managed node (expanded, remapped)."""
+    state_topic: str
+    command_topic: str
+    echo_topic: str             # "" = no command echo
+    limits: Limits
+    command_mode: str           # "effort" | "full"; may change while active (set_modes)
+    timeout_action: str         # "zero" | "hold"; may change while active (set_modes)
+    generation: int             # of the configuration the path is started for
 
-    ``params``: the node's :class:`~mechnode.parameters.NodeParameters` (command_mode,
-    state_timeout, timeout_action are read per message); ``health``: its
-    :class:`~mechnode.diagnostics.Health`. :meth:`start` at activate, :meth:`stop` at
-    deactivate. Between them the schedule in force is read from ``schedules.active``.
+
+class CommandPath:
+    """The command path (see the module docstring) of the process whose rclpy ``context`` it
+    uses; its node is ``node_name`` in ``namespace``. ``health``: a
+    :class:`~mechnode.diagnostics.Health` for its counters and logs.
+
+    :meth:`start` at activate, :meth:`stop` at deactivate, :meth:`close` when the model goes;
+    :meth:`install` swaps the schedule in force (an :class:`~mechnode.reference.ActiveSchedule`);
+    :meth:`status` reports.
     """
 
-    def __init__(self, node, params, health):
-        self._node = node
-        self._params = params
+    def __init__(self, context, node_name: str, namespace: str, health, use_sim_time=False):
+        self._context = context
+        self._node_name, self._namespace = node_name, namespace
+        self._use_sim_time = bool(use_sim_time)
         self.health = health
-        self._control = None            # (helper node, executor, thread) while started
-        self._pubs = {}                 # "command" and the optional "echo", on the helper node
-        self._state_sub = None
-        self._plant = self._joint_map = self._schedules = self._limits = None
+        self._control = None            # (node, executor, thread, watchdog timer) once started
+        self._pubs = {}                 # "command" and the optional "echo"
+        self._clock = None
+        self._plant = self._joint_map = self._limits = None
+        self._settings = None
+        self._command_mode = self._timeout_action = None
         self._last_stamp_ns = None      # stamp of the last accepted JointState
-        self._generation = None         # of the configuration the path was started with
-        # The helper node is a plain rclpy Node, which has no lifecycle publishers: this flag
-        # gates its publishing explicitly (set at start, cleared first thing at stop).
-        self._enabled = False
+        self._enabled = False           # publishing allowed: set at start, cleared first at stop
+        self._publish_lock = threading.Lock()
+        self.active = None              # the ActiveSchedule in force, swapped atomically
         self._last_state_mono = None    # time.monotonic() of the last valid JointState
         self._last_command = None
         self._commanding = False
@@ -73,64 +92,95 @@ class CommandPath:
         last = self._last_state_mono
         return None if last is None else time.monotonic() - last
 
+    def status(self) -> dict:
+        """What the managed node's diagnostics report of the path (plain data)."""
+        lat = np.asarray(self.latency_us) if self.latency_us else None
+        return {"state_age": self.state_age(), "tripped": self.tripped,
+                "latency_median_us": None if lat is None else float(np.median(lat)),
+                "latency_p99_us": None if lat is None else float(np.percentile(lat, 99)),
+                "counters": dict(self.health.counters), "last_error": self.health.last_error,
+                "last_error_time": self.health.last_error_time}
+
     # ------------------------------------------------------------------ start / stop
-    def start(self, config, schedules):
-        """Create the helper node with the command publisher(s), the watchdog and, last, the
-        JointState subscription, and spin it. Topic names are resolved (expanded, remapped) by
-        the managed node, so ``~/...`` names and remappings mean what they mean for it."""
-        node, value = self._node, self._params.value
-        self._limits = self._params.limits(config.plant, config.joint_map.joint_names)
-        self._plant, self._joint_map, self._schedules = config.plant, config.joint_map, schedules
+    def start(self, plant, joint_map, settings: CommandSettings):
+        """Start commanding with ``plant`` under ``settings``. The path's node, its command
+        publisher(s), the watchdog and (last) the JointState subscription are created the first
+        time and kept while the topics stay the same: a re-activation finds them matched
+        with their peers already. Spun in a thread of their own."""
+        with self._publish_lock:
+            self._enabled = False
+        self.active = None
+        topics = lambda s: None if s is None else (s.state_topic, s.command_topic, s.echo_topic)  # noqa: E731
+        if self._control is not None and (topics(self._settings) != topics(settings)
+                                          or self._plant is not plant):
+            self.close()
+        self._plant, self._joint_map, self._settings = plant, joint_map, settings
+        self._limits = settings.limits
+        self.set_modes(settings.command_mode, settings.timeout_action)
         self._last_stamp_ns = None
-        self._generation = config.generation
-        ctl = rclpy.create_node(f"{node.get_name()}_control", namespace=node.get_namespace(),
-                                context=node.context, use_global_arguments=False,
-                                start_parameter_services=False, enable_rosout=False)
-        executor = SingleThreadedExecutor(context=node.context)
-        thread = threading.Thread(target=self._spin, args=(executor,), daemon=True,
-                                  name="mechnode_control")
-        self._control = (ctl, executor, thread)
-        self._pubs["command"] = ctl.create_publisher(
-            Float64MultiArray, node.resolve_topic_name(value("command_topic")), COMMAND_QOS)
-        echo = value("command_echo_topic")
-        if echo:
-            self._pubs["echo"] = ctl.create_publisher(JointState, node.resolve_topic_name(echo),
-                                                      qos_profile_sensor_data)
-        timeout = float(value("state_timeout"))
-        ctl.create_timer(min(max(timeout / 4, 0.005), 0.25), self._on_watchdog)
-        executor.add_node(ctl)
-        thread.start()
         self._last_state_mono = None
+        self._last_command = None
         self.tripped = False
         self._commanding = False
-        self._enabled = True
+        if self._control is None:
+            self._create(settings)
+        ctl, _, _, timer = self._control
+        period = min(max(self._limits.state_timeout / 4, 0.005), 0.25)
+        if abs(timer.timer_period_ns * 1e-9 - period) > 1e-9:
+            ctl.destroy_timer(timer)
+            self._control = self._control[:3] + (ctl.create_timer(period, self._on_watchdog),)
+        with self._publish_lock:
+            self._enabled = True
+
+    def _create(self, settings):
+        overrides = [Parameter("use_sim_time", Parameter.Type.BOOL, True)] if self._use_sim_time else []
+        ctl = rclpy.create_node(self._node_name, namespace=self._namespace, context=self._context,
+                                use_global_arguments=False, start_parameter_services=False,
+                                enable_rosout=False, parameter_overrides=overrides)
+        self._clock = ctl.get_clock()
+        executor = SingleThreadedExecutor(context=self._context)
+        thread = threading.Thread(target=self._spin, args=(executor,), daemon=True,
+                                  name="mechnode_control")
+        self._pubs["command"] = ctl.create_publisher(Float64MultiArray, settings.command_topic, COMMAND_QOS)
+        if settings.echo_topic:
+            self._pubs["echo"] = ctl.create_publisher(JointState, settings.echo_topic, qos_profile_sensor_data)
+        timer = ctl.create_timer(min(max(self._limits.state_timeout / 4, 0.005), 0.25), self._on_watchdog)
+        self._control = (ctl, executor, thread, timer)
+        executor.add_node(ctl)
+        thread.start()
         # the subscription last: its callback may run as soon as it exists
-        self._state_sub = ctl.create_subscription(
-            JointState, node.resolve_topic_name(value("state_topic")), self._on_joint_state,
-            qos_profile_sensor_data)
+        ctl.create_subscription(JointState, settings.state_topic, self._on_joint_state,
+                                qos_profile_sensor_data)
 
-    @property
-    def state_topic(self) -> str:
-        return self._state_sub.topic_name
+    def set_modes(self, command_mode: str, timeout_action: str):
+        """The parameters ``command_mode`` and ``timeout_action`` (they may change while active)."""
+        self._command_mode, self._timeout_action = command_mode, timeout_action
 
-    @property
-    def command_topic(self) -> str:
-        return self._pubs["command"].topic_name
+    def install(self, active):
+        """Make ``active`` (an ActiveSchedule, or None) the schedule in force."""
+        self.active = active
 
     def _spin(self, executor):
         try:
             executor.spin()
         except Exception as exc:  # noqa: BLE001 - context shut down under us
-            if self._node.context.ok():
+            if self._context.ok():
                 self.health.logger.error(f"control executor stopped: {type(exc).__name__}: {exc}")
 
     def stop(self):
-        """Stop publishing, stop the executor thread, destroy the helper node and its entities."""
-        self._enabled = False
+        """Stop publishing: no command is sent after this returns (a publish in progress is
+        waited for). The schedule is dropped; the entities stay (see :meth:`start`)."""
+        with self._publish_lock:
+            self._enabled = False
+        self.active = None
+
+    def close(self):
+        """Stop, then stop the executor thread and destroy the node and its entities."""
+        self.stop()
         control, self._control = self._control, None
         if control is None:
             return
-        ctl, executor, thread = control
+        ctl, executor, thread, _ = control
         executor.shutdown(timeout_sec=2.0)
         if thread.is_alive() and thread is not threading.current_thread():
             thread.join(timeout=2.0)
@@ -138,17 +188,17 @@ class CommandPath:
             ctl.destroy_node()
         except Exception:  # noqa: BLE001
             pass
-        self._pubs, self._state_sub = {}, None
-        self._plant = self._joint_map = self._schedules = self._limits = None
+        self._pubs = {}
+        self._plant = self._joint_map = self._limits = self._settings = None
 
     def _publish(self, key, msg) -> bool:
-        """Publish on a publisher of the helper node, from the control thread only: no lock,
-        since :meth:`stop` joins the control thread before it destroys that node."""
-        pub = self._pubs.get(key)
-        if pub is None or not self._enabled:
-            return False
-        pub.publish(msg)
-        return True
+        """Publish unless stopped (:meth:`stop` waits for a publish in progress)."""
+        with self._publish_lock:
+            pub = self._pubs.get(key)
+            if pub is None or not self._enabled:
+                return False
+            pub.publish(msg)
+            return True
 
     # ------------------------------------------------------------------ callbacks
     @callback_guard
@@ -167,8 +217,8 @@ class CommandPath:
             # logged per joint and kind ("velocity of joint 'j'"), whatever the value
             return self._refuse("state:bounds:" + str(exc).split(" is ")[0], exc, "states_out_of_bounds")
         try:
-            t_ns = limits.check_stamp(cv.stamp_ns(msg.header.stamp),
-                                      self._node.get_clock().now().nanoseconds, self._last_stamp_ns)
+            t_ns = limits.check_stamp(cv.stamp_ns(msg.header.stamp), self._clock.now().nanoseconds,
+                                      self._last_stamp_ns)
         except StampError as exc:
             return self._refuse("state:stamp_" + exc.kind, exc, "states_stamp_" + exc.kind)
         if unknown:
@@ -181,22 +231,23 @@ class CommandPath:
         if self.tripped:
             self.tripped = False
             health.logger.info("JointState messages resumed: commanding again")
-        active = self._schedules.active
+        active = self.active
         if active is None:
             return
-        if active.generation != self._generation or not active.schedule.fits(plant):
+        generation = self._settings.generation
+        if active.generation != generation or not active.schedule.fits(plant):
             # never reached in normal operation (the pipeline installs only its own
             # configuration's schedules); the kernel does not check bounds, so check here
             health.count("schedules_refused")
             health.warn_limited("foreign", f"schedule #{active.seq} is for configuration "
-                                f"#{active.generation}, not #{self._generation}: not used")
+                                f"#{active.generation}, not #{generation}: not used")
             return
         u, _, _ = active.schedule.command(plant, (t_ns - active.start_ns) * 1e-9, q, dq)
         if u is None:
             health.count("commands_not_finite")
             health.warn_limited("u_nan", "the control law gave a non-finite command; not sent")
             return
-        cmd, clipped = limits.saturate(u[:plant.m] if self._params.command_mode == "effort" else u)
+        cmd, clipped = limits.saturate(u[:plant.m] if self._command_mode == "effort" else u)
         if clipped:
             health.count("commands_saturated")
             health.warn_limited("u_saturated", f"command {np.round(u[:cmd.size], 6).tolist()} "
@@ -224,13 +275,13 @@ class CommandPath:
     def _on_watchdog(self):
         if not self._enabled or not self._commanding or self._last_state_mono is None:
             return
-        timeout = float(self._params.state_timeout)
+        timeout = self._limits.state_timeout
         age = time.monotonic() - self._last_state_mono
         if age <= timeout:
             return
-        action = self._params.timeout_action
+        action = self._timeout_action
         plant = self._plant
-        m = plant.m if self._params.command_mode == "effort" else plant.nu
+        m = plant.m if self._command_mode == "effort" else plant.nu
         hold = (np.zeros(m) if action == "zero" or self._last_command is None
                 or self._last_command.size != m else self._limits.saturate(self._last_command)[0])
         self._publish("command", cv.command_msg(hold))

@@ -6,7 +6,6 @@ import functools
 import time
 import traceback
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
 from .limits import STAMP_KINDS
@@ -26,8 +25,17 @@ class Health:
         self.logger = logger
         self.counters = {}
         self.stats = {}
-        self.last_error = ""
+        self._last_error, self.last_error_time = "", None
         self._warned = {}
+
+    @property
+    def last_error(self) -> str:
+        """The last error recorded (``last_error_time``: its ``time.monotonic()``)."""
+        return self._last_error
+
+    @last_error.setter
+    def last_error(self, text: str):
+        self._last_error, self.last_error_time = text, time.monotonic()
 
     def count(self, key, n=1):
         self.counters[key] = self.counters.get(key, 0) + n
@@ -64,39 +72,50 @@ def tracking_status(name, plant, lifecycle_state, active, command, schedule, hea
     """The status of the tracking controller.
 
     ``plant``: the configured Plant or None; ``active``: whether the node is active;
-    ``command``: the :class:`~mechnode.command.CommandPath` (state age, watchdog, latencies);
+    ``command``: the command path's report (:meth:`~mechnode.command.CommandPath.status`: state
+    age, watchdog, latencies, its counters and last error) or None if it cannot report;
     ``schedule``: the :class:`~mechnode.reference.ActiveSchedule` in force or None;
-    ``now_ns``: ROS time.
+    ``health``: the managed node's :class:`Health`; ``now_ns``: ROS time.
     """
     st = DiagnosticStatus()
     st.name = f"{name}: tracking controller"
     st.hardware_id = plant.system.name if plant is not None else ""
-    age = command.state_age()
+    cmd = command or {}
+    age, tripped = cmd.get("state_age"), bool(cmd.get("tripped"))
     remaining = None if schedule is None else max(0.0, (schedule.end_ns - now_ns) * 1e-9)
-    lat = np.asarray(command.latency_us) if command.latency_us else None
+    median, p99 = cmd.get("latency_median_us"), cmd.get("latency_p99_us")
+    last_error = health.last_error
+    if cmd.get("last_error_time") is not None and (health.last_error_time is None
+                                                   or cmd["last_error_time"] > health.last_error_time):
+        last_error = cmd["last_error"]
     values = {
         "lifecycle_state": lifecycle_state,
+        "command_process": "running" if command is not None else "not running",
         "state_age_s": "none" if age is None else f"{age:.4f}",
         "schedule_active": str(schedule is not None),
         "schedule_time_remaining_s": "none" if remaining is None else f"{remaining:.4f}",
         "schedule_knots": "0" if schedule is None else str(schedule.schedule.knots),
-        "watchdog_tripped": str(command.tripped),
-        "command_latency_median_us": "none" if lat is None else f"{np.median(lat):.1f}",
-        "command_latency_p99_us": "none" if lat is None else f"{np.percentile(lat, 99):.1f}",
-        "last_error": health.last_error,
+        "watchdog_tripped": str(tripped),
+        "command_latency_median_us": "none" if median is None else f"{median:.1f}",
+        "command_latency_p99_us": "none" if p99 is None else f"{p99:.1f}",
+        "last_error": last_error,
     }
     for key, val in sorted(health.stats.items()):
         values["last_" + key] = f"{val:.6f}" if isinstance(val, float) else str(val)
-    for key in SAFETY_COUNTERS:
-        values[key] = "0"
-    for key, val in sorted(health.counters.items()):
+    counters = dict.fromkeys(SAFETY_COUNTERS, 0)
+    for source in (health.counters, cmd.get("counters", {})):
+        for key, val in source.items():
+            counters[key] = counters.get(key, 0) + val
+    for key, val in sorted(counters.items(), key=lambda kv: (kv[0] not in SAFETY_COUNTERS, kv[0])):
         values[key] = str(val)
     st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
     if plant is None:
         st.level, st.message = DiagnosticStatus.WARN, "unconfigured"
+    elif command is None:
+        st.level, st.message = DiagnosticStatus.ERROR, "the command process is not running: not commanding"
     elif not active:
         st.level, st.message = DiagnosticStatus.OK, "inactive"
-    elif command.tripped:
+    elif tripped:
         st.level, st.message = DiagnosticStatus.ERROR, (
             f"state timeout: no JointState for {age:.2f} s, not commanding")
     elif schedule is None:

@@ -21,7 +21,9 @@ The parts, one module each
 * :mod:`mechnode.reference`: JointTrajectory -> GainSchedule (reliable, transient local), the
   schedule in force;
 * :mod:`mechnode.command`: JointState (sensor-data QoS) -> command (``Float64MultiArray``) at
-  1 kHz on a helper node with an executor of its own, and the state watchdog;
+  1 kHz, and the state watchdog, in a process of its own (:mod:`mechnode.command_process`,
+  started with the node: configured, started, stopped and given schedules by the transitions
+  and the reference pipeline);
 * :mod:`mechnode.limits`: state bounds, stamp checks, command saturation;
 * :mod:`mechnode.diagnostics`: counters, timings, ``DiagnosticArray`` on ``diagnostics_topic``;
 * :mod:`mechnode.services`: the four services.
@@ -49,7 +51,8 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from rclpy.task import Future
 from trajectory_msgs.msg import JointTrajectory
 
-from .command import CommandPath
+from .command import CommandSettings
+from .command_process import CommandProcess
 from .diagnostics import Health, callback_guard, tracking_status
 from .joint_map import JointMap
 from .parameters import NodeParameters
@@ -90,10 +93,13 @@ class MechNode(LifecycleNode):
         self._reference_sub = None
         self.health = Health(self.get_logger())
         self.finished = Future()                # done at the shutdown transition
+        # the command path's process, started now: its start-up overlaps the node's
+        self.command = CommandProcess(self.get_name(), self.get_namespace(),
+                                      self.get_parameter("use_sim_time").value, self.get_logger())
         self.params = NodeParameters(self, plant=self._configured_plant,
-                                     is_active=lambda: self.is_active)
-        self.reference = ReferencePipeline(self.params, self.health, self._lock, self.get_clock())
-        self.command = CommandPath(self, self.params, self.health)
+                                     is_active=lambda: self.is_active, on_control=self._on_control)
+        self.reference = ReferencePipeline(self.params, self.health, self._lock, self.get_clock(),
+                                           on_install=self.command.install)
         self.model_services = ModelServices(self, self.params, self.health)
         # callback groups on the multi-threaded executor (the services have theirs): schedule
         # computations and diagnostics; the command path has an executor of its own
@@ -105,6 +111,12 @@ class MechNode(LifecycleNode):
     def _configured_plant(self):
         config = self.config
         return None if config is None else config.plant
+
+    def _on_control(self):
+        """``command_mode`` or ``timeout_action`` changed: the command path applies it."""
+        params = getattr(self, "params", None)      # None while the parameters are declared
+        if params is not None:
+            self.command.set_modes(params.command_mode, params.timeout_action)
 
     @property
     def lifecycle_label(self) -> str:
@@ -129,21 +141,24 @@ class MechNode(LifecycleNode):
             t1 = time.perf_counter()
             if value("warm_up"):
                 plant.warm_up()
+            t2 = time.perf_counter()
+            # after the warm-up: the command process loads the control kernel from the cache
+            command_s = self.command.configure(plant, value("joint_map"), self._generation + 1)
         except Exception as exc:  # noqa: BLE001 - any failure is a failed transition
             log.error(f"configure failed: {type(exc).__name__}: {exc}")
             self.health.last_error = f"configure: {exc}"
             return TransitionCallbackReturn.FAILURE
-        t2 = time.perf_counter()
         self._generation += 1
         self.config = Configuration(plant, joint_map, weights, self._generation)
         # what is alive now (model, compiled kernels, rclpy) lives as long as the node: moved out
         # of the collector's view, so that its full collections stay short for the command path
         gc.collect()
         gc.freeze()
-        self.health.stats.update(load_s=t1 - t0, warm_up_s=t2 - t1)
+        self.health.stats.update(load_s=t1 - t0, warm_up_s=t2 - t1, command_process_configure_s=command_s)
         log.info(f"configured: model {plant.source!r} ({plant.system.name}: q = {plant.config_names}, "
                  f"joints {joint_map.joint_names}, inputs {plant.input_names}, {plant.actuation}), "
-                 f"dt = {plant.dt} s; load {t1 - t0:.2f} s, warm-up {t2 - t1:.2f} s")
+                 f"dt = {plant.dt} s; load {t1 - t0:.2f} s, warm-up {t2 - t1:.2f} s, command process "
+                 f"(pid {self.command.pid}) {command_s:.2f} s")
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -160,7 +175,8 @@ class MechNode(LifecycleNode):
                     float(value("diagnostics_period")), self._on_diagnostics,
                     callback_group=self._cb_diagnostics)
                 self.reference.start(self.config, self._schedule_pub)
-                self.command.start(self.config, self.reference)
+                settings = self._command_settings()
+                self.command.start(settings)
                 # subscriptions last: their callbacks may run as soon as they exist
                 self._reference_sub = self.create_subscription(
                     JointTrajectory, value("reference_topic"), self.reference.on_reference, LATCHED,
@@ -171,26 +187,38 @@ class MechNode(LifecycleNode):
                 return TransitionCallbackReturn.FAILURE
             result = super().on_activate(state)     # activates the lifecycle publishers
         self.get_logger().info(
-            f"active: state {self.command.state_topic}, reference {self._reference_sub.topic_name}, "
-            f"command {self.command.command_topic} ({value('command_mode')}), schedule "
+            f"active: state {settings.state_topic}, reference {self._reference_sub.topic_name}, "
+            f"command {settings.command_topic} ({value('command_mode')}), schedule "
             f"{self._schedule_pub.topic_name}")
         return result
+
+    def _command_settings(self) -> CommandSettings:
+        config, value, resolve = self.config, self.params.value, self.resolve_topic_name
+        echo = value("command_echo_topic")
+        return CommandSettings(
+            state_topic=resolve(value("state_topic")), command_topic=resolve(value("command_topic")),
+            echo_topic=resolve(echo) if echo else "",
+            limits=self.params.limits(config.plant, config.joint_map.joint_names),
+            command_mode=self.params.command_mode, timeout_action=self.params.timeout_action,
+            generation=config.generation)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         result = super().on_deactivate(state)       # deactivates the lifecycle publishers
         self._teardown()
-        self.get_logger().info("deactivated: subscriptions, publishers and timers removed, "
+        self.get_logger().info("deactivated: commands stopped; subscriptions, publishers and timers removed, "
                                "schedule dropped")
         return result
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._teardown()
+        self.command.cleanup()
         self.config = None
         self.get_logger().info("cleaned up: model unloaded")
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._teardown()
+        self.command.close()
         self.config = None
         self.get_logger().info("shut down")
         if not self.finished.done():
@@ -199,17 +227,19 @@ class MechNode(LifecycleNode):
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._teardown()
+        self.command.cleanup()
         self.config = None
         self.get_logger().error("error processing: back to unconfigured")
         return TransitionCallbackReturn.SUCCESS
 
     def destroy_node(self):
         self._teardown()
+        self.command.close()
         return super().destroy_node()
 
     def _teardown(self):
         """Stop the command path, destroy what activate created, drop the schedule."""
-        self.command.stop()         # first: no command is sent after this
+        self.command.stop()         # first: no command is sent after this (or the process is gone)
         with self._lock:
             self.reference.stop()
             sub, timer = self._reference_sub, self._diagnostics_timer
@@ -230,7 +260,7 @@ class MechNode(LifecycleNode):
     def diagnostics(self):
         """The node's ``DiagnosticStatus`` now."""
         return tracking_status(self.get_name(), self._configured_plant(), self.lifecycle_label,
-                               self.is_active, self.command, self.reference.active, self.health,
+                               self.is_active, self.command.status(), self.reference.active, self.health,
                                self.get_clock().now().nanoseconds)
 
     @callback_guard

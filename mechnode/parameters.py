@@ -177,14 +177,16 @@ class NodeParameters:
 
     ``plant`` and ``is_active`` tell the validation what state the node is in: a callable that
     returns the configured Plant (None while unconfigured) and one that says whether the node is
-    active. The values the 1 kHz command path reads (``command_mode``, ``state_timeout``,
-    ``timeout_action``) are kept in plain attributes, updated after every successful set.
+    active. The values the command path reads (``command_mode``, ``state_timeout``,
+    ``timeout_action``) are kept in plain attributes, updated after every successful set, and
+    ``on_control()`` is called after they change.
     """
 
-    def __init__(self, node, plant, is_active):
+    def __init__(self, node, plant, is_active, on_control=None):
         self._node = node
         self._plant = plant
         self._is_active = is_active
+        self._on_control = on_control
         # registered before the declarations: values from parameter files are validated too
         node.add_on_set_parameters_callback(self._on_set)
         node.add_post_set_parameters_callback(self._after_set)
@@ -244,9 +246,13 @@ class NodeParameters:
         return SetParametersResult(successful=True)
 
     def _after_set(self, params) -> None:
+        changed = False
         for p in params:
             if p.name in CONTROL_PARAMETERS:
                 setattr(self, p.name, p.value)
+                changed = True
+        if changed and self._on_control is not None:
+            self._on_control()
 
     def check(self, name, value) -> None:
         """Raise InputError (ModelSpecError, ValueError) if ``value`` cannot be set now."""

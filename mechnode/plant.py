@@ -56,28 +56,32 @@ def resolve_model_path(spec: str) -> str:
     raise ModelSpecError(f"model file {spec!r} not found (looked in {', '.join(candidates)})")
 
 
-def read_model_spec(spec: str):
-    """``(data, source)`` for a model parameter value: the parsed YAML mapping and a short label
-    of where it came from (the file's path, or ``YAML text (N bytes)``). Nothing is imported,
-    called or evaluated: a value is a YAML file (see :func:`resolve_model_path`) or YAML model text
-    (``yaml.safe_load``: plain data only), at most :data:`MAX_MODEL_BYTES`, checked before parsing.
-    Raises :class:`ModelSpecError`."""
+def read_model_text(spec: str):
+    """``(text, source)`` for a model parameter value: the model's text and a short label of
+    where it came from (the file's path, or ``YAML text (N characters)``). A value is a YAML file
+    (see :func:`resolve_model_path`) or YAML model text, at most :data:`MAX_MODEL_BYTES`,
+    checked before anything is read or parsed. Raises :class:`ModelSpecError`."""
     if not isinstance(spec, str) or not spec.strip():
         raise ModelSpecError("the model parameter is empty")
     _check_size(len(spec.encode("utf-8", "surrogatepass")), "the model parameter")
     if _looks_like_yaml_text(spec):
-        text, source = spec, f"YAML text ({len(spec)} characters)"
-    else:
-        path = next((c for c in _candidates(spec) if os.path.isfile(c)), None)
-        if path is None:
-            raise ModelSpecError(
-                f"model {spec!r} is neither a model file (looked in {', '.join(_candidates(spec))}) "
-                "nor YAML model text (a mapping with frames, inputs, ...); code references such as "
-                "'python:module.function' are not accepted")
-        _check_size(os.path.getsize(path), f"model file {path}")
-        with open(path, encoding="utf-8") as fh:
-            text, source = fh.read(MAX_MODEL_BYTES + 1), path
-        _check_size(len(text.encode("utf-8", "surrogatepass")), f"model file {path}")
+        return spec, f"YAML text ({len(spec)} characters)"
+    path = next((c for c in _candidates(spec) if os.path.isfile(c)), None)
+    if path is None:
+        raise ModelSpecError(
+            f"model {spec!r} is neither a model file (looked in {', '.join(_candidates(spec))}) "
+            "nor YAML model text (a mapping with frames, inputs, ...); code references such as "
+            "'python:module.function' are not accepted")
+    _check_size(os.path.getsize(path), f"model file {path}")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read(MAX_MODEL_BYTES + 1)
+    _check_size(len(text.encode("utf-8", "surrogatepass")), f"model file {path}")
+    return text, path
+
+
+def parse_model_text(text: str, source: str) -> dict:
+    """The YAML mapping of a model's text (``yaml.safe_load``: plain data only; nothing is
+    imported, called or evaluated). Raises :class:`ModelSpecError` naming ``source``."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -85,7 +89,14 @@ def read_model_spec(spec: str):
     if not isinstance(data, dict):
         raise ModelSpecError(f"model {source}: expected a YAML mapping (frames, inputs, ...), got "
                              f"{type(data).__name__}")
-    return data, source
+    return data
+
+
+def read_model_spec(spec: str):
+    """``(data, source)`` for a model parameter value: the parsed YAML mapping and where it
+    came from (:func:`read_model_text`, :func:`parse_model_text`)."""
+    text, source = read_model_text(spec)
+    return parse_model_text(text, source), source
 
 
 def check_model_spec(spec: str) -> None:
@@ -94,13 +105,17 @@ def check_model_spec(spec: str) -> None:
     read_model_spec(spec)
 
 
-def load_model(spec: str) -> core.System:
-    """A :class:`core.System` from a YAML file or YAML model text (see :func:`read_model_spec`)."""
-    data, source = read_model_spec(spec)
+def system_from_text(text: str, source: str) -> core.System:
+    """A :class:`core.System` from a model's text (:func:`parse_model_text`)."""
     try:
-        return core.load_system(data)
+        return core.load_system(parse_model_text(text, source))
     except core.ModelError as exc:
         raise ModelSpecError(f"model {source}: {exc}") from None
+
+
+def load_model(spec: str) -> core.System:
+    """A :class:`core.System` from a YAML file or YAML model text (see :func:`read_model_text`)."""
+    return system_from_text(*read_model_text(spec))
 
 
 def model_source(spec: str) -> str:
@@ -124,9 +139,12 @@ class Plant:
     threads at once.
     """
 
-    def __init__(self, system: core.System, dt: float, source: str = ""):
+    def __init__(self, system: core.System, dt: float, source: str = "", text: str | None = None):
         self.system = system
         self.source = source
+        #: the model text the system was built from (None if built otherwise): what another
+        #: process builds the same plant from (:meth:`from_text`)
+        self.text = text
         self.vi = core.MidpointVI(system, dt)
         nd, m = self.vi.nd, system.nu
         Fu = system.input_matrix(np.zeros(system.nq))
@@ -139,11 +157,18 @@ class Plant:
 
     @classmethod
     def load(cls, spec: str, dt: float) -> "Plant":
-        return cls(load_model(spec), dt, source=model_source(spec))
+        """The plant of a model parameter value (a file or model text) at ``dt``."""
+        text, _ = read_model_text(spec)
+        return cls.from_text(text, dt, model_source(spec))
+
+    @classmethod
+    def from_text(cls, text: str, dt: float, source: str = "model text") -> "Plant":
+        """The plant of a model's text (as in :attr:`text`) at ``dt``."""
+        return cls(system_from_text(text, source), dt, source, text)
 
     def with_dt(self, dt: float) -> "Plant":
         """The same system with another time step (shares the compiled model)."""
-        return self if float(dt) == self.dt else Plant(self.system, dt, self.source)
+        return self if float(dt) == self.dt else Plant(self.system, dt, self.source, self.text)
 
     # ------------------------------------------------------------------ sizes and names
     dt = property(lambda self: self.vi.dt, doc="time step [s]")

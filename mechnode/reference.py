@@ -4,8 +4,8 @@ A ``JointTrajectory`` on ``reference_topic`` is mapped by joint name, resampled 
 dynamically feasible, linearized and run through the Riccati pass
 (:func:`mechnode.schedule.schedule_from_reference`) in a callback group of its own — so on
 another executor thread than the state callback, with the numba kernels running without the
-GIL — then swapped in atomically as the :class:`ActiveSchedule` the command path reads and
-published as a ``GainSchedule``. ``header.stamp`` of the reference is the start time (time of
+GIL — then swapped in atomically as the :class:`ActiveSchedule` in force, handed to the command path
+and published as a ``GainSchedule``. ``header.stamp`` of the reference is the start time (time of
 its knot ``t = 0``); zero means "as soon as the schedule is ready" (the GainSchedule's stamp
 says when). A reference that cannot be used is logged and leaves the current schedule in force.
 """
@@ -45,13 +45,15 @@ class ReferencePipeline:
 
     ``params``: the node's :class:`~mechnode.parameters.NodeParameters` (weights, options);
     ``health``: its :class:`~mechnode.diagnostics.Health`; ``lock``: the node's lock, held by the
-    lifecycle transitions while they create or destroy entities; ``clock``: the node's clock.
+    lifecycle transitions while they create or destroy entities; ``clock``: the node's clock;
+    ``on_install``: called with every new ActiveSchedule (the command path's ``install``).
     :meth:`start` at activate (with the GainSchedule lifecycle publisher), :meth:`stop` at
     deactivate (drops the schedule).
     """
 
-    def __init__(self, params, health, lock, clock):
+    def __init__(self, params, health, lock, clock, on_install=None):
         self._params = params
+        self._on_install = on_install
         self.health = health
         self._lock = lock
         self._clock = clock
@@ -133,6 +135,8 @@ class ReferencePipeline:
             self._seq += 1
             new = ActiveSchedule(sched, start, self._seq, config.generation)
             self.active = new                       # the atomic swap
+            if self._on_install is not None:
+                self._on_install(new)
             self._publisher.publish(cv.schedule_to_msg(sched, start))
         total = time.perf_counter() - t_recv
         health.count("schedules")

@@ -136,6 +136,12 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         q0 = np.array([ROBOT_START[j] for j in jm.joint_names])
         robot = SimRobot(plant, jm.joint_names, q0, namespace=namespace, context=ctx)
         robot.start()   # its own executor and step thread
+        # the node's command path (a process of its own) discovers the robot's topics: up to a
+        # few hundred ms on a busy machine; the reference waits for it, as a real robot's driver
+        # is up before a reference is sent
+        t_robot = time.monotonic()
+        wait_for(lambda: robot.connected, 30.0, "the node's command path to discover the simulated robot")
+        log(f"simulated robot connected to the node's command path ({time.monotonic() - t_robot:.2f} s)")
 
         schedules = []
         manager.create_subscription(GainSchedule, f"{node_fqn}/gain_schedule",

@@ -100,12 +100,19 @@ class SimRobot(Node):
         self.failure = None
         self.latest = (0, q0.copy(), dq0.copy())   # (stamp ns = simulated time, q, qdot)
         self._pub = self.create_publisher(JointState, state_topic, qos_profile_sensor_data)
-        self.create_subscription(Float64MultiArray, command_topic, self._on_command, ROBOT_COMMAND_QOS)
+        self._command_sub = self.create_subscription(Float64MultiArray, command_topic, self._on_command,
+                                                     ROBOT_COMMAND_QOS)
         self._stop = threading.Event()
         self._executor = SingleThreadedExecutor(context=self.context)
         self._executor.add_node(self)
         self._spin_thread = threading.Thread(target=self._spin, name=f"{name}_executor", daemon=True)
         self._thread = threading.Thread(target=self._loop, name=f"{name}_steps", daemon=True)
+
+    @property
+    def connected(self) -> bool:
+        """Whether a subscriber gets this robot's JointState and a publisher sends it commands
+        (the controller's command path has discovered it)."""
+        return self._pub.get_subscription_count() > 0 and self._command_sub.get_publisher_count() > 0
 
     def _on_command(self, msg: Float64MultiArray):
         u = np.frombuffer(msg.data, dtype=np.float64) if len(msg.data) else np.zeros(0)

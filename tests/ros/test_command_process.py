@@ -1,0 +1,155 @@
+"""The command path runs in a process of its own (real node process, real DDS on loopback).
+
+* Whatever holds the node's main process — a huge message being taken, a long conversion, a
+  collector pause — cannot stop the commands: with the main process *frozen* (SIGSTOP), states
+  streamed at 100 Hz keep becoming commands. (In one process, as before, nothing was sent.)
+* A command process that dies is reported (diagnostics at ERROR, ``command_process: not
+  running``, a logged error), and the next configure starts a new one that commands again.
+* The command process ends with the node's process: a killed node leaves nothing commanding.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from mechnode.testing.harness import DEFAULT_PARAMS, wait_for
+
+from nodeproc import NodeProcess
+
+# slow: starts node processes (they load the numba kernels)
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+
+JOINTS = ["cart_joint", "pole_joint"]
+
+
+def _reference():
+    from mechnode.conversions import joint_trajectory
+    t = np.arange(0.0, 30.0 + 1e-9, 0.5)
+    return joint_trajectory(JOINTS, t, np.zeros((t.size, 2)))     # 30 s holding upright
+
+
+def _up(rclpy_mod, tmp_path_factory, label):
+    d = tmp_path_factory.mktemp(label)
+    h = NodeProcess(rclpy_mod, DEFAULT_PARAMS, f"/test_{label}_{os.getpid()}", d / "mechnode.log")
+    assert h.bring_up()[-1] == "active"
+    h.command_times = []
+    h.connect_io(lambda m: h.command_times.append(time.monotonic()))
+    h.ref_pub.publish(_reference())
+    h.wait(lambda: h.schedules, "the GainSchedule", timeout=60)
+    return h
+
+
+@pytest.fixture(scope="module")
+def node(rclpy_mod, ifaces, tmp_path_factory):
+    h = _up(rclpy_mod, tmp_path_factory, "cmdproc")
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+def command_pid(h) -> int:
+    """The pid of the node's command process: its one child (listed by the thread that made it)."""
+    children = []
+    for task in os.listdir(f"/proc/{h.proc.pid}/task"):
+        with open(f"/proc/{h.proc.pid}/task/{task}/children") as fh:
+            children += [int(c) for c in fh.read().split()]
+    assert len(children) == 1, f"the node process has children {children}"
+    return children[0]
+
+
+def gone(pid: int) -> bool:
+    """True once ``pid`` has exited (a zombie not yet reaped counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+class StateStream:
+    """JointState at 100 Hz, stamped now, from this process's executor thread."""
+
+    def __init__(self, h):
+        from mechnode.conversions import joint_state
+        clock = h.client.get_clock()
+        self._timer = h.client.create_timer(0.01, lambda: h.state_pub.publish(
+            joint_state(JOINTS, [0.0, 0.02], [0.0, 0.0], clock.now().nanoseconds)))
+        self.h = h
+
+    def close(self):
+        self.h.client.destroy_timer(self._timer)
+
+
+def test_commands_flow_while_the_node_process_is_frozen(node):
+    h = node
+    stream = StateStream(h)
+    try:
+        h.wait(lambda: len(h.command_times) > 20, "commands at 100 Hz")
+        pid = h.proc.pid
+        assert command_pid(h) != pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            time.sleep(1.0)
+            t1 = time.monotonic()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        stream.close()
+    sent = [t for t in h.command_times if t0 <= t <= t1]
+    # 100 expected; the client's own timer on a busy machine sends fewer, never none
+    assert len(sent) >= 50, f"{len(sent)} commands in the second the node's main process was stopped"
+
+
+def test_a_dead_command_process_is_reported_and_replaced(node):
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    h = node
+    old = command_pid(h)
+    mark = len(h.log())
+    os.kill(old, signal.SIGKILL)
+    got = []
+    sub = h.client.create_subscription(DiagnosticArray, "/diagnostics", got.append, 10)
+    try:
+        def reported():
+            for m in got:
+                for s in m.status:
+                    values = {kv.key: kv.value for kv in s.values}
+                    if (s.name.startswith("mechnode") and s.level == DiagnosticStatus.ERROR
+                            and values.get("command_process") == "not running"):
+                        return s
+            return None
+        status = h.wait(reported, "diagnostics reporting the command process not running", timeout=10)
+    finally:
+        h.client.destroy_subscription(sub)
+    assert "command process is not running" in status.message
+    h.wait_log(rf"command process \(pid {old}\): it (exited|is not running).*ended by signal SIGKILL", after=mark)
+    # the next configure starts a new one, and commands flow again
+    for transition in ("deactivate", "cleanup", "configure", "activate"):
+        assert h.transition(transition, 120), f"{transition} failed:\n{h.log()[-3000:]}"
+    h.wait_log(r"command process restarted \(pid \d+\)", after=mark)
+    new = command_pid(h)
+    assert new != old
+    h.ref_pub.publish(_reference())
+    h.wait(lambda: len(h.schedules) >= 2, "a GainSchedule after the restart", timeout=60)
+    n0 = len(h.command_times)
+    stream = StateStream(h)
+    try:
+        h.wait(lambda: len(h.command_times) > n0 + 20, "commands from the new command process")
+    finally:
+        stream.close()
+
+
+def test_the_command_process_ends_with_the_node(rclpy_mod, ifaces, tmp_path_factory):
+    h = _up(rclpy_mod, tmp_path_factory, "cmdkill")
+    try:
+        child = command_pid(h)
+        h.proc.kill()                   # SIGKILL: no shutdown transition, no clean-up
+        h.proc.wait(10)
+        wait_for(lambda: gone(child), 10.0, f"the command process {child} to end with the node")
+    finally:
+        h.close()
