@@ -321,6 +321,13 @@ class System:
         return list(self._input_names)
 
     @property
+    def input_is_joint_torque(self) -> list[bool]:
+        """Per input (in ``input_names`` order): True for a torque or force on one configuration
+        variable (``type: torque``: a constant column of :meth:`input_matrix`), False for a force,
+        torque or wrench on a frame (a column that depends on ``q``)."""
+        return [bool(kind == INPUT_TORQUE) for kind in self.model.input_kind]
+
+    @property
     def frame_names(self) -> list[str]:
         self.compile()
         return list(self._frame_names)

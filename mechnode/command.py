@@ -16,6 +16,10 @@ message's stamp are computed in one numba call (``plant.vi.feedback``), saturate
 ``std_msgs/Float64MultiArray``: the force inputs (``command_mode: effort``) or the whole
 integrator input (``full``). A non-finite command is never published.
 
+LFC output (``lfc_topic``): every ``dt`` the knot due now, in the form of LAAS's
+``linear_feedback_controller`` (:mod:`mechnode.lfc`, computed by the managed node), as a
+``linear_feedback_controller_msgs/Control`` stamped with the knot's time; each knot once.
+
 Watchdog: when no accepted JointState arrived for ``state_timeout`` seconds while commanding
 (states that are refused, e.g. stale-stamped ones, do not count), the path sends once either
 zeros (``timeout_action: zero``) or the last command sent (``hold``, already saturated), stops
@@ -50,6 +54,7 @@ class CommandSettings:
     state_topic: str
     command_topic: str
     echo_topic: str             # "" = no command echo
+    lfc_topic: str              # "" = no LFC Control output (mechnode.lfc)
     limits: Limits
     command_mode: str           # "effort" | "full"; may change while active (set_modes)
     timeout_action: str         # "zero" | "hold"; may change while active (set_modes)
@@ -110,7 +115,7 @@ class CommandPath:
         with self._publish_lock:
             self._enabled = False
         self.active = None
-        topics = lambda s: None if s is None else (s.state_topic, s.command_topic, s.echo_topic)  # noqa: E731
+        topics = lambda s: None if s is None else (s.state_topic, s.command_topic, s.echo_topic, s.lfc_topic)  # noqa: E731
         if self._control is not None and (topics(self._settings) != topics(settings)
                                           or self._plant is not plant):
             self.close()
@@ -120,6 +125,7 @@ class CommandPath:
         self._last_stamp_ns = None
         self._last_state_mono = None
         self._last_command = None
+        self._lfc_sent = None
         self.tripped = False
         self._commanding = False
         if self._control is None:
@@ -144,6 +150,10 @@ class CommandPath:
         self._pubs["command"] = ctl.create_publisher(Float64MultiArray, settings.command_topic, COMMAND_QOS)
         if settings.echo_topic:
             self._pubs["echo"] = ctl.create_publisher(JointState, settings.echo_topic, qos_profile_sensor_data)
+        if settings.lfc_topic:
+            from linear_feedback_controller_msgs.msg import Control
+            self._pubs["lfc"] = ctl.create_publisher(Control, settings.lfc_topic, COMMAND_QOS)
+            ctl.create_timer(self._plant.dt, self._on_lfc)
         timer = ctl.create_timer(min(max(self._limits.state_timeout / 4, 0.005), 0.25), self._on_watchdog)
         self._control = (ctl, executor, thread, timer)
         executor.add_node(ctl)
@@ -261,6 +271,28 @@ class CommandPath:
                 self._publish("echo", cv.joint_state(list(plant.input_names[:cmd.size]), None, None,
                                                      cv.stamp_ns(msg.header.stamp), effort=cmd))
         self.latency_us.append(1e6 * (time.perf_counter() - t_cb))
+
+    @callback_guard
+    def _on_lfc(self):
+        """Every ``dt``: the knot due now as an LFC ``Control`` (each knot once; the last one
+        stays in force after the end, as LFC keeps the last message)."""
+        active = self.active
+        if active is None or getattr(active, "lfc", None) is None or not self._enabled:
+            return
+        if active.generation != self._settings.generation:
+            return
+        sched, lfc = active.schedule, active.lfc
+        k = sched.knot((self._clock.now().nanoseconds - active.start_ns) * 1e-9)
+        if self._lfc_sent == (active.seq, k):
+            return
+        if not (np.isfinite(lfc.K[k]).all() and np.isfinite(lfc.u_ff[k]).all()):
+            self.health.count("lfc_not_finite")
+            self.health.warn_limited("lfc_nan", f"LFC form of knot {k} is not finite; not sent")
+            return
+        stamp = active.start_ns + int(round(float(sched.times[k]) * 1e9))
+        if self._publish("lfc", cv.lfc_control_msg(lfc, k, stamp)):
+            self._lfc_sent = (active.seq, k)
+            self.health.count("lfc_controls")
 
     def _refuse(self, key, exc, counter=None):
         """Count and log (at most once per 2 s per ``key``) a refused JointState."""

@@ -205,7 +205,42 @@ def command_msg(u, labels=None) -> Float64MultiArray:
     return msg
 
 
+def row_major_msg(a) -> Float64MultiArray:
+    """A 2-D array as LFC lays it out: dims ``rows`` (stride rows*cols) and ``cols`` (stride
+    cols), data row-major; a 1-D array is one column."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    rows, cols = a.shape if a.ndim == 2 else (a.shape[0], 1)
+    msg = Float64MultiArray()
+    msg.layout.dim = [MultiArrayDimension(label="rows", size=rows, stride=rows * cols),
+                      MultiArrayDimension(label="cols", size=cols, stride=cols)]
+    msg.data = float_array(a)
+    return msg
+
+
+def row_major_from_msg(msg: Float64MultiArray) -> np.ndarray:
+    """The (rows, cols) array of :func:`row_major_msg`."""
+    rows, cols = msg.layout.dim[0].size, msg.layout.dim[1].size
+    return np.asarray(msg.data, dtype=float).reshape(rows, cols)
+
+
+def lfc_control_msg(lfc, k: int, stamp: int):
+    """Knot ``k`` of an :class:`~mechnode.lfc.LfcSchedule` as a
+    ``linear_feedback_controller_msgs/Control`` stamped ``stamp`` (ns): ``feedback_gain`` K (n x 2n),
+    ``feedforward`` (n x 1), ``initial_state.joint_state`` the reference positions and velocities
+    by joint name (base pose and twist left at their defaults: a fixed base)."""
+    from linear_feedback_controller_msgs.msg import Control
+    msg = Control()
+    msg.header.stamp = time_msg(stamp)
+    msg.feedback_gain = row_major_msg(lfc.K[k])
+    msg.feedforward = row_major_msg(lfc.u_ff[k])
+    msg.initial_state.header.stamp = msg.header.stamp
+    msg.initial_state.joint_state = joint_state(lfc.joint_names, lfc.q_ref[k], lfc.v_ref[k], stamp)
+    msg.initial_state.base_pose.orientation.w = 1.0
+    return msg
+
+
 __all__ = ["float_array", "as_vector", "matrix_msg", "matrix_from_msg", "tensor_msg",
            "tensor_from_msg", "stamp_ns", "time_msg", "duration_s", "duration_msg",
            "schedule_to_msg", "schedule_from_msg", "trajectory_arrays", "joint_trajectory",
-           "joint_state", "command_msg", "STATE_Q_P"]
+           "joint_state", "command_msg", "row_major_msg", "row_major_from_msg", "lfc_control_msg",
+           "STATE_Q_P"]

@@ -44,6 +44,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from mechnode_interfaces.msg import GainSchedule
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -51,10 +52,14 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from rclpy.task import Future
 from trajectory_msgs.msg import JointTrajectory
 
+import core
+
 from .command import CommandSettings
 from .command_process import CommandProcess
 from .diagnostics import Health, callback_guard, tracking_status
+from .errors import InputError
 from .joint_map import JointMap
+from .lfc import check_lfc_model, lfc_schedule
 from .parameters import NodeParameters
 from .plant import Plant
 from .qos import COMMAND_QOS, LATCHED
@@ -99,7 +104,8 @@ class MechNode(LifecycleNode):
         self.params = NodeParameters(self, plant=self._configured_plant,
                                      is_active=lambda: self.is_active, on_control=self._on_control)
         self.reference = ReferencePipeline(self.params, self.health, self._lock, self.get_clock(),
-                                           on_install=self.command.install)
+                                           on_install=self._install)
+        self._lfc = False                       # publishing the LFC form (lfc_topic set at activate)
         self.model_services = ModelServices(self, self.params, self.health)
         # callback groups on the multi-threaded executor (the services have theirs): schedule
         # computations and diagnostics; the command path has an executor of its own
@@ -117,6 +123,17 @@ class MechNode(LifecycleNode):
         params = getattr(self, "params", None)      # None while the parameters are declared
         if params is not None:
             self.command.set_modes(params.command_mode, params.timeout_action)
+
+    def _install(self, active):
+        """A new schedule in force: its LFC form if that is published, then to the command path."""
+        if self._lfc:
+            try:
+                active.lfc = lfc_schedule(self.config.plant, active.schedule)
+            except (InputError, core.CoreError, np.linalg.LinAlgError) as exc:
+                self.health.last_error = f"LFC form of schedule #{active.seq}: {exc}"
+                self.get_logger().error(f"schedule #{active.seq} has no LFC form ({exc}); LFC keeps "
+                                        "the previous one")
+        self.command.install(active)
 
     @property
     def lifecycle_label(self) -> str:
@@ -176,6 +193,9 @@ class MechNode(LifecycleNode):
                     callback_group=self._cb_diagnostics)
                 self.reference.start(self.config, self._schedule_pub)
                 settings = self._command_settings()
+                if settings.lfc_topic:
+                    check_lfc_model(self.config.plant)
+                self._lfc = bool(settings.lfc_topic)
                 self.command.start(settings)
                 # subscriptions last: their callbacks may run as soon as they exist
                 self._reference_sub = self.create_subscription(
@@ -189,15 +209,15 @@ class MechNode(LifecycleNode):
         self.get_logger().info(
             f"active: state {settings.state_topic}, reference {self._reference_sub.topic_name}, "
             f"command {settings.command_topic} ({value('command_mode')}), schedule "
-            f"{self._schedule_pub.topic_name}")
+            f"{self._schedule_pub.topic_name}" + (f", LFC Control {settings.lfc_topic}" if self._lfc else ""))
         return result
 
     def _command_settings(self) -> CommandSettings:
         config, value, resolve = self.config, self.params.value, self.resolve_topic_name
-        echo = value("command_echo_topic")
+        echo, lfc = value("command_echo_topic"), value("lfc_topic")
         return CommandSettings(
             state_topic=resolve(value("state_topic")), command_topic=resolve(value("command_topic")),
-            echo_topic=resolve(echo) if echo else "",
+            echo_topic=resolve(echo) if echo else "", lfc_topic=resolve(lfc) if lfc else "",
             limits=self.params.limits(config.plant, config.joint_map.joint_names),
             command_mode=self.params.command_mode, timeout_action=self.params.timeout_action,
             generation=config.generation)

@@ -43,7 +43,7 @@ FEASIBILITY_MODES = ("auto", "inverse_dynamics", "optimizer", "none")
 OPTIMIZER_METHODS = ("first_order", "second_order")
 CONFIGURE_PARAMETERS = ("model", "dt", "joint_map")
 TOPIC_PARAMETERS = ("state_topic", "reference_topic", "command_topic", "schedule_topic",
-                    "diagnostics_topic", "command_echo_topic")
+                    "diagnostics_topic", "command_echo_topic", "lfc_topic")
 REQUIRED_TOPICS = ("state_topic", "reference_topic", "command_topic", "schedule_topic")
 LIMIT_PARAMETERS = ("state_position_limit", "state_velocity_limit", "command_limit",
                     "stamp_tolerance", "accept_unstamped", "state_timeout")
@@ -98,7 +98,11 @@ def declare_parameters(node) -> None:
                                                   "(reliable, transient local)"),
             ("diagnostics_topic", "/diagnostics", "diagnostic_msgs/DiagnosticArray"),
             ("command_echo_topic", "", "optional sensor_msgs/JointState echo of every command "
-                                       "(effort = u, stamp = the state's stamp); empty = off")):
+                                       "(effort = u, stamp = the state's stamp); empty = off"),
+            ("lfc_topic", "", "optional linear_feedback_controller_msgs/Control output: the schedule "
+                              "knot by knot in the form of LAAS's linear_feedback_controller "
+                              "(tau = feedforward + feedback_gain ([q, qdot]_ref - [q, qdot]), one "
+                              "effort per joint; reliable); empty = off")):
         node.declare_parameter(name, default, D(name, description=text + "; applied at activate"))
     node.declare_parameter("state_timeout", 0.5, D(
         "state_timeout",

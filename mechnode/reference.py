@@ -28,12 +28,13 @@ from .schedule import schedule_from_reference
 
 class ActiveSchedule:
     """A schedule, its start time (ROS time, ns), number, and the generation of the
-    configuration it was computed for: replaced as a whole, never mutated."""
-    __slots__ = ("schedule", "start_ns", "seq", "generation")
+    configuration it was computed for; ``lfc``: its LFC form (:mod:`mechnode.lfc`) when the node
+    publishes one. Replaced as a whole; not changed once handed to the command path."""
+    __slots__ = ("schedule", "start_ns", "seq", "generation", "lfc")
 
-    def __init__(self, schedule, start_ns: int, seq: int, generation: int):
+    def __init__(self, schedule, start_ns: int, seq: int, generation: int, lfc=None):
         self.schedule, self.start_ns, self.seq = schedule, start_ns, seq
-        self.generation = generation
+        self.generation, self.lfc = generation, lfc
 
     @property
     def end_ns(self) -> int:

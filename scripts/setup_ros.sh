@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs ROS 2 (Kilted, PyPI wheels) into the project venv and builds mechnode_interfaces into it.
+# Installs ROS 2 (Kilted, PyPI wheels) into the project venv and builds the interface packages
+# (mechnode_interfaces, linear_feedback_controller_msgs) into it.
 #
 # Run scripts/bootstrap.sh first (it creates .venv). Idempotent: a second run only checks stamps
 # and re-verifies the import. Prints one line per stage; on failure prints the tail of the log.
@@ -7,19 +8,19 @@
 # Stages:
 #   1. wheels  pip install the ROS wheels (rclpy, messages, rmw, interface build tools)
 #   2. patch   rewrite the build machine's include paths baked into the wheels' CMake exports
-#   3. build   cmake configure/build/install mechnode_interfaces into the venv prefix
-#   4. verify  python -c "import rclpy, mechnode_interfaces.srv" (+ type support load)
+#   3. build   cmake configure/build/install each interface package into the venv prefix
+#   4. verify  python -c "import rclpy, mechnode_interfaces.srv, ..." (+ type support load)
 #
 # Environment: MECHNODE_ROS_FORCE=1 re-runs pip install and rebuilds the interfaces regardless of
-# the stamps (.venv/.mechnode-ros-wheels, .venv/.mechnode-interfaces-stamp). Logs: build/ros-setup-logs/.
+# the stamps (.venv/.mechnode-ros-wheels, .venv/.<package>-stamp). Logs: build/ros-setup-logs/.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv="$root/.venv"
 py="$venv/bin/python"
-pkg_src="$root/mechnode_interfaces"
+# Interface packages built here (each a directory of the repository with package.xml + CMakeLists.txt)
+packages=(mechnode_interfaces linear_feedback_controller_msgs)
 build_root="$root/build"
-build_dir="$build_root/mechnode_interfaces"
 log_dir="$build_root/ros-setup-logs"
 force=${MECHNODE_ROS_FORCE:-0}
 
@@ -94,7 +95,7 @@ else
     fail_log "pip install of the ROS wheels" "$log"
   fi
   printf '%s' "$wheel_key" >"$wheel_stamp"
-  rm -f "$venv/.mechnode-interfaces-stamp"  # new wheels: rebuild the interfaces against them
+  for pkg in "${packages[@]}"; do rm -f "$venv/.$pkg-stamp"; done  # new wheels: rebuild against them
   say "wheels installed ($(since "$t"))"
 fi
 
@@ -132,8 +133,6 @@ PY
 say "cmake exports patched: $patched file(s) changed ($(since "$t"))"
 
 # --- 3. build ----------------------------------------------------------------------------------
-t=$(now)
-iface_stamp="$venv/.mechnode-interfaces-stamp"
 # Part of the rebuild key: changing a flag here rebuilds.
 cmake_args=(
   -DCMAKE_BUILD_TYPE=Release
@@ -141,18 +140,25 @@ cmake_args=(
   -DPython3_EXECUTABLE="$py"
   -DBUILD_TESTING=OFF
 )
-iface_key=$( (
-  cd "$pkg_src"
-  find . -type f \( -name '*.msg' -o -name '*.srv' -o -name 'package.xml' -o -name 'CMakeLists.txt' \) \
-    -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
-  cat "$wheel_stamp"
-  echo "numpy $numpy_version"
-  echo "cmake args: ${cmake_args[*]}"
-) | sha256sum | cut -d' ' -f1)
-if [ "$force" != 1 ] && [ -f "$iface_stamp" ] && [ "$(cat "$iface_stamp")" = "$iface_key" ] \
-   && [ -f "$site/mechnode_interfaces/srv/__init__.py" ]; then
-  say "mechnode_interfaces up to date ($(since "$t"))"
-else
+build_package() {  # $1: the package (a directory of the repository)
+  local pkg=$1 t pkg_src build_dir stamp key generator log
+  t=$(now)
+  pkg_src="$root/$pkg"
+  build_dir="$build_root/$pkg"
+  stamp="$venv/.$pkg-stamp"
+  key=$( (
+    cd "$pkg_src"
+    find . -type f \( -name '*.msg' -o -name '*.srv' -o -name 'package.xml' -o -name 'CMakeLists.txt' \) \
+      -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+    cat "$wheel_stamp"
+    echo "numpy $numpy_version"
+    echo "cmake args: ${cmake_args[*]}"
+  ) | sha256sum | cut -d' ' -f1)
+  if [ "$force" != 1 ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ] \
+     && [ -f "$site/$pkg/msg/__init__.py" ]; then
+    say "$pkg up to date ($(since "$t"))"
+    return
+  fi
   for tool in cmake c++; do
     if ! command -v "$tool" >/dev/null; then
       echo "setup_ros: '$tool' not found (Debian: apt-get install cmake g++)" >&2
@@ -161,44 +167,46 @@ else
   done
   generator=()
   if command -v ninja >/dev/null; then generator=(-G Ninja); fi
-  log="$log_dir/build.log"
+  log="$log_dir/build-$pkg.log"
   : >"$log"
-  rm -f "$iface_stamp"
+  rm -f "$stamp"
   # A fresh build dir each time: the stamp already says something changed, and a stale CMake
   # cache (other venv, other generator) is a common source of confusing failures.
   rm -rf "$build_dir"
   # Remove what a previous install put into the venv, so deleted .msg/.srv files leave no trace.
-  rm -rf "$site/mechnode_interfaces" "$site"/mechnode_interfaces-*.egg-info \
-         "$venv/share/mechnode_interfaces" "$venv/include/mechnode_interfaces" \
-         "$venv"/share/ament_index/resource_index/*/mechnode_interfaces
-  rm -f "$venv"/lib/libmechnode_interfaces__*.so
+  rm -rf "${site:?}/$pkg" "$site/$pkg"-*.egg-info "$venv/share/$pkg" "$venv/include/$pkg" \
+         "$venv"/share/ament_index/resource_index/*/"$pkg"
+  rm -f "$venv/lib/lib${pkg}__"*.so
   export AMENT_PREFIX_PATH="$venv" CMAKE_PREFIX_PATH="$venv" PATH="$venv/bin:$PATH"
   if ! cmake -S "$pkg_src" -B "$build_dir" "${generator[@]}" "${cmake_args[@]}" >>"$log" 2>&1; then
-    fail_log "cmake configure of mechnode_interfaces" "$log"
+    fail_log "cmake configure of $pkg" "$log"
   fi
   if ! cmake --build "$build_dir" --parallel "$(nproc)" >>"$log" 2>&1; then
-    fail_log "build of mechnode_interfaces" "$log"
+    fail_log "build of $pkg" "$log"
   fi
   if ! cmake --install "$build_dir" >>"$log" 2>&1; then
-    fail_log "install of mechnode_interfaces" "$log"
+    fail_log "install of $pkg" "$log"
   fi
-  printf '%s' "$iface_key" >"$iface_stamp"
-  say "mechnode_interfaces built and installed into $venv ($(since "$t"))"
-fi
+  printf '%s' "$key" >"$stamp"
+  say "$pkg built and installed into $venv ($(since "$t"))"
+}
+for pkg in "${packages[@]}"; do
+  build_package "$pkg"
+done
 
 # --- 4. verify ---------------------------------------------------------------------------------
 t=$(now)
 log="$log_dir/verify.log"
 if ! "$py" -c '
-import rclpy, mechnode_interfaces.srv, mechnode_interfaces.msg
+import rclpy, mechnode_interfaces.srv, mechnode_interfaces.msg, linear_feedback_controller_msgs.msg
 import rclpy.lifecycle, lifecycle_msgs.msg, std_msgs.msg, sensor_msgs.msg
 import trajectory_msgs.msg, diagnostic_msgs.msg, builtin_interfaces.msg
 from rclpy.type_support import check_for_type_support
 for t in (mechnode_interfaces.msg.GainSchedule, mechnode_interfaces.srv.Linearize,
           mechnode_interfaces.srv.ComputeGains, mechnode_interfaces.srv.PlanTrajectory,
-          mechnode_interfaces.srv.GetModel):
+          mechnode_interfaces.srv.GetModel, linear_feedback_controller_msgs.msg.Control):
     check_for_type_support(t)  # loads the generated C extension and its typesupport libraries
 ' >"$log" 2>&1; then
   fail_log "import check" "$log"
 fi
-say "import rclpy, mechnode_interfaces.srv ok ($(since "$t")); total $(since "$t_all")"
+say "import rclpy, mechnode_interfaces, linear_feedback_controller_msgs ok ($(since "$t")); total $(since "$t_all")"

@@ -63,7 +63,7 @@ def smooth(s):
 def test_importing_the_ros_free_modules_imports_no_rclpy():
     code = ("import sys, core, mechnode.plant, mechnode.errors, mechnode.joint_map, "
             "mechnode.resampling, mechnode.feasibility, mechnode.weights, mechnode.gains, "
-            "mechnode.schedule; "
+            "mechnode.schedule, mechnode.lfc; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('rclpy', 'rcl_interfaces')]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=600)
@@ -362,3 +362,57 @@ def test_weight_validation():
             weight_matrix(values, 2, "Q")
     with pytest.raises(InputError, match="positive definite"):
         weight_matrix([1, 0], 2, "R", definite=True)
+
+
+# ------------------------------------------------------------------------------ LFC form
+@pytest.mark.parametrize("model", ["cartpole", "chain2"])
+@pytest.mark.parametrize("in_qdot", [False, True])
+def test_lfc_form_is_our_law_to_first_order(model, in_qdot, request):
+    """tau = u_ff + K_lfc (z_ref - z) equals F_u times our law u(z) at the reference, and its
+    Jacobian is our law's (central differences of the exact law, in [q, qdot])."""
+    from mechnode.lfc import lfc_effort, lfc_schedule
+    plant = request.getfixturevalue(model)
+    n, N = plant.n, 30
+    rng = np.random.default_rng(3)
+    Q = 0.3 * np.sin(np.linspace(0, 2, N + 1)[:, None] + np.arange(n))
+    dQ = np.gradient(Q, DT, axis=0)
+    U = rng.normal(size=(N, plant.nu))
+    names = [f"j{i}" for i in range(n)]
+    if in_qdot:
+        sched = schedule_in_qdot(plant, np.hstack([Q, dQ]), U, Weights.from_values(plant, np.ones(2 * n),
+                                 np.ones(plant.nu), ()), names)
+    else:
+        X = plant.vi.discrete_states(Q, dQ)
+        sched = gain_schedule(plant, X, U, Weights.from_values(plant, np.ones(plant.nx), np.ones(plant.nu), ()),
+                              names)
+    lfc = lfc_schedule(plant, sched)
+    Fu = plant.system.input_matrix(np.zeros(n))
+    assert lfc.K.shape == (N + 1, n, 2 * n) and lfc.joint_names == tuple(names)
+    for k in (0, 7, N):
+        t = sched.times[k]
+        z_ref = np.concatenate([lfc.q_ref[k], lfc.v_ref[k]])
+        np.testing.assert_allclose(z_ref, np.concatenate([Q[k], dQ[k]]), atol=1e-9)
+
+        def ours(z, k=k, t=t):
+            if in_qdot:         # the law on [q, qdot] itself (Schedule.command is for [q, p, v])
+                return Fu @ (sched.u_ref[k] - sched.K[k] @ (z - sched.x_ref[k]))
+            u, kk, _ = sched.command(plant, t, z[:n], z[n:])
+            assert kk == k
+            return Fu @ u
+        np.testing.assert_allclose(lfc_effort(lfc, k, lfc.q_ref[k], lfc.v_ref[k]), ours(z_ref), atol=1e-9)
+        eps = 1e-6
+        J = np.stack([(ours(z_ref + eps * e) - ours(z_ref - eps * e)) / (2 * eps) for e in np.eye(2 * n)], 1)
+        # tau = u_ff + K (z_ref - z): d tau / dz = -K
+        np.testing.assert_allclose(-lfc.K[k], J, rtol=1e-6, atol=1e-6 * np.abs(J).max())
+        assert np.abs(lfc.K[k]).max() > 0.1                   # a law, not zeros
+    # rows of joints no input acts on are zero (the cart-pole's pole)
+    unactuated = ~Fu.any(axis=1)
+    assert not lfc.K[:, unactuated].any() and not lfc.u_ff[:, unactuated].any()
+
+
+def test_lfc_form_refuses_models_without_joint_efforts():
+    from mechnode.lfc import check_lfc_model
+    spec = {"name": "m", "frames": [{"name": "a", "parent": "world", "tx": "x", "mass": 1.0}],
+            "inputs": [{"type": "force", "frame": "a", "axis": "x", "name": "push"}]}
+    with pytest.raises(InputError, match=r"needs joint torque/force inputs; \['push'\] act on frames"):
+        check_lfc_model(Plant(core.load_system(spec), DT))

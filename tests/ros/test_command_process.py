@@ -9,14 +9,18 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
 
-from mechnode.testing.harness import DEFAULT_PARAMS, wait_for
+from mechnode.plant import REPO_DIR
+from mechnode.testing.harness import DEFAULT_PARAMS, ros_environment, wait_for
 
 from nodeproc import NodeProcess
 
@@ -86,24 +90,32 @@ class StateStream:
 
 
 def test_commands_flow_while_the_node_process_is_frozen(node):
+    """States from a process of their own (mechnode.testing.state_stream: this test process's
+    own DDS traffic stalled for up to 0.24 s while the node's process was stopped); the node's
+    main process is stopped for 1 s in the middle of a 3 s stream."""
     h = node
-    stream = StateStream(h)
+    pid = h.proc.pid
+    assert command_pid(h) != pid
+    stream = subprocess.Popen(
+        [sys.executable, "-m", "mechnode.testing.state_stream", "--ns", h.ns, "--joints", ",".join(JOINTS),
+         "--positions", "0.0,0.02", "--rate", "100", "--seconds", "3"],
+        env=ros_environment(), cwd=REPO_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        h.wait(lambda: len(h.command_times) > 20, "commands at 100 Hz")
-        pid = h.proc.pid
-        assert command_pid(h) != pid
+        assert stream.stdout.readline().strip() == "ready", stream.communicate(timeout=30)[0]
+        time.sleep(1.0)
         os.kill(pid, signal.SIGSTOP)
         try:
-            t0 = time.monotonic()
             time.sleep(1.0)
-            t1 = time.monotonic()
         finally:
             os.kill(pid, signal.SIGCONT)
+        out, _ = stream.communicate(timeout=30)
     finally:
-        stream.close()
-    sent = [t for t in h.command_times if t0 <= t <= t1]
-    # 100 expected; the client's own timer on a busy machine sends fewer, never none
-    assert len(sent) >= 50, f"{len(sent)} commands in the second the node's main process was stopped"
+        stream.kill()
+    r = json.loads(out.strip().splitlines()[-1])
+    print(r)
+    # stopped for 1 s: in one process (as before) no command at all for 1 s; here the stream's
+    # own timing (up to ~20 ms gaps on a busy machine) is all there is
+    assert r["commands"] >= 200 and r["largest_gap"] < 0.5, r
 
 
 def test_a_dead_command_process_is_reported_and_replaced(node):

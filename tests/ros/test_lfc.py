@@ -1,0 +1,102 @@
+"""The LFC output over real DDS: with ``lfc_topic`` set, the node publishes its schedule knot by
+knot as ``linear_feedback_controller_msgs/Control``, and LAAS's law on those messages,
+``tau = feedforward + feedback_gain ([q, qdot]_ref - [q, qdot])``, is the node's own command at
+the same states to first order: same gains, sign, joint order and reference.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from mechnode.testing.harness import DEFAULT_PARAMS
+
+from nodeproc import NodeProcess
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+
+JOINTS = ["cart_joint", "pole_joint"]
+
+
+@pytest.fixture(scope="module")
+def node(rclpy_mod, ifaces, tmp_path_factory):
+    d = tmp_path_factory.mktemp("lfc")
+    h = NodeProcess(rclpy_mod, DEFAULT_PARAMS, f"/test_lfc_{os.getpid()}", d / "mechnode.log",
+                    params=["lfc_topic:=lfc/control", "command_echo_topic:=command_echo"])
+    try:
+        assert h.bring_up()[-1] == "active"
+        yield h
+    finally:
+        h.close()
+
+
+def test_lfc_control_messages_are_the_nodes_law(node):
+    from linear_feedback_controller_msgs.msg import Control
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+
+    from mechnode import conversions as cv
+    from mechnode.plant import Plant
+    from mechnode.qos import COMMAND_QOS
+    h = node
+    controls, echoes = {}, []
+    h.client.create_subscription(Control, f"{h.ns}/lfc/control",
+                                 lambda m: controls.setdefault(cv.stamp_ns(m.header.stamp), m), COMMAND_QOS)
+    h.client.create_subscription(JointState, f"{h.ns}/command_echo", echoes.append, qos_profile_sensor_data)
+    h.connect_io(lambda m: None)
+    # the cart moves 0.3 sin(t) for 6 s: gains, feed-forward and reference change along the way
+    t = np.arange(0.0, 6.0 + 1e-9, 0.1)
+    h.ref_pub.publish(cv.joint_trajectory(JOINTS, t, np.stack([0.3 * np.sin(t), 0 * t], 1)))
+    h.wait(lambda: h.schedules, "the GainSchedule", timeout=60)
+    sched, start = cv.schedule_from_msg(h.schedules[-1])
+    h.wait(lambda: len(controls) >= 20, "LFC Control messages", timeout=10)
+    stamps = sorted(controls)
+    # knot by knot: stamps on the schedule's grid (start + t_k), in order
+    steps = np.diff(stamps) * 1e-9
+    assert np.all(steps > 0) and np.allclose(steps / sched.dt, np.round(steps / sched.dt), atol=1e-6)
+    msg = controls[stamps[0]]
+    assert list(msg.initial_state.joint_state.name) == JOINTS
+    assert [d.label for d in msg.feedback_gain.layout.dim] == ["rows", "cols"]
+    assert cv.row_major_from_msg(msg.feedback_gain).shape == (2, 4)
+    assert cv.row_major_from_msg(msg.feedforward).shape == (2, 1)
+
+    plant = Plant.load("cartpole.yaml", sched.dt)
+    Fu = plant.system.input_matrix(np.zeros(2))                # joint efforts = Fu u
+    checked = 0
+    for _ in range(5):
+        # a state near the knot due now, sent twice (+delta, -delta) with the same stamp; the node
+        # answers each with a command (echoed with the state's stamp), LFC's law on the Control
+        # message of that knot must give the same efforts to first order
+        # the Control due now, and states stamped at its knot's time (the node then uses that knot)
+        n_controls = len(controls)
+        h.wait(lambda n=n_controls: len(controls) > n, "a fresh Control message", timeout=5)
+        stamp = max(controls)
+        k = sched.knot((stamp - start) * 1e-9)
+        assert stamp == start + int(round(sched.times[k] * 1e9))
+        q_ref, v_ref = plant.vi.continuous_state(sched.x_ref[k])
+        delta = 1e-4 * np.array([1.0, -2.0, 3.0, 1.5])
+        taus = []
+        for sign in (1.0, -1.0):
+            z = np.concatenate([q_ref, v_ref]) + sign * delta
+            n0 = len(echoes)
+            h.state_pub.publish(cv.joint_state(JOINTS, z[:2], z[2:], stamp))
+            h.wait(lambda n0=n0: len(echoes) > n0, "the command echo")
+            assert cv.stamp_ns(echoes[-1].header.stamp) == stamp
+            taus.append((z, Fu @ np.asarray(echoes[-1].effort)))
+        c = controls[stamp]
+        K, u_ff = cv.row_major_from_msg(c.feedback_gain), cv.row_major_from_msg(c.feedforward)[:, 0]
+        z_ref = np.concatenate([c.initial_state.joint_state.position, c.initial_state.joint_state.velocity])
+        np.testing.assert_allclose(z_ref, np.concatenate([q_ref, v_ref]), atol=1e-12)
+        lfc = [u_ff + K @ (z_ref - z) for z, _ in taus]
+        ours = [tau for _, tau in taus]
+        # the mean: the feed-forward (second order in delta); the difference: the gains, exactly
+        # up to third order (a wrong sign or column order is off by 2 |K delta|, ~1e-3 here)
+        scale = np.abs(K @ delta).max()
+        assert scale > 1e-5
+        np.testing.assert_allclose((lfc[0] + lfc[1]) / 2, (ours[0] + ours[1]) / 2, atol=1e-6 + 1e-3 * scale)
+        np.testing.assert_allclose(lfc[0] - lfc[1], ours[0] - ours[1], atol=1e-3 * scale)
+        checked += 1
+        time.sleep(0.3)
+    assert checked == 5
