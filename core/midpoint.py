@@ -484,7 +484,8 @@ class MidpointVI:
         q, dq = np.zeros(n), np.zeros(n)
         x = self.discrete_state(q, dq)
         self.state_jacobian(q, dq)
-        for call in (lambda: self.system.linearize(q, dq), lambda: self.continuous_state(x)):
+        for call in (lambda: self.system.linearize(q, dq, residual_limit=None),
+                     lambda: self.continuous_state(x)):
             try:
                 call()
             except SingularMatrixError:
