@@ -146,6 +146,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     it = 0
     fresh = True            # evaluate the Jacobian at this iterate
     last_res = np.inf
+    alpha = 1.0             # scale of the constraint rows and multiplier columns of R_y
     while True:
         midpoint_terms(model, data, der, dt, q0, q1, u_force, 2 if fresh else 1, F, Fq, Fv, Fu, e3, e3)
         Lq, Lv = der.Lq, der.Lv
@@ -199,15 +200,31 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
             if not np.isfinite(np.sum(Ry)):
                 status[0], status[1] = OVERFLOW, 1
                 return
+            # constraint rows and multiplier columns scaled to M_k+1's size, so that the
+            # pivot test (relative to the largest entry) sees S = Dh(q1) M^-1 Dh(q0)^T relative
+            # to its factors, whatever the masses (m = 1e6 kg at dt = 0.1 made |S|/|M| 4e-16)
+            msize, dsize = 0.0, 0.0
+            for a in range(nd):
+                for b in range(nd):
+                    msize = max(msize, abs(Ry[a, b]))
+                for r in range(nc):
+                    dsize = max(dsize, abs(Ry[a, nd + r]), abs(Ry[nd + r, a]))
+            alpha = msize / dsize if msize > 0.0 and dsize > 0.0 else 1.0
+            for r in range(nc):
+                for b in range(nd):
+                    Ry[nd + r, b] *= alpha
+                    Ry[b, nd + r] *= alpha
             bad = lu_checked(Ry, LU, piv)
             if bad >= 0:
                 status[0], status[1] = SINGULAR_JACOBIAN, bad
                 return
+        for r in range(nc):          # the scaled system: rows times alpha, lam / alpha
+            R[nd + r, 0] *= alpha
         lu_solve(LU, piv, R)
         for a in range(nd):
             q1[dyn[a]] -= R[a, 0]
         for r in range(nc):
-            lam[r] -= R[nd + r, 0]
+            lam[r] -= alpha * R[nd + r, 0]
         it += 1
         last_res = res
         fresh = False
