@@ -46,7 +46,7 @@ class Reference:
         big = core.too_large((("positions", self.positions, None),
                          ("velocities", () if self.velocities is None else self.velocities, None)))
         if big is not None:     # (an interpolant of such points overflows to inf)
-            raise InputError(f"trajectory {big} ([point, variable in model order])")
+            raise InputError(f"reference {big}; indices are [point, variable in model order]")
         span = t[-1] - t[0]
         if t.size < 2 or span < dt * (1 - 1e-9):
             raise InputError(f"the trajectory must span at least one time step dt = {dt} s "
