@@ -24,7 +24,7 @@ from . import cache as _cache  # noqa: I001 - first: drops stale compiled kernel
 
 from .conventions import CONVENTIONS
 from .errors import (CoreError, IntegratorError, LinearizerError, ModelError, RiccatiError,
-                     SingularMatrixError)
+                     NonFiniteError, SingularMatrixError, SingularStepError)
 from .linearizer import Linearizer
 from .loader import load_system
 from .lqr import Controllability, controllability, dlqr, tvlqr
@@ -35,7 +35,7 @@ from .optimal import (DiscreteSystem, TrajectoryOptimizationResult, cost_and_gra
                       linearize_trajectory, optimize_trajectory, trajectory_cost)
 from .simulation import simulate_closed_loop, simulate_open_loop
 from .system import System
-from .validation import check_vector, weight_matrix
+from .validation import check_vector, too_large, weight_matrix
 from .workspace import Workspace
 
 __version__ = "0.1.0"
@@ -47,9 +47,9 @@ __all__ = [
     "simulate_open_loop", "simulate_closed_loop",
     "optimize_trajectory", "linearize_trajectory", "trajectory_cost", "cost_and_gradient",
     "DiscreteSystem", "TrajectoryOptimizationResult",
-    "check_vector", "weight_matrix", "CONVENTIONS",
+    "check_vector", "too_large", "weight_matrix", "CONVENTIONS",
     "CoreError", "ModelError", "SingularMatrixError", "RiccatiError", "IntegratorError",
-    "LinearizerError", "__version__",
+    "SingularStepError", "NonFiniteError", "LinearizerError", "__version__",
 ]
 
 

@@ -12,10 +12,14 @@ CONVENTIONS = """\
   no frame (e.g. a string length) in order of appearance in `constraints`, then `kinematic`
   (`System.config_names`). Inputs `u`: order of `inputs`, a wrench expanding to six inputs
   `fx, fy, fz, mx, my, mz` (`System.input_names`).
-* Continuous state `x = [q, dq]` (`System.state_names`). Equations:
-  `M ddq + L_vq dq - L_q = F(q, dq, u) + A^T lam`, `A ddq + b = 0` (`A`: holonomic
+* Continuous state `x = [q, dq]` (`System.state_names`, all n variables), input
+  `u = [force inputs, ddq of the kinematic variables]` (`System.continuous_input_names`: the
+  accelerations `<name>_ddot` of the `kinematic` variables, prescribed as in trep). Equations,
+  on the dynamic rows D only (kinematic rows K: `ddq_K = u_K`):
+  `(M ddq + L_vq dq - L_q)_D = F_D(q, dq, u) + A_D^T lam`, `A ddq + b = 0` (`A`: holonomic
   Jacobians in the order of `constraints`, a `coincide` entry one row per axis, then the
-  velocity-constraint rows). Linearization: `d/dt x = A x + B u`, `A` (2n, 2n), `B` (2n, m).
+  velocity-constraint rows). Linearization: `d/dt x = A x + B u`, `A` (2n, 2n), `B` (2n, m + nk);
+  it refuses a state off the constraints (`residual_limit`, default 1e-6; `None` skips).
 * Variational integrator: `x_k = [q_k (all), p_k (dynamic variables), v_k (kinematic
   velocities)]` (`MidpointVI.state_names`), `u_k = [force inputs, next values of the kinematic
   variables]` (`MidpointVI.input_names`); `p = dL/d dq` on the dynamic rows. Discrete

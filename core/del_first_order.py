@@ -5,6 +5,24 @@ The implicit-function theorem on the stacked DEL residual ``R(q_k+1, lam; x_k, u
 ``dy/dz = -R_y^-1 R_z``; ``R_y`` is ``[[M_k+1, -Dh(q_k)^T], [Dh(q_k+1), 0]]`` restricted to the
 dynamic columns, and the checks test ``M_k+1`` (VII-A) and ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T``
 (VII-B). With ``second``, :func:`core.del_second_order.second_order` adds ``H``.
+
+Sec. VII checks, scale-aware. A plain condition number ``|X| |X^-1|`` is 1 for any 1 x 1
+matrix, so it cannot tell a vanishing ``M_k+1`` of a one-variable system, or a vanishing ``S`` of
+one constraint, from a regular one. Both measures compare the matrix with the sizes of what it
+is made of:
+
+* VII-A: ``kappa_A = max(|M_k+1|_1, |T|_1) |M_k+1^-1|_1``, ``T`` the entrywise sum of the
+  absolute values of the terms of ``M_k+1 = dt/4 Lqq + (Lqv - Lqv^T)/2 - Lvv/dt + dt/2 Fq + Fv``.
+  It is at least the condition number, and large when the terms cancel (the pendulum's
+  ``dt^2 g cos(theta_m) + 4 r = 0``), not because the system is light or heavy.
+* VII-B: ``kappa_B = |C^-1|_1`` with ``C_ij = S_ij / (|Dh_i(q_k+1)|_2 |M_k+1^-1 Dh_j(q_k)^T|_2)``
+  the cosines of the angles between the factors of ``S = Dh(q_k+1) M_k+1^-1 Dh(q_k)^T``:
+  independent of the scale of the masses and of each constraint; for one constraint
+  ``1/|cos|`` (the paper's pendulum turning pi/2 in one step has ``cos = 6e-17``).
+
+A step is singular when a measure is not below ``MidpointVI.condition_limit`` (default 1e12:
+the matrix is then within about 1e-12 of its factors' size, and its float64 inverse keeps at
+most about 4 significant digits).
 """
 from __future__ import annotations
 
@@ -15,7 +33,24 @@ from .del_second_order import second_order
 from .del_solve import constraint_rows, midpoint_terms, slot_jacobians
 from .errors import OK, SINGULAR_CONSTRAINT_STEP, SINGULAR_M_NEXT
 from .forces import has_wrench_inputs
-from .linalg import add_product, condition_from_lu, lu_checked
+from .linalg import add_product, condition_from_lu, lu_checked, norm1
+
+
+@njit(cache=True, nogil=True)
+def _term_scale(der, dt, Fq, Fv, dyn):
+    """``|T|_1`` for ``T`` the sum of the absolute values of the terms of
+    ``M_k+1 = dt/4 Lqq + (Lqv - Lqv^T)/2 - Lvv/dt + dt/2 Fq + Fv`` (dynamic rows and columns)."""
+    Lqq, Lqv, Lvv = der.Lqq, der.Lqv, der.Lvv
+    best = 0.0
+    for b in range(dyn.shape[0]):
+        j = dyn[b]
+        s = 0.0
+        for a in range(dyn.shape[0]):
+            i = dyn[a]
+            s += (0.25 * dt * abs(Lqq[i, j]) + 0.5 * (abs(Lqv[i, j]) + abs(Lqv[j, i]))
+                  + abs(Lvv[i, j]) / dt + 0.5 * dt * abs(Fq[i, j]) + abs(Fv[i, j]))
+        best = max(best, s)
+    return best
 
 
 @njit(cache=True, nogil=True)
@@ -25,7 +60,8 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     at hand, ``Dh1_solved = Dh(q1)`` from :func:`del_step`; pass an empty (0, n) array to have
     it evaluated here). Fills ``A``, ``B`` and, with ``second``, ``H`` (see module docstring);
     ``scratch`` is work space for the second order (:func:`second_order_scratch`).
-    ``status``: OK, SINGULAR_M_NEXT or SINGULAR_CONSTRAINT_STEP; ``conds`` = the two condition numbers."""
+    ``status``: OK, SINGULAR_M_NEXT or SINGULAR_CONSTRAINT_STEP; ``conds`` = the two
+    singularity measures of :func:`singularity_measures`' docstring, compared with ``cond_limit``."""
     n, nd, nk, nc, m = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0], model.nu
     nx = n + nd + nk
     nz = nx + m + nk
@@ -82,22 +118,26 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         Rzq[nd + r] = 0.0
         for j in range(nk):
             Rzu[nd + r, m + j] = Dh1[r, kin[j]]
-    # Sec. VII checks: M_k+1 and Dh(q_k+1) M_k+1^-1 Dh(q_k)^T (one LU of M_k+1 gives its
-    # condition number and its inverse, from which the Schur complement and R_y^-1 follow)
+    # Sec. VII checks, scale-aware (a plain condition number cannot see a 1 x 1 matrix vanish):
+    # see :func:`singularity_measures`. One LU of M_k+1 gives its inverse, from which the Schur
+    # complement and R_y^-1 follow
     Mk = Ry[:nd, :nd].copy()
     LUm = np.empty((nd, nd))
     pivm = np.empty(nd, np.int64)
     Minv = np.empty((nd, nd))
     if nd > 0 and lu_checked(Mk, LUm, pivm) >= 0:
         conds[0] = np.inf
+    elif nd > 0:
+        condition_from_lu(Mk, LUm, pivm, Minv)
+        conds[0] = max(norm1(Mk), _term_scale(der, dt, Fq, Fv, dyn)) * norm1(Minv)
     else:
-        conds[0] = condition_from_lu(Mk, LUm, pivm, Minv) if nd > 0 else 1.0
+        conds[0] = 1.0
     if not conds[0] < cond_limit:
         status[0], status[1] = SINGULAR_M_NEXT, -1
         return
     if nc > 0:
-        # R_y^-1 by blocks from M^-1 and the Schur complement S = Dh(q1) M^-1 Dh(q0)^T (its
-        # condition is the Sec. VII-B check): with B = M^-1 Dh(q0)^T and C = S^-1 Dh(q1) M^-1,
+        # R_y^-1 by blocks from M^-1 and the Schur complement S = Dh(q1) M^-1 Dh(q0)^T: with
+        # B = M^-1 Dh(q0)^T and C = S^-1 Dh(q1) M^-1,
         # R_y^-1 = [[M^-1 - B C, B S^-1], [-C, S^-1]] (dynamic columns throughout; nc rows
         # or columns each, so the products are loops)
         D0t, D1 = Ry[:nd, nd:], Ry[nd:, :nd]         # -Dh(q0)^T and Dh(q1)
@@ -105,13 +145,29 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         add_product(Minv, D0t, Bm, -1.0)
         S = np.zeros((nc, nc))
         add_product(D1, Bm, S, 1.0)
-        LUs = np.empty((nc, nc))
-        pivs = np.empty(nc, np.int64)
+        # S_ij = r_i c_j cos(angle between Dh_i(q1) and B_j), r_i = |Dh_i(q1)|, c_j = |B_j|:
+        # the cosines C form S scaled by its factors, and S^-1 = diag(1/c) C^-1 diag(1/r)
+        r, c = np.empty(nc), np.empty(nc)
+        for i in range(nc):
+            r[i] = np.sqrt(np.sum(D1[i] ** 2))
+            c[i] = np.sqrt(np.sum(Bm[:, i] ** 2))
         Sinv = np.empty((nc, nc))
-        if lu_checked(S, LUs, pivs) >= 0:
-            conds[1] = np.inf
+        if np.min(r) > 0.0 and np.min(c) > 0.0:
+            for i in range(nc):
+                for j in range(nc):
+                    S[i, j] /= r[i] * c[j]
+            LUs = np.empty((nc, nc))
+            pivs = np.empty(nc, np.int64)
+            if lu_checked(S, LUs, pivs) >= 0:
+                conds[1] = np.inf
+            else:
+                condition_from_lu(S, LUs, pivs, Sinv)
+                conds[1] = norm1(Sinv)
+                for i in range(nc):
+                    for j in range(nc):
+                        Sinv[i, j] /= c[i] * r[j]
         else:
-            conds[1] = condition_from_lu(S, LUs, pivs, Sinv)
+            conds[1] = np.inf
         if not conds[1] < cond_limit:
             status[0], status[1] = SINGULAR_CONSTRAINT_STEP, -1
             return

@@ -80,6 +80,18 @@ def constraint_rows(model, data, q, order, lam, h, H1, H2, H2lam, H3lam):
 
 # ------------------------------------------------------------------------------ one step
 @njit(cache=True, nogil=True)
+def _displacement(q0, q1, info):
+    """``info[2:4] = (max |q1 - q0|, its index)``; inf where an entry is not finite."""
+    info[2], info[3] = 0.0, -1.0
+    for i in range(q0.shape[0]):
+        d = abs(q1[i] - q0[i])
+        if not d <= info[2]:
+            info[2], info[3] = (d if np.isfinite(d) else np.inf), i
+            if not np.isfinite(d):
+                return
+
+
+@njit(cache=True, nogil=True)
 def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_iter,
              q1, p1, lam, Dh1, status, info):
     """Solve the DEL equations for ``q1`` (all variables), ``p1`` (dynamic) and ``lam``;
@@ -91,8 +103,10 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     needs only L's gradient, O(n), and no factorization.
     Converged when every momentum row is below ``tol`` relative to the largest term of the
     equation and every constraint row below ``tol`` absolutely.
-    ``status``: OK, NEWTON_FAILED, SINGULAR_JACOBIAN (``status[1]`` = row) or OVERFLOW;
-    ``info``: [final (scaled) residual, iterations].
+    ``status``: OK, NEWTON_FAILED, SINGULAR_JACOBIAN (``status[1]`` = row) or OVERFLOW
+    (``status[1]`` = 1 when the Newton matrix itself has non-finite entries, else -1);
+    ``info``: [final (scaled) residual, iterations, largest |q1 - q0| of the last iterate (inf if
+    not finite), its variable] (the front-end tells a step far too large from a singular one).
     """
     n, nd, nk, nc = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0]
     m = model.nu
@@ -132,6 +146,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     it = 0
     fresh = True            # evaluate the Jacobian at this iterate
     last_res = np.inf
+    alpha = 1.0             # scale of the constraint rows and multiplier columns of R_y
     while True:
         midpoint_terms(model, data, der, dt, q0, q1, u_force, 2 if fresh else 1, F, Fq, Fv, Fu, e3, e3)
         Lq, Lv = der.Lq, der.Lv
@@ -158,6 +173,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
         for r in range(nc):
             res = max(res, abs(R[nd + r, 0]))
         info[0], info[1] = res, it
+        _displacement(q0, q1, info)
         if res <= tol:
             # relative convergence with overflowing terms (inf - inf momenta): not a step
             finite = np.isfinite(np.sum(p1)) and np.isfinite(np.sum(q1))
@@ -181,15 +197,34 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
                     Ry[nd + r, b] = Dh1[r, dyn[b]]
                 for s in range(nc):
                     Ry[nd + r, nd + s] = 0.0
+            if not np.isfinite(np.sum(Ry)):
+                status[0], status[1] = OVERFLOW, 1
+                return
+            # constraint rows and multiplier columns scaled to M_k+1's size, so that the
+            # pivot test (relative to the largest entry) sees S = Dh(q1) M^-1 Dh(q0)^T relative
+            # to its factors, whatever the masses (m = 1e6 kg at dt = 0.1 made |S|/|M| 4e-16)
+            msize, dsize = 0.0, 0.0
+            for a in range(nd):
+                for b in range(nd):
+                    msize = max(msize, abs(Ry[a, b]))
+                for r in range(nc):
+                    dsize = max(dsize, abs(Ry[a, nd + r]), abs(Ry[nd + r, a]))
+            alpha = msize / dsize if msize > 0.0 and dsize > 0.0 else 1.0
+            for r in range(nc):
+                for b in range(nd):
+                    Ry[nd + r, b] *= alpha
+                    Ry[b, nd + r] *= alpha
             bad = lu_checked(Ry, LU, piv)
             if bad >= 0:
                 status[0], status[1] = SINGULAR_JACOBIAN, bad
                 return
+        for r in range(nc):          # the scaled system: rows times alpha, lam / alpha
+            R[nd + r, 0] *= alpha
         lu_solve(LU, piv, R)
         for a in range(nd):
             q1[dyn[a]] -= R[a, 0]
         for r in range(nc):
-            lam[r] -= R[nd + r, 0]
+            lam[r] -= alpha * R[nd + r, 0]
         it += 1
         last_res = res
         fresh = False

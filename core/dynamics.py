@@ -17,6 +17,7 @@ State ``x = [q, dq]`` (2n), input ``u`` (m): ``A_lin`` is 2n x 2n, ``B_lin`` is 
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -25,9 +26,11 @@ from numba import njit
 from .constraints import holonomic, velocity_rows
 from .errors import (
     NONFINITE_INPUT,
+    NONFINITE_INTERMEDIATE,
     OK,
     SINGULAR_CONSTRAINTS,
     SINGULAR_MASS,
+    NonFiniteError,
     SingularMatrixError,
 )
 from .forces import generalized_force
@@ -45,7 +48,7 @@ from .rnea import (
     mass_matrix,
     newton_euler,
 )
-from .validation import check_vector, refuse_nonfinite
+from .validation import check_vector, largest_entry, number, refuse_nonfinite
 
 #: Plain-Python copy of the Lagrangian derivatives returned to users (see core.lagrangian).
 Derivatives = namedtuple("Derivatives", ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv",
@@ -64,24 +67,42 @@ def _first_nonfinite(q, dq, u):
 
 
 @njit(cache=True, nogil=True)
-def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, status):
+def _m_solve(tree_path, Lm, tree, X):
+    """``M_DD^-1 X`` in place from :func:`continuous_dynamics`' factor (tree or dense)."""
+    if tree_path:
+        tree_cholesky_solve(Lm, tree, X)
+    else:
+        cholesky_solve(Lm, X)
+
+
+@njit(cache=True, nogil=True)
+def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_lin, B_lin, dlam,
+                        h_out, A_out, status):
     """Solve for ``ddq`` and ``lam``; with ``linearize``, fill ``A_lin`` and ``B_lin``.
 
-    ``dlam`` (nc x (2n + m)) receives the derivatives of ``lam`` with respect to ``[q, dq, u]``.
-    ``status[0]`` is OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS or NONFINITE_INPUT, ``status[1]`` the
-    index of the offending variable or constraint row (of ``[q, dq, u]`` for a non-finite entry;
-    checked here rather than in Python, where it costs more than it does in the kernel).
+    ``u`` = [force inputs (m), accelerations of the kinematic variables ``kin`` (nk)]; the
+    equations of motion hold on the dynamic rows ``dyn`` only (see the module docstring).
+    ``dlam`` (nc x (2n + m + nk)) receives the derivatives of ``lam`` with respect to
+    ``[q, dq, u]``; ``h_out`` (nh) and ``A_out`` (nc x n) receive ``h(q)`` and the constraint
+    rows ``A(q)`` (for the consistency check of the front-end).
+    ``status[0]`` is OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS, NONFINITE_INPUT or
+    NONFINITE_INTERMEDIATE, ``status[1]`` the index of the offending variable or constraint row
+    (of ``[q, dq, u]`` for a non-finite entry; checked here rather than in Python, where it costs
+    more than it does in the kernel).
 
     The tree terms come from :mod:`core.rnea`: ``M`` from composite inertias, the bias forces
-    from a Newton-Euler pass, their derivatives in O(n d).
+    from a Newton-Euler pass, their derivatives in O(n d). Without kinematic variables ``M`` is
+    factored along the tree; with them its dynamic block ``M_DD`` densely.
     """
     n, m, nf = model.nq, model.nu, model.nf
+    nd, nk = dyn.shape[0], kin.shape[0]
     nh, nv = model.hc_kind.shape[0], model.vc_frame.shape[0]
     nc = nh + nv
     bad = _first_nonfinite(q, dq, u)
     if bad >= 0:
         status[0], status[1] = NONFINITE_INPUT, bad
         return
+    acc = u[m:]
     forward_kinematics(model, q, dq, data)
     Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
     body_inertias(model, data, Ib, has_mass)
@@ -95,16 +116,30 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     forder = 1 if linearize else 0
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     empty3 = np.empty((0, 0, 0))
-    generalized_force(model, data, dq, u, forder, F, Fq, Fv, Fu, empty3, empty3)
+    generalized_force(model, data, dq, u[:m], forder, F, Fq, Fv, Fu, empty3, empty3)
     tau = F - tau0 - Vs_q
-    Lm = np.empty((n, n))
+    if not (np.isfinite(np.sum(M)) and np.isfinite(np.sum(tau))):
+        status[0], status[1] = NONFINITE_INTERMEDIATE, -1
+        return
+    tree_path = nk == 0
     tree = (model.tree_order, model.tree_anc_ptr, model.tree_anc_idx, model.tree_desc_ptr,
             model.tree_desc_idx)
-    bad = tree_cholesky(M, tree, Lm)
-    if bad >= 0:    # name the pivot the plain (root-first) factorization would name
-        dense = cholesky_checked(M, np.empty((n, n)))
-        status[0], status[1] = SINGULAR_MASS, dense if dense >= 0 else bad
-        return
+    Lm = np.empty((nd, nd))
+    if tree_path:
+        bad = tree_cholesky(M, tree, Lm)
+        if bad >= 0:    # name the pivot the plain (root-first) factorization would name
+            dense = cholesky_checked(M, np.empty((n, n)))
+            status[0], status[1] = SINGULAR_MASS, dense if dense >= 0 else bad
+            return
+    else:
+        Mdd = np.empty((nd, nd))
+        for a in range(nd):
+            for c in range(nd):
+                Mdd[a, c] = M[dyn[a], dyn[c]]
+        bad = cholesky_checked(Mdd, Lm)
+        if bad >= 0:
+            status[0], status[1] = SINGULAR_MASS, dyn[bad]
+            return
     # constraint rows: A ddq + b = 0
     Ac = np.zeros((nc, n))
     b = np.zeros(nc)
@@ -119,25 +154,48 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
     zeros_n = np.zeros(n)
     if nv > 0:
         velocity_rows(model, data, dq, zeros_n, np.zeros(nc), nh, Ac, b, Cq, Cv, lam_dA)
-    # ddq = M^-1 (tau + A^T lam), lam = -(A M^-1 A^T)^-1 (b + A M^-1 tau)
-    Minv_tau_At = np.empty((n, 1 + nc))      # one solve for M^-1 [tau, A^T]
-    Minv_tau_At[:, 0] = tau
-    Minv_tau_At[:, 1:] = Ac.T
-    tree_cholesky_solve(Lm, tree, Minv_tau_At)
+    h_out[:] = h
+    A_out[:, :] = Ac
+    # on the dynamic rows D (kinematic rows K prescribed: ddq_K = acc):
+    # ddq_D = M_DD^-1 (tau_D - M_DK acc + A_D^T lam),
+    # lam = -(A_D M_DD^-1 A_D^T)^-1 (b + A_K acc + A_D M_DD^-1 (tau_D - M_DK acc))
+    Ad = np.empty((nc, nd))
+    for r in range(nc):
+        for a in range(nd):
+            Ad[r, a] = Ac[r, dyn[a]]
+        for j in range(nk):
+            b[r] += Ac[r, kin[j]] * acc[j]
+    Minv_tau_At = np.empty((nd, 1 + nc))      # one solve for M^-1 [tau, A^T]
+    for a in range(nd):
+        t = tau[dyn[a]]
+        for j in range(nk):
+            t -= M[dyn[a], kin[j]] * acc[j]
+        Minv_tau_At[a, 0] = t
+        for r in range(nc):
+            Minv_tau_At[a, 1 + r] = Ad[r, a]
+    _m_solve(tree_path, Lm, tree, Minv_tau_At)
     Minv_tau, Minv_At = Minv_tau_At[:, :1], np.ascontiguousarray(Minv_tau_At[:, 1:])
     Ls = np.empty((nc, nc))
+    ddq_d = np.empty(nd)
     if nc > 0:
-        schur = Ac @ Minv_At
+        schur = Ad @ Minv_At
+        if not np.isfinite(np.sum(schur)):
+            status[0], status[1] = NONFINITE_INTERMEDIATE, -1
+            return
         bad = cholesky_checked(schur, Ls)
         if bad >= 0:
             status[0], status[1] = SINGULAR_CONSTRAINTS, bad
             return
-        rhs = (-(b + Ac @ np.ascontiguousarray(Minv_tau[:, 0]))).reshape(nc, 1)
+        rhs = (-(b + Ad @ np.ascontiguousarray(Minv_tau[:, 0]))).reshape(nc, 1)
         cholesky_solve(Ls, rhs)
         lam[:] = rhs[:, 0]
-        ddq[:] = Minv_tau[:, 0] + Minv_At @ lam
+        ddq_d[:] = Minv_tau[:, 0] + Minv_At @ lam
     else:
-        ddq[:] = Minv_tau[:, 0]
+        ddq_d[:] = Minv_tau[:, 0]
+    for a in range(nd):
+        ddq[dyn[a]] = ddq_d[a]
+    for j in range(nk):
+        ddq[kin[j]] = acc[j]
     status[0], status[1] = OK, -1
     if not linearize:
         return
@@ -151,33 +209,44 @@ def continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A_lin, B_lin
         lam_dA += lam[r] * H2[r]
     if nv > 0:
         velocity_rows(model, data, dq, ddq, lam, nh, Ac, b, Cq, Cv, lam_dA)
-    # Residual derivatives R1 = M ddq + L_vq dq - L_q - F - A^T lam (n x (2n + m)), negated
-    # into X and solved in place (one solve for all columns): d ddq = X + M^-1 A^T d lam.
-    nz = 2 * n + m
-    X = np.empty((n, nz))
-    for i in range(n):
+    # Residual derivatives R1 = M ddq + L_vq dq - L_q - F - A^T lam on the dynamic rows
+    # (nd x (2n + m + nk); d/d acc = M_DK), negated into X and solved in place (one solve for
+    # all columns): d ddq_D = X + M_DD^-1 A_D^T d lam.
+    mu = m + nk
+    nz = 2 * n + mu
+    X = np.empty((nd, nz))
+    for a in range(nd):
+        i = dyn[a]
         for k in range(n):
-            X[i, k] = Fq[i, k] + lam_dA[i, k] - dtau_dq[i, k] - Ks[i, k]
-            X[i, n + k] = Fv[i, k] - dtau_dv[i, k]
+            X[a, k] = Fq[i, k] + lam_dA[i, k] - dtau_dq[i, k] - Ks[i, k]
+            X[a, n + k] = Fv[i, k] - dtau_dv[i, k]
         for r in range(m):
-            X[i, 2 * n + r] = Fu[i, r]
-    tree_cholesky_solve(Lm, tree, X)
+            X[a, 2 * n + r] = Fu[i, r]
+        for j in range(nk):
+            X[a, 2 * n + m + j] = -M[i, kin[j]]
+    _m_solve(tree_path, Lm, tree, X)
     if nc > 0:
-        # d lam = (A M^-1 A^T)^-1 (A M^-1 R1 - R2), R2 = d(A ddq + b) = [Cq, Cv, 0]
-        dlam_z = -(Ac @ X)
+        # d lam = (A_D M_DD^-1 A_D^T)^-1 (A_D M_DD^-1 R1 - R2), R2 = d(A ddq + b) = [Cq, Cv, 0, A_K]
+        dlam_z = -(Ad @ X)
         dlam_z[:, :n] -= Cq
         dlam_z[:, n:2 * n] -= Cv
+        for j in range(nk):
+            dlam_z[:, 2 * n + m + j] -= Ac[:, kin[j]]
         cholesky_solve(Ls, dlam_z)
         X += Minv_At @ dlam_z
         dlam[:, :] = dlam_z
-    A_lin[:n, :] = 0.0
-    B_lin[:n, :] = 0.0
+    A_lin[:, :] = 0.0
+    B_lin[:, :] = 0.0
     for i in range(n):
         A_lin[i, n + i] = 1.0
+    for a in range(nd):
+        i = dyn[a]
         for k in range(2 * n):
-            A_lin[n + i, k] = X[i, k]
-        for r in range(m):
-            B_lin[n + i, r] = X[i, 2 * n + r]
+            A_lin[n + i, k] = X[a, k]
+        for r in range(mu):
+            B_lin[n + i, r] = X[a, 2 * n + r]
+    for j in range(nk):
+        B_lin[n + kin[j], m + j] = 1.0
 
 
 @njit(cache=True, nogil=True)
@@ -209,8 +278,12 @@ def constraint_kernel(model, data, q, order, h, H1, H2):
 
 
 # ------------------------------------------------------------------------------ Python API
-def raise_for_status(system, status, where: str) -> None:
+def raise_for_status(system, status, where: str, inputs=()) -> None:
     code, index = int(status[0]), int(status[1])
+    if code == NONFINITE_INTERMEDIATE:
+        raise NonFiniteError(
+            f"{where} overflowed: finite inputs gave non-finite intermediates (largest input entry "
+            f"{largest_entry(inputs)}); the state or inputs are too large for this model")
     if code == SINGULAR_MASS:
         name = system.config_names[index]
         raise SingularMatrixError(
@@ -225,27 +298,87 @@ def raise_for_status(system, status, where: str) -> None:
         raise ValueError(f"{where}: entry {index} of [q, dq, u] is not finite")
 
 
-def _dynamics(system, q, dq, u, linearize):
+def check_consistent(system, h, Jv, dq, tol, what: str) -> None:
+    """ValueError naming the violated row if ``(q, dq)`` is off the constraint manifold:
+    ``|h_r| > tol |Dh_r|`` (about ``tol`` in q from it) or ``|(J dq)_r| > tol |J_r| max(1, |dq|)``
+    for the holonomic Jacobian and velocity-constraint rows ``Jv`` (``h``'s rows first). ``what``
+    names the computation that needs a consistent state."""
+    names = system.config_names
+    nh = h.shape[0]
+    for r in range(nh):
+        g = float(np.linalg.norm(Jv[r]))
+        if abs(h[r]) > tol * g:
+            raise ValueError(f"the state violates holonomic constraint row {r}: h = {h[r]:.3g} "
+                             f"(about {abs(h[r]) / max(g, 1e-300):.3g} in q from the constraint, "
+                             f"residual_limit {tol:g}); {what} needs a state on the constraint "
+                             "manifold (residual_limit=None skips this check)")
+    scale = max(1.0, float(np.linalg.norm(dq)))
+    res = Jv @ dq
+    for r in range(res.shape[0]):
+        g = float(np.linalg.norm(Jv[r]))
+        if abs(res[r]) > tol * max(g, 1e-12) * scale:
+            kind = "holonomic constraint row" if r < nh else "velocity constraint"
+            rr = r if r < nh else r - nh
+            raise ValueError(f"dq violates {kind} {rr} at velocity level: residual {res[r]:.3g} "
+                             f"(residual_limit {tol:g}); {what} needs a state on the constraint "
+                             f"manifold: project dq ({names}) onto the null space of the constraint "
+                             "rows (residual_limit=None skips this check)")
+
+
+def _indices(system):
+    """(dynamic, kinematic) variable indices, built once per model compilation."""
+    model = system.model
+    cached = system.__dict__.get("_dyn_kin")
+    if cached is None or cached[0] is not model:
+        kin = set(system.kinematic_names)
+        names = system.config_names
+        cached = (model, np.array([i for i, nm in enumerate(names) if nm not in kin], np.int64),
+                  np.array([i for i, nm in enumerate(names) if nm in kin], np.int64))
+        system.__dict__["_dyn_kin"] = cached
+    return cached[1], cached[2]
+
+
+def continuous_input_names(system) -> list[str]:
+    """The continuous input ``u = [force inputs, accelerations of the kinematic variables]``:
+    ``System.input_names`` then ``<kinematic>_ddot`` (see :mod:`core.conventions`)."""
+    return list(system.input_names) + [k + "_ddot" for k in system.kinematic_names]
+
+
+def _dynamics(system, q, dq, u, linearize, residual_limit=None, what=""):
     model = system.model
     n, m = model.nq, model.nu
+    dyn, kin = _indices(system)
+    mu = m + kin.shape[0]
     names = system._config_names     # not the property: it copies the list on every call
+    unames = system._input_names if mu == m else continuous_input_names(system)
     q = check_vector("q", q, n, names, finite=False)
     dq = check_vector("dq", dq, n, names, finite=False)
-    u = check_vector("u", u, m, system._input_names, finite=False)
+    u = check_vector("u", u, mu, unames, finite=False)
     data, der = system.workspace.get()
-    ddq, lam = np.empty(n), np.zeros(model.nh + model.nv)
-    A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, m))
-    dlam = np.zeros((lam.shape[0], 2 * n + m))
+    nc = model.nh + model.nv
+    ddq, lam = np.empty(n), np.zeros(nc)
+    A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, mu))
+    dlam = np.zeros((nc, 2 * n + mu))
+    h, Arows = np.empty(model.nh), np.empty((nc, n))
     status = np.zeros(2, np.int64)
-    continuous_dynamics(model, data, q, dq, u, linearize, ddq, lam, A, B, dlam, status)
+    continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A, B, dlam, h, Arows,
+                        status)
     if status[0] == NONFINITE_INPUT:
-        refuse_nonfinite((("q", q, names), ("dq", dq, names), ("u", u, system._input_names)))
-    raise_for_status(system, status, "continuous dynamics")
+        refuse_nonfinite((("q", q, names), ("dq", dq, names), ("u", u, unames)))
+    inputs = (("q", q, names), ("dq", dq, names), ("u", u, unames))
+    raise_for_status(system, status, "continuous dynamics", inputs)
+    if not (math.isfinite(ddq.sum()) and (not linearize or math.isfinite(A.sum() + B.sum()))):
+        status[0] = NONFINITE_INTERMEDIATE
+        raise_for_status(system, status, "continuous dynamics", inputs)
+    if residual_limit is not None and nc > 0:
+        tol = number("residual_limit", residual_limit, positive=True)
+        check_consistent(system, h, Arows, dq, tol, what)
     return ddq, lam, A, B, dlam
 
 
 def qdd(system, q, dq, u=None) -> np.ndarray:
-    """Accelerations ``ddq`` of the constrained, forced system."""
+    """Accelerations ``ddq`` of the constrained, forced system; ``u`` = [force inputs,
+    accelerations of the kinematic variables] (which ``ddq`` repeats on their rows)."""
     return _dynamics(system, q, dq, u, False)[0]
 
 
@@ -254,12 +387,16 @@ def constraint_forces(system, q, dq, u=None) -> np.ndarray:
     return _dynamics(system, q, dq, u, False)[1]
 
 
-def linearize(system, q, dq, u=None, multipliers: bool = False):
-    """Exact ``(A, B)`` of ``d/dt [q, dq] = f(q, dq, u)`` about the given point.
+def linearize(system, q, dq, u=None, multipliers: bool = False,
+              residual_limit: float | None = 1e-6):
+    """Exact ``(A, B)`` of ``d/dt [q, dq] = f(q, dq, u)`` about the given point; ``u`` =
+    [force inputs, accelerations of the kinematic variables] (:mod:`core.conventions`).
 
-    With ``multipliers=True`` also returns ``dlam/dx`` (nc x 2n) and ``dlam/du`` (nc x m).
+    ``(q, dq)`` must satisfy the constraints (``h = 0``, ``A dq = 0``) to within
+    ``residual_limit`` (as in :func:`core.minimal.linearize_minimal`; ``None`` skips the check).
+    With ``multipliers=True`` also returns ``dlam/dx`` (nc x 2n) and ``dlam/du`` (nc x nu).
     """
-    _, _, A, B, dlam = _dynamics(system, q, dq, u, True)
+    _, _, A, B, dlam = _dynamics(system, q, dq, u, True, residual_limit, "the linearization")
     if multipliers:
         n2 = A.shape[0]
         return A, B, dlam[:, :n2], dlam[:, n2:]

@@ -4,7 +4,8 @@ report.
 Every error is a :class:`CoreError` and also the standard exception a caller would expect
 (``ModelError`` and ``LinearizerError`` are ``ValueError``\\ s, ``SingularMatrixError`` and
 ``RiccatiError`` are ``numpy.linalg.LinAlgError``\\ s, ``IntegratorError`` is an
-``ArithmeticError``), so ``except core.CoreError`` catches all of them and existing handlers
+``ArithmeticError``, ``SingularStepError`` both an ``IntegratorError`` and a
+``SingularMatrixError``), so ``except core.CoreError`` catches all of them and existing handlers
 keep working. Messages name the offending element (variable, constraint row, step, matrix) and
 its value.
 
@@ -26,6 +27,7 @@ SINGULAR_JACOBIAN = 5      # the DEL Newton Jacobian is singular (index: the row
 SINGULAR_M_NEXT = 6        # Sec. VII-A: M_k+1 = D2 D1 L_d + D2 F_d^- is singular
 SINGULAR_CONSTRAINT_STEP = 7  # Sec. VII-B: Dh(q_k+1) M_k+1^-1 Dh(q_k)^T is singular
 OVERFLOW = 8               # the DEL solve converged but its result is not finite (too large)
+NONFINITE_INTERMEDIATE = 9  # finite inputs gave a NaN/inf matrix or result (overflow)
 
 
 class CoreError(Exception):
@@ -66,6 +68,23 @@ class IntegratorError(CoreError, ArithmeticError):
     def __init__(self, message, step=None, matrix=None, residual=None, iterations=None):
         super().__init__(message)
         self.step, self.matrix, self.residual, self.iterations = step, matrix, residual, iterations
+
+
+class SingularStepError(IntegratorError, SingularMatrixError):
+    """The one-step map of the variational integrator is singular at a step (Sec. VII-A:
+    ``M_k+1``; VII-B: ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T``): both an :class:`IntegratorError` (a
+    failed trial step) and a :class:`SingularMatrixError` (``matrix`` names which);
+    ``measure`` is the scale-aware singularity measure that exceeded the limit."""
+
+    def __init__(self, message, step=None, matrix=None, measure=None):
+        Exception.__init__(self, message)
+        self.step, self.matrix, self.residual, self.iterations = step, matrix, None, None
+        self.index, self.measure = -1, measure
+
+
+class NonFiniteError(CoreError, ArithmeticError):
+    """Finite inputs gave NaN or infinite intermediates (an overflow: an input far too large
+    for the model), as opposed to a singular matrix; the message names the largest input."""
 
 
 class LinearizerError(CoreError, ValueError):

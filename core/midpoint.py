@@ -43,6 +43,7 @@ from .errors import (
     SINGULAR_M_NEXT,
     IntegratorError,
     SingularMatrixError,
+    SingularStepError,
 )
 from .legendre import (
     feedback,
@@ -51,7 +52,11 @@ from .legendre import (
     legendre_jacobian,
     legendre_many,
 )
-from .validation import check_vector, float_stack, is_plain_vector
+from .validation import check_vector, float_stack, is_plain_vector, largest_entry, number
+
+#: A DEL solve that fails at an iterate moving more than this times max(1, |q_k|) in one step
+#: is reported as an overflow (inputs too large for the system and dt), not a singular matrix.
+RUNAWAY = 1e6
 
 _NO_SCRATCH = np.empty(0)
 _NO_TENSOR = np.empty((0, 0, 0))
@@ -61,8 +66,10 @@ class MidpointVI:
     """Midpoint variational integrator for a :class:`core.System` with time step ``dt``.
 
     ``step`` raises :class:`IntegratorError` when Newton's method does not converge (with the
-    residual and iteration count) and ``linearize`` when ``M_k+1`` or
-    ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` is singular (condition number above ``condition_limit``).
+    residual and iteration count) and ``linearize`` raises :class:`SingularStepError` (an
+    ``IntegratorError`` and a ``SingularMatrixError``) when ``M_k+1`` or
+    ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` is singular: its scale-aware measure (see
+    :mod:`core.del_first_order`) is not below ``condition_limit``.
 
     The last DEL solve is remembered per thread, so ``step(x, u)`` followed by
     ``linearize(x, u)`` (the usual pattern along a trajectory) solves once. Every method is
@@ -71,11 +78,10 @@ class MidpointVI:
 
     def __init__(self, system, dt: float, tolerance: float = 1e-11, max_iterations: int = 50,
                  condition_limit: float = 1e12):
-        if not (np.isfinite(dt) and dt > 0):
-            raise ValueError(f"dt must be a positive number, got {dt!r}")
-        self.system, self.dt = system, float(dt)
-        self.tolerance, self.max_iterations = float(tolerance), int(max_iterations)
-        self.condition_limit = float(condition_limit)
+        self.system, self.dt = system, number("dt", dt, positive=True)
+        self.tolerance = number("tolerance", tolerance, positive=True)
+        self.max_iterations = number("max_iterations", max_iterations, positive=True, integer=True)
+        self.condition_limit = number("condition_limit", condition_limit, positive=True)
         kin_names = set(system.kinematic_names)
         names = system.config_names
         self._last = threading.local()      # per thread: the last solve
@@ -261,33 +267,54 @@ class MidpointVI:
         n = model.nq
         q1, p1, lam = np.empty(n), np.empty(self.nd), np.zeros(model.nh)
         Dh1 = np.empty((model.nh, n))
-        status, info = np.zeros(2, np.int64), np.zeros(2)
+        status, info = np.zeros(2, np.int64), np.zeros(4)
         del_step(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
                  u_force, rho, self.tolerance, self.max_iterations, q1, p1, lam, Dh1, status, info)
-        self._raise_solve(status, info, None)
+        if status[0] != OK:
+            self._raise_solve(status, info, None, self._step_inputs(q, p, u_force, rho))
         # Shared through the cache: callers copy them or only pass them to kernels. (Kept
         # writable: numba types read-only arrays apart and types them slowly, ~9 us a call.)
         # Dh(q_k+1) goes to the linearization, which then need not evaluate it again.
         return q1, p1, lam, Dh1
 
-    def _raise_solve(self, status, info, step):
+    def _raise_solve(self, status, info, step, inputs):
+        """The DEL solve's failure as an :class:`IntegratorError`. A failure at an iterate that
+        moved more than ``RUNAWAY`` times the size of ``q_k`` (at least 1) in one step, or with
+        non-finite numbers, is reported as an overflow naming the largest entry of ``inputs``
+        (``(name, array, labels)``, ``q_k`` first), not as a singular matrix."""
         code = int(status[0])
         at = f" at step {step}" if step is not None else ""
+        moved, var = float(info[2]), int(info[3])
+        scale = max(1.0, float(np.max(np.abs(inputs[0][1]), initial=0.0)))
+        extra = dict(step=step, residual=float(info[0]), iterations=int(info[1]))
+        if code == OVERFLOW or (code != OK and not moved <= RUNAWAY * scale):
+            what = {NEWTON_FAILED: "Newton's method diverged",
+                    SINGULAR_JACOBIAN: "the DEL Newton matrix lost rank",
+                    OVERFLOW: ("the DEL Newton matrix overflowed (non-finite entries)"
+                               if int(status[1]) == 1 else "the next state overflowed (not finite)")
+                    }[code]
+            name = self.system.config_names[var] if 0 <= var < self.nq else "q"
+            raise IntegratorError(
+                f"DEL solve failed{at}: the state or inputs are too large for this system and dt "
+                f"(largest entry: {largest_entry(inputs)}); {what} after {int(info[1])} "
+                f"iteration(s), at an iterate that moves {name} by {moved:.3g} in one step of "
+                f"dt = {self.dt:g}; reduce them or dt", matrix=None, **extra)
         if code == NEWTON_FAILED:
             raise IntegratorError(
                 f"DEL solve did not converge{at}: residual {info[0]:.3e} after {int(info[1])} "
                 f"Newton iterations (tolerance {self.tolerance:.1e}); reduce dt or check the inputs",
-                step=step, matrix=None, residual=float(info[0]), iterations=int(info[1]))
+                matrix=None, **extra)
         if code == SINGULAR_JACOBIAN:
             raise IntegratorError(
                 f"DEL Newton Jacobian is singular{at} (row {int(status[1])}): M_k+1 or the "
-                "constraint Jacobian lost rank", step=step, matrix="DEL Jacobian",
-                residual=float(info[0]), iterations=int(info[1]))
-        if code == OVERFLOW:
-            raise IntegratorError(
-                f"DEL solve overflowed{at}: the next state is not finite (the state or inputs are "
-                "too large for this system and dt)", step=step, matrix=None,
-                residual=float(info[0]), iterations=int(info[1]))
+                "constraint Jacobian lost rank", matrix="DEL Jacobian", **extra)
+
+    def _step_inputs(self, q, p, u_force, rho):
+        """``(name, array, labels)`` of a step's inputs, for :meth:`_raise_solve`."""
+        state, inputs = self._names()
+        n, nd = self.nq, self.nd
+        return (("q", q, state[:n]), ("p", p, state[n:n + nd]), ("u", np.concatenate([u_force, rho]),
+                                                                  inputs))
 
     def step(self, x, u=None, multipliers: bool = False):
         """The one-step map ``x_k+1 = f(x_k, u_k)`` (``u`` None: zeros); with ``multipliers``
@@ -309,12 +336,13 @@ class MidpointVI:
         N, m = U.shape[0], self._m
         Q, P, LAM = np.empty((N + 1, self.nq)), np.empty((N + 1, self.nd)), np.zeros((N, model.nh))
         data, der = self.system.workspace.get()
-        status, info = np.zeros(3, np.int64), np.zeros(2)
+        status, info = np.zeros(3, np.int64), np.zeros(4)
         simulate_kernel(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q0, p0,
                         np.ascontiguousarray(U[:, :m]), np.ascontiguousarray(U[:, m:]),
                         self.tolerance, self.max_iterations, Q, P, LAM, status, info)
         if status[0] != OK:
-            self._raise_solve(status, info, int(status[2]))
+            k = int(status[2])
+            self._raise_solve(status, info, k, self._step_inputs(Q[k], P[k], U[k, :m], U[k, m:]))
         return Q, P, LAM
 
     def inverse_dynamics(self, Q, p0):
@@ -372,17 +400,22 @@ class MidpointVI:
         return self.system.workspace.buffer("second_order", size)
 
     def _raise_singular(self, code, conds, step):
+        """Sec. VII: a singular one-step map raises :class:`SingularStepError` with the
+        scale-aware measure (:mod:`core.del_first_order`)."""
         at = f" at step {step}" if step is not None else ""
         if code == SINGULAR_M_NEXT:
-            raise IntegratorError(
-                f"M_k+1 = D2 D1 L_d + D2 F_d^- is singular{at} (condition number {conds[0]:.3e} > "
-                f"{self.condition_limit:.1e}): singular coordinates or too large a time step "
-                "(Sec. VII-A)", step=step, matrix="M_k+1")
+            raise SingularStepError(
+                f"M_k+1 = D2 D1 L_d + D2 F_d^- is singular{at}: |M_k+1^-1| times the size of its "
+                f"terms is {conds[0]:.3e} >= condition_limit {self.condition_limit:.1e}; singular "
+                "coordinates or too large a time step (Sec. VII-A)",
+                step=step, matrix="M_k+1", measure=float(conds[0]))
         if code == SINGULAR_CONSTRAINT_STEP:
-            raise IntegratorError(
-                f"Dh(q_k+1) M_k+1^-1 Dh(q_k)^T is singular{at} (condition number {conds[1]:.3e} > "
-                f"{self.condition_limit:.1e}): the constraint moved too far in one step or is "
-                "degenerate (Sec. VII-B)", step=step, matrix="Dh M^-1 Dh^T")
+            raise SingularStepError(
+                f"S = Dh(q_k+1) M_k+1^-1 Dh(q_k)^T is singular{at}: |S^-1| relative to its factors "
+                f"is {conds[1]:.3e} >= condition_limit {self.condition_limit:.1e} (for one "
+                "constraint 1/|cos| of the angle between Dh(q_k+1) and M_k+1^-1 Dh(q_k)^T); the "
+                "constraint moved too far in one step or is degenerate (Sec. VII-B)",
+                step=step, matrix="Dh M^-1 Dh^T", measure=float(conds[1]))
 
     def linearize(self, x, u=None):
         """Exact first-order linearization ``(A, B)`` of the one-step map at ``(x, u)``."""
@@ -419,11 +452,12 @@ class MidpointVI:
         Uf, rho = np.ascontiguousarray(U[:, :m]), np.ascontiguousarray(U[:, m:])
         Q1, LAM, DH1 = np.empty((N, n)), np.zeros((N, model.nh)), np.empty((N, model.nh, n))
         data, der = self.system.workspace.get(third_order=second_order)
-        status, info = np.zeros(3, np.int64), np.zeros(2)
+        status, info = np.zeros(3, np.int64), np.zeros(4)
         solve_each(model, data, der, self.dt, dyn, kin, Q, P, Uf, rho, self.tolerance,
                    self.max_iterations, Q1, LAM, DH1, status, info)
         if status[0] != OK:
-            self._raise_solve(status, info, int(status[2]))
+            k = int(status[2])
+            self._raise_solve(status, info, k, self._step_inputs(Q[k], P[k], Uf[k], rho[k]))
         nz = self.nx + self.nu
         As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
         Hs = np.empty((N, self.nx, nz, nz) if second_order else (N, 0, 0, 0))
@@ -450,7 +484,8 @@ class MidpointVI:
         q, dq = np.zeros(n), np.zeros(n)
         x = self.discrete_state(q, dq)
         self.state_jacobian(q, dq)
-        for call in (lambda: self.system.linearize(q, dq), lambda: self.continuous_state(x)):
+        for call in (lambda: self.system.linearize(q, dq, residual_limit=None),
+                     lambda: self.continuous_state(x)):
             try:
                 call()
             except SingularMatrixError:

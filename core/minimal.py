@@ -93,8 +93,9 @@ import scipy.linalg
 from numba import njit
 
 from .constraints import velocity_rows
+from .dynamics import check_consistent
 from .lagrangian import prepare
-from .validation import check_vector
+from .validation import check_vector, number
 
 __all__ = ["MinimalInfo", "linearize_minimal", "velocity_constraint"]
 
@@ -314,7 +315,8 @@ def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: 
     Jv = np.vstack([Dh, Av])                                 # D_v f_v   (m x n), v = dq
 
     if residual_limit is not None:
-        _check_consistent(system, h, Dh, Jv, dq, residual_limit)
+        check_consistent(system, h, Jv, dq, number("residual_limit", residual_limit, positive=True),
+                         "the minimal linearization")
 
     Nc = _orthonormal_rows(Dh, "the holonomic constraint rows")
     Nv = _orthonormal_rows(Jv, "the velocity-level constraint rows (Dh and the velocity constraints)")
@@ -384,7 +386,7 @@ def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: 
     T[n:, :len(q_ind)] = C1 @ C0
     T[n:, len(q_ind):] = C2
 
-    A_full, B_full = system.linearize(q, dq, u)
+    A_full, B_full = system.linearize(q, dq, u, residual_limit=None)   # (checked above)
     state_index = np.array(q_ind + [n + i for i in v_ind], dtype=np.int64)
     A = A_full[state_index] @ T
     B = B_full[state_index].copy()
@@ -396,23 +398,3 @@ def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: 
         C0=C0, C1=C1, C2=C2, T=T,
         condition_coordinates=kappa_q, condition_speeds=kappa_v, state_index=state_index)
     return A, B, info
-
-
-def _check_consistent(system, h, Dh, Jv, dq, tol):
-    """ValueError naming the violated rows if the state is off the constraint manifold."""
-    names = system.config_names
-    for r in range(h.shape[0]):
-        g = float(np.linalg.norm(Dh[r]))
-        if abs(h[r]) > tol * g:
-            raise ValueError(f"the state violates holonomic constraint row {r}: h = {h[r]:.3g} "
-                             f"(about {abs(h[r]) / max(g, 1e-300):.3g} in q from the constraint); "
-                             "the minimal linearization needs a state on the constraint manifold")
-    scale = max(1.0, float(np.linalg.norm(dq)))
-    res = Jv @ dq
-    for r in range(res.shape[0]):
-        g = float(np.linalg.norm(Jv[r]))
-        if abs(res[r]) > tol * max(g, 1e-12) * scale:
-            kind = "holonomic constraint row" if r < h.shape[0] else "velocity constraint"
-            rr = r if r < h.shape[0] else r - h.shape[0]
-            raise ValueError(f"dq violates {kind} {rr} at velocity level: residual {res[r]:.3g}; "
-                             f"project dq ({names}) onto the null space of the constraint rows")

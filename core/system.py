@@ -234,7 +234,9 @@ class System:
         return self
 
     def set_kinematic(self, names) -> "System":
-        """Declare configuration variables whose trajectory is prescribed (variational integrator)."""
+        """Declare configuration variables whose trajectory is prescribed: inputs of the
+        variational integrator (next values) and of the continuous dynamics (accelerations),
+        see :mod:`core.conventions`."""
         self._kinematic = list(names)
         self._model = None
         return self
@@ -248,10 +250,13 @@ class System:
         """Constraint multipliers lambda (holonomic rows, then velocity rows)."""
         return dynamics.constraint_forces(self, q, dq, u)
 
-    def linearize(self, q, dq, u=None, multipliers: bool = False):
-        """Exact continuous linearization ``(A, B)`` for ``x = [q, dq]`` (and the multipliers'
-        derivatives with ``multipliers=True``)."""
-        return dynamics.linearize(self, q, dq, u, multipliers)
+    def linearize(self, q, dq, u=None, multipliers: bool = False, *,
+                  residual_limit: float | None = 1e-6):
+        """Exact continuous linearization ``(A, B)`` for ``x = [q, dq]``, ``u`` as
+        :attr:`continuous_input_names` (and the multipliers' derivatives with
+        ``multipliers=True``); a state off the constraints by more than ``residual_limit`` is
+        refused (``None`` skips the check; see :func:`core.dynamics.linearize`)."""
+        return dynamics.linearize(self, q, dq, u, multipliers, residual_limit)
 
     def linearize_minimal(self, q, dq, u=None, independent=None, condition_limit: float = 1e8, *,
                           residual_limit: float = 1e-6):
@@ -331,6 +336,12 @@ class System:
     def frame_names(self) -> list[str]:
         self.compile()
         return list(self._frame_names)
+
+    @property
+    def continuous_input_names(self) -> list[str]:
+        """Inputs of :meth:`qdd` and :meth:`linearize`: :attr:`input_names`, then the
+        accelerations ``<kinematic>_ddot`` of the kinematic variables."""
+        return dynamics.continuous_input_names(self)
 
     @property
     def kinematic_names(self) -> list[str]:

@@ -126,3 +126,54 @@ def weight_matrix(values, n: int, name: str, definite: bool = False) -> np.ndarr
     W = 0.5 * (W + W.T)
     check_definite(name, W, definite)
     return W
+
+
+# ------------------------------------------------------------------------------ sizes and types
+#: An input entry above this magnitude overflows double precision once squared (the square root
+#: of the largest double is 1.3e154): a computation that fails on such an input is reported as
+#: the input's size, not as what broke inside (a "singular" matrix of infinities, "condition inf").
+OVERFLOW_SCALE = 1e150
+
+
+def number(name: str, value, positive: bool = False, integer: bool = False) -> float:
+    """``value`` as a finite float (``integer``: an int), or a ValueError naming the argument,
+    its type or its value (``positive``: > 0). Strings are refused, not parsed."""
+    ok_type = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if not ok_type:
+        raise ValueError(f"{name} must be a {'whole ' if integer else ''}number, got "
+                         f"{type(value).__name__} {value!r}")
+    x = float(value)
+    if not math.isfinite(x) or (positive and not x > 0) or (integer and x != int(x)):
+        kind = "positive " if positive else ""
+        raise ValueError(f"{name} must be a finite {kind}{'whole ' if integer else ''}number, "
+                         f"got {value!r}")
+    return int(x) if integer else x
+
+
+def largest_entry(inputs, above: float = 0.0):
+    """The entry of largest magnitude among ``inputs`` (``(name, array, labels of the last axis
+    or None)``) if it exceeds ``above`` (non-finite entries are not counted): a text such as
+    ``"u[0] (cart_force) = 1e+12"``, or None."""
+    best, text = above, None
+    for name, a, labels in inputs:
+        a = np.asarray(a, dtype=float)
+        if a.size == 0:
+            continue
+        mag = np.where(np.isfinite(a), np.abs(a), 0.0)
+        k = int(np.argmax(mag))
+        if mag.flat[k] > best:
+            idx = tuple(int(i) for i in np.unravel_index(k, a.shape))
+            label = f" ({labels[idx[-1]]})" if labels is not None and idx[-1] < len(labels) else ""
+            best, text = float(mag.flat[k]), f"{name}{list(idx)}{label} = {a[idx]:.6g}"
+    return text
+
+
+def too_large(inputs) -> str | None:
+    """A message naming the first input entry above :data:`OVERFLOW_SCALE` in magnitude, or None
+    (``inputs`` as for :func:`largest_entry`)."""
+    for name, a, labels in inputs:
+        big = largest_entry(((name, a, labels),), OVERFLOW_SCALE)
+        if big is not None:
+            return (f"input {big} is too large: the computation overflows double precision "
+                    f"(|entries| above {OVERFLOW_SCALE:.0e})")
+    return None

@@ -1,13 +1,13 @@
 """Launch the mechnode node (for a full ROS 2 install with launch / launch_ros):
 
-    ros2 launch launch/mechnode.launch.py [params_file:=config/cartpole_params.yaml]
+    ros2 launch launch/mechnode.launch.py [params_file:=config/params/cartpole_params.yaml]
         [namespace:=/robot] [autostart:=true] [log_level:=info]
 
 Runs the ``mechnode`` console script (installed with this Python package; no ``package=`` is
 given, so launch_ros looks the executable up on PATH) with the parameter file; with
 ``autostart`` the node configures and activates itself, otherwise a lifecycle manager drives
 it. Without ``ros2 launch`` the same node starts with
-``mechnode --ros-args --params-file config/mechnode.yaml``.
+``mechnode --ros-args --params-file config/params/mechnode.yaml``.
 """
 import os
 
@@ -18,7 +18,7 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 DEFAULT_PARAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                              "config", "mechnode.yaml")
+                              "config", "params", "mechnode.yaml")
 
 
 def generate_launch_description():

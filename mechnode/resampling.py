@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.interpolate
 
+import core
+
 from .errors import InputError
 
 
@@ -41,6 +43,10 @@ class Reference:
             raise InputError(f"non-finite position at point {k}")
         if self.velocities is not None and not np.all(np.isfinite(self.velocities)):
             raise InputError("non-finite velocity in the trajectory")
+        big = core.too_large((("positions", self.positions, None),
+                         ("velocities", () if self.velocities is None else self.velocities, None)))
+        if big is not None:     # (an interpolant of such points overflows to inf)
+            raise InputError(f"reference {big}; indices are [point, variable in model order]")
         span = t[-1] - t[0]
         if t.size < 2 or span < dt * (1 - 1e-9):
             raise InputError(f"the trajectory must span at least one time step dt = {dt} s "

@@ -5,7 +5,7 @@ They exist from start-up, answer from the configured model (``success: false`` n
 while unconfigured) and never raise: a bad request, a singular linearization or any other error
 becomes ``success: false`` with a message. A result with a non-finite entry is never answered
 with ``success: true``: the message names the entry, or, when the computation failed on an input
-too large for double precision (:data:`OVERFLOW_SCALE`), that input entry and its value. Every
+too large for double precision (:data:`core.validation.OVERFLOW_SCALE`), that input entry and its value. Every
 answer is computed afresh; none of them changes the node's state.
 
 Every request gets an answer, and none waits for another: the quick queries (get_model,
@@ -49,12 +49,6 @@ NODE_CONVENTIONS = (
     "topic: force inputs (command_mode effort) or the whole u (full).")
 CONVENTIONS = core.CONVENTIONS + "\n" + NODE_CONVENTIONS
 
-#: An input entry above this magnitude overflows double precision once squared (the square root
-#: of the largest double is 1.3e154): a computation that fails on such an input is reported as
-#: the input's size, not as what broke inside (a "singular" matrix of infinities, "condition inf").
-OVERFLOW_SCALE = 1e150
-
-
 class NonFiniteResult(ValueError):
     """A service computation gave NaN or infinite entries."""
 
@@ -70,31 +64,15 @@ def check_finite(**results) -> None:
                                   f"({bad.size} non-finite entries)")
 
 
-def largest_input(inputs):
-    """A message naming the first input entry above :data:`OVERFLOW_SCALE` in magnitude, or None.
-    ``inputs``: ``(name, array, labels of the last axis or None)``."""
-    for name, a, labels in inputs:
-        a = np.asarray(a, dtype=float)
-        if a.size == 0:
-            continue
-        big = np.flatnonzero(np.isfinite(a) & (np.abs(a) > OVERFLOW_SCALE))
-        if big.size:
-            idx = tuple(int(i) for i in np.unravel_index(int(big[0]), a.shape))
-            label = f" ({labels[idx[-1]]})" if labels is not None and idx[-1] < len(labels) else ""
-            return (f"input {name}{list(idx)}{label} = {a[idx]:.6g} is too large: the computation "
-                    f"overflows double precision (|entries| above {OVERFLOW_SCALE:.0e})")
-    return None
-
-
 @contextlib.contextmanager
 def overflow_guard(*inputs):
-    """Around a computation on ``inputs`` (see :func:`largest_input`): if it fails (a core error,
+    """Around a computation on ``inputs`` (see :func:`core.too_large`): if it fails (a core error,
     a LinAlgError, an ArithmeticError, a non-finite result) and an input is too large, the error
     becomes an InputError about that input's size."""
     try:
         yield
     except (core.CoreError, np.linalg.LinAlgError, ArithmeticError, NonFiniteResult) as exc:
-        big = largest_input(inputs)
+        big = core.too_large(inputs)
         if big is None:
             raise
         raise InputError(f"{big}; the computation failed ({type(exc).__name__})") from None
@@ -256,7 +234,9 @@ class ModelServices:
                                  "linearizations only (discrete = true)")
             system = plant.system
             dq = cv.as_vector(request.dq, "dq", plant.n)
-            u = cv.as_vector(request.u, "u", system.nu)
+            # continuous input: forces, then the kinematic variables' accelerations
+            input_names = system.continuous_input_names
+            u = cv.as_vector(request.u, "u", len(input_names))
             state_names = plant.continuous_state_names
             if request.minimal and plant.model.nh + plant.model.nv > 0:
                 A, B, info = system.linearize_minimal(q, dq, u,
@@ -270,7 +250,6 @@ class ModelServices:
                 if request.minimal:
                     response.message = "unconstrained system: all coordinates are independent"
             f = np.concatenate([dq, system.qdd(q, dq, u)])
-            input_names = system.input_names
         check_finite(A=A, B=B, f=f, second_order=() if H is None else H)
         if H is not None:
             response.second_order = cv.tensor_msg(H)

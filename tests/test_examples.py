@@ -200,3 +200,30 @@ def test_marionette_script_quick(tmp_path, capsys):
     else:
         for name in ("marionette_error.png", "marionette_torso.png"):
             assert (tmp_path / name).stat().st_size > 0
+
+
+# =================================================================================== core.demo
+MODELS = sorted(f for f in os.listdir(os.path.join(ROOT, "config")) if f.endswith(".yaml"))
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_library_demo_linearizes_every_model(model, capsys):
+    """``python -m core.demo config/<model>`` picks a valid state for each model (the
+    marionette: its rest state; q = 0 is singular there) and prints both linearizations."""
+    from core import demo
+    assert demo.main([os.path.join(ROOT, "config", model)]) == 0
+    out = capsys.readouterr().out
+    assert "operating point:" in out and "A_d =" in out
+
+
+def test_library_demo_says_why_it_cannot_linearize(tmp_path, capsys):
+    from core import demo
+    path = tmp_path / "idle.yaml"
+    path.write_text("frames:\n- {name: a, parent: world, rx: idle}\n")   # moves no mass
+    assert demo.main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "cannot linearize" in err and "mass matrix is singular" in err and "idle" in err
+    path.write_text("frames:\n- {name: a, parent: world, tx: x, mass: 1.0}\n"
+                    "constraints:\n- {type: distance, frame1: world, frame2: a, distance: 1.0}\n")
+    assert demo.main([str(path)]) == 1            # x = 0 can never be 1 from the world origin
+    assert "Gauss-Newton did not reach them" in capsys.readouterr().err

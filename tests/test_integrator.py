@@ -1,12 +1,15 @@
 """The midpoint variational integrator: the paper's numbers, exactness of the first- and
 second-order linearizations against finite differences, long-run behaviour, singularities."""
 import itertools
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import core
 
+CARTPOLE = Path(__file__).resolve().parents[1] / "config" / "cartpole.yaml"
 PENDULUM = {
     "gravity": [0, -9.8, 0],
     "frames": [{"name": "pendulum", "parent": "world", "rz": "theta"},
@@ -282,7 +285,7 @@ def test_first_order_with_and_without_the_solves_constraint_jacobian():
     model, (data, der) = s.model, s.workspace.get()
     n, nh = vi.nq, model.nh
     q1, p1, lam, Dh1 = np.empty(n), np.empty(vi.nd), np.zeros(nh), np.full((nh, n), np.nan)
-    status, info = np.zeros(2, np.int64), np.zeros(2)
+    status, info = np.zeros(2, np.int64), np.zeros(4)
     del_step(model, data, der, vi.dt, vi.dynamic_index, vi.kinematic_index, q0, p0, u_force, rho,
              1e-13, 50, q1, p1, lam, Dh1, status, info)
     assert status[0] == 0 and nh == 2
@@ -360,14 +363,97 @@ def test_spherical_pendulum_singularity_is_reported():
     q1[names.index("phi")] = 0.1
     d = s.lagrangian_derivatives(0.5 * (q0 + q1), (q1 - q0) / dt, 1)
     p0 = -(0.5 * dt * d.Lq - d.Lv)  # p_k = -D1 L_d(q_k, q_k+1)
-    with pytest.raises(core.IntegratorError) as err:
+    with pytest.raises(core.SingularStepError) as err:
         vi.linearize(vi.state(q0, p0), [])
-    assert "M_k+1" in str(err.value) or "singular" in str(err.value)
+    assert "M_k+1" in str(err.value) and "Sec. VII-A" in str(err.value)
     # away from the pole the same construction is regular
     q1[names.index("theta")] = 0.25
     d = s.lagrangian_derivatives(0.5 * (q0 + q1), (q1 - q0) / dt, 1)
     A, _ = vi.linearize(vi.state(q0, -(0.5 * dt * d.Lq - d.Lv)), [])
     assert np.all(np.isfinite(A))
+
+
+# Sec. VII-B: the gravity-free Cartesian pendulum on the unit circle (q = (x, y), h = x^2 + y^2 - 1
+# up to scale), dt = 0.1, S = Dh(q_k+1) M_k+1^-1 Dh(q_k)^T = -4 dt^2/m (x_k x_k+1 + y_k y_k+1)
+CIRCLE = {
+    "gravity": [0, 0, 0],
+    "frames": [{"name": "px", "parent": "world", "tx": "x"},
+               {"name": "bob", "parent": "px", "ty": "y", "mass": 1.0}],
+    "constraints": [{"type": "distance", "frame1": "world", "frame2": "bob", "distance": 1.0}],
+}
+
+
+def step_fd(vi, x, h):
+    """Central differences of ``vi.step(x, [])`` with the step ``h[j]`` in ``x[j]``."""
+    cols = []
+    for j, hj in enumerate(h):
+        e = np.zeros(x.size)
+        e[j] = hj
+        cols.append((vi.step(x + e, []) - vi.step(x - e, [])) / (2 * hj))
+    return np.column_stack(cols)
+
+
+def circle_step(turn, mass=1.0, dt=0.1):
+    """The integrator and the state x_k from which the step turns ``turn`` rad from (1, 0):
+    p_k = m (q_k+1 - q_k)/dt solves the DEL equations with lam_k = 0."""
+    spec = {**CIRCLE, "frames": [CIRCLE["frames"][0], {**CIRCLE["frames"][1], "mass": mass}]}
+    vi = core.MidpointVI(core.load_system(spec), dt)
+    q0, q1 = np.array([1.0, 0.0]), np.array([np.cos(turn), np.sin(turn)])
+    x = vi.state(q0, mass * (q1 - q0) / dt)
+    np.testing.assert_allclose(vi.step(x, [])[:2], q1, atol=1e-9)
+    return vi, x
+
+
+def test_sec7b_singular_constraint_step_is_reported():
+    # the paper's example: a quarter turn in one step makes Dh(q_k+1) orthogonal to Dh(q_k)
+    # (S = -4.4e-18 with 1 x 1 condition number 1: the old check let A = 9e16 through)
+    vi, x = circle_step(np.pi / 2)
+    with pytest.raises(core.SingularMatrixError, match=r"Sec. VII-B") as err:
+        vi.linearize(x, [])
+    assert isinstance(err.value, core.IntegratorError) and err.value.matrix == "Dh M^-1 Dh^T"
+    assert err.value.measure > 1e15           # 1/|cos(pi/2)| = 1.6e16
+    with pytest.raises(core.SingularStepError):
+        vi.linearize2(x, [])
+    with pytest.raises(core.SingularStepError, match="at step 0"):
+        X = np.vstack([x, vi.step(x, [])])
+        vi.linearize_trajectory(X, np.zeros((1, 0)))
+    # nearby regular steps, at any mass scale: exact (finite differences) and no false alarm
+    for turn, mass in [(np.pi / 2 - 0.05, 1.0), (np.pi / 2 + 0.05, 1e-6), (0.3, 1e6), (1.0, 1.0)]:
+        vi, x = circle_step(turn, mass)
+        A, _ = vi.linearize(x, [])
+        np.testing.assert_allclose(A, step_fd(vi, x, [1e-7, 1e-7, 1e-7 * mass, 1e-7 * mass]),
+                                   rtol=1e-5, atol=1e-6 * np.abs(A).max())
+
+
+def sec7a_pendulum(dt, theta0, theta1, mass=1.0):
+    """The one-variable pendulum (r = 1, g = 9.8; theta from the downward vertical) and the
+    state whose step goes from theta0 to theta1: p_k = -D1 L_d(q_k, q_k+1)."""
+    s = core.load_system({"gravity": [0, 0, -9.8],
+                          "frames": [{"name": "arm", "parent": "world", "rx": "theta"},
+                                     {"name": "bob", "parent": "arm", "tz": -1.0, "mass": mass}]})
+    vi = core.MidpointVI(s, dt)
+    q0, q1 = np.array([theta0]), np.array([theta1])
+    d = s.lagrangian_derivatives(0.5 * (q0 + q1), (q1 - q0) / dt, 1)
+    return vi, vi.state(q0, -(0.5 * dt * d.Lq - d.Lv))
+
+
+def test_sec7a_one_variable_singularity_is_reported_and_never_falsely():
+    # Sec. VII-A, pure pendular motion: M_k+1 = -m r^2/dt - dt m g r cos(theta_m)/4 ... vanishes
+    # when dt^2 g cos(theta_m) + 4 r = 0, i.e. dt = sqrt(4 r/g) about the upright theta_m = pi
+    # (a 1 x 1 matrix: its condition number is 1 and the old check could not see it)
+    dt = np.sqrt(4 / 9.8)
+    vi, x = sec7a_pendulum(dt, np.pi - 0.3, np.pi + 0.3)
+    with pytest.raises(core.SingularMatrixError, match=r"M_k\+1 .*\(Sec\. VII-A\)") as err:
+        vi.linearize(x, [])
+    assert err.value.matrix == "M_k+1" and err.value.measure > 1e12
+    # regular steps of the same one-variable system, light or heavy, large or small steps
+    for dt_, th0, th1, mass in [(0.9 * dt, np.pi - 0.3, np.pi + 0.3, 1.0),
+                                (0.05, np.pi - 0.6, np.pi - 0.2, 1e-8),
+                                (0.01, 0.2, 0.25, 1e8), (0.5, -1.0, 2.0, 1.0), (0.01, 0.0, 0.0, 1.0)]:
+        vi, x = sec7a_pendulum(dt_, th0, th1, mass)
+        A, _ = vi.linearize(x, [])
+        np.testing.assert_allclose(A, step_fd(vi, x, [1e-6, 1e-6 * mass]), rtol=1e-4,
+                                   atol=1e-6 * np.abs(A).max())
 
 
 def test_newton_failure_reports_residual_and_iterations():
@@ -426,3 +512,37 @@ def test_linearize_refuses_non_finite_state_and_input_after_a_cached_solve(secon
         linearize(x[:-1], u)
     A, B = linearize(x, u)[:2]  # and it still works
     assert np.all(np.isfinite(A)) and np.all(np.isfinite(B))
+
+
+# ------------------------------------------------------------------------------ messages
+def test_too_large_inputs_are_reported_as_such_not_as_singular_matrices():
+    # a 1e12 N force on the cart-pole used to report "M_k+1 or the constraint Jacobian lost rank"
+    vi = core.MidpointVI(core.load_system(CARTPOLE), 0.01)
+    x = vi.state(np.zeros(2), np.zeros(2))
+    for force in (1e11, 1e12, 1e200):
+        with pytest.raises(core.IntegratorError, match=re.escape(
+                "too large for this system and dt (largest entry: u[0] (cart_force) = "
+                f"{force:.6g})")) as err:
+            vi.step(x, [force])
+        assert "lost rank" not in str(err.value).split(";")[0]
+    with pytest.raises(core.IntegratorError, match=r"at step 3: .*u\[0\] \(cart_force\) = 1e\+12"):
+        vi.simulate(np.zeros(2), np.zeros(2), np.array([[0.0]] * 3 + [[1e12]]))
+    with pytest.raises(core.IntegratorError, match=r"largest entry: q\[0\] \(x\) = 1e\+300"):
+        vi.step(vi.state([1e300, 0.0], [0.0, 0.0]), [0.0])
+    # a genuinely singular Newton matrix keeps its own message (a model whose mass matrix is
+    # singular at q = 0: a variable that moves nothing)
+    still = core.MidpointVI(core.load_system({"gravity": [0, 0, 0], "frames": [
+        {"name": "a", "parent": "world", "rx": "idle"}]}), 0.01)
+    with pytest.raises(core.IntegratorError, match="DEL Newton Jacobian is singular"):
+        still.step(still.state([0.0], [1.0]), [])
+
+
+def test_wrong_types_name_the_argument():
+    s = core.load_system(PENDULUM)
+    for kw, pattern in [({"dt": "0.01"}, r"dt must be a number, got str '0.01'"),
+                        ({"dt": 0.0}, r"dt must be a finite positive number, got 0.0"),
+                        ({"dt": 0.01, "tolerance": None}, r"tolerance must be a number, got NoneType"),
+                        ({"dt": 0.01, "max_iterations": 2.5}, r"max_iterations must be a finite "
+                                                              r"positive whole number, got 2.5")]:
+        with pytest.raises(ValueError, match=pattern):
+            core.MidpointVI(s, **kw)

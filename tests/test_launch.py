@@ -10,7 +10,7 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(REPO, "launch", "mechnode.launch.py")
-PARAM_FILES = ["config/mechnode.yaml", "config/cartpole_params.yaml"]
+PARAM_FILES = ["config/params/mechnode.yaml", "config/params/cartpole_params.yaml"]
 
 
 def test_launch_file_compiles_and_references_an_existing_params_file(tmp_path):
@@ -48,3 +48,16 @@ def test_params_files_are_ros2_parameter_files_for_the_node(rel):
                               params["accept_unstamped"])
     assert not limits.accept_unstamped and limits.command.shape == (plant.nu,)
     assert params["command_mode"] == "effort"
+
+
+def test_model_files_and_parameter_files_are_kept_apart():
+    """Every YAML file in config/ is a model (``python -m core.demo`` and the node's ``model``
+    parameter take them); the node's parameter files live in config/params/."""
+    import core
+    config = os.path.join(REPO, "config")
+    models = sorted(f for f in os.listdir(config) if f.endswith(".yaml"))
+    assert "cartpole.yaml" in models and "marionette.yaml" in models
+    for name in models:
+        core.load_system(os.path.join(config, name))
+    params = sorted(os.listdir(os.path.join(config, "params")))
+    assert params == sorted(os.path.basename(p) for p in PARAM_FILES)

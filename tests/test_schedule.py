@@ -241,6 +241,19 @@ def test_bad_references_are_rejected(times, match):
         resample(ref, 0.01)
 
 
+def test_huge_reference_positions_are_named_not_reported_as_infs():
+    # 1e300 positions used to end in scipy's "Array must not contain infs" (the interpolant's
+    # slopes overflow); the point, the variable and the value are named instead
+    t = np.array([0.0, 0.5, 1.0])
+    for vel in (None, np.zeros((3, 2))):
+        pos = np.zeros((3, 2))
+        pos[1, 1] = 1e300
+        with pytest.raises(InputError, match=r"positions\[1, 1\] = 1e\+300 is too large"):
+            resample(Reference(t, pos, vel), 0.01)
+    with pytest.raises(InputError, match=r"velocities\[2, 0\] = -1e\+200 is too large"):
+        resample(Reference(t, np.zeros((3, 2)), np.array([[0, 0], [0, 0], [-1e200, 0]])), 0.01)
+
+
 def test_too_long_and_nan_references_are_rejected():
     with pytest.raises(InputError, match="max_knots"):
         resample(Reference(np.array([0.0, 100.0]), np.zeros((2, 1))), 0.01, max_knots=1000)

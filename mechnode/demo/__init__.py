@@ -5,7 +5,7 @@ tracks a reference, and the tracking error is printed as it converges.
 
 What runs:
 * the node, started as its own process exactly as a user would start it
-  (``python -m mechnode --ros-args --params-file config/cartpole_params.yaml``, the embedded
+  (``python -m mechnode --ros-args --params-file config/params/cartpole_params.yaml``, the embedded
   default model ``config/cartpole.yaml``) and driven through its lifecycle services
   (configure, activate; at the end deactivate, cleanup, shutdown) — or, with ``--in-process``,
   in this process on its own executor;
@@ -230,7 +230,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mechnode.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default=None, help="node parameter file "
-                        "(default config/cartpole_params.yaml)")
+                        "(default config/params/cartpole_params.yaml)")
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="seconds after activation to converge (default %(default)s)")
     parser.add_argument("--threshold", type=float, default=0.01,

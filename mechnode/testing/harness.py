@@ -14,7 +14,7 @@ import time
 
 from ..plant import CONFIG_DIR, REPO_DIR
 
-DEFAULT_PARAMS = os.path.join(CONFIG_DIR, "cartpole_params.yaml")
+DEFAULT_PARAMS = os.path.join(CONFIG_DIR, "params", "cartpole_params.yaml")
 
 
 def ros_environment(domain_id: int | None = None) -> dict:
