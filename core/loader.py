@@ -43,7 +43,8 @@ def load_system(source) -> System:
         f = dict(f)
         name = f.pop("name")
         system.add_frame(name, parent=f.pop("parent", WORLD), mass=f.pop("mass", 0.0),
-                         inertia=f.pop("inertia", None), offset=f.pop("offset", None), **f)
+                         inertia=f.pop("inertia", None), offset=f.pop("offset", None), com=f.pop("com", None),
+                         **f)
     for i, c in enumerate(spec.get("constraints") or []):
         if not isinstance(c, dict) or "type" not in c:
             raise ModelError(f"constraints[{i}]: each constraint needs a 'type'")

@@ -97,9 +97,18 @@ def _inertia(spec: Any, where: str) -> np.ndarray:
         raise ModelError(f"{where}: inertia must be [Ixx, Iyy, Izz] or a finite 3x3 matrix")
     if not np.allclose(arr, arr.T, atol=1e-12):
         raise ModelError(f"{where}: inertia matrix must be symmetric")
-    if np.linalg.eigvalsh(arr).min() < -1e-12:
-        raise ModelError(f"{where}: inertia matrix must be positive semi-definite")
+    moments = np.linalg.eigvalsh(arr)   # principal moments, ascending
+    if moments[0] < -1e-12:
+        raise ModelError(f"{where}: inertia matrix must be positive semi-definite "
+                         f"(principal moments {_fmt(moments)})")
+    if moments[2] > moments[0] + moments[1] + 1e-9 * max(moments[2], 1e-300):
+        raise ModelError(f"{where}: inertia is physically impossible: principal moments {_fmt(moments)} "
+                         "violate the triangle inequality (each must be at most the sum of the other two)")
     return arr
+
+
+def _fmt(values) -> str:
+    return "[" + ", ".join(f"{v:.6g}" for v in values) + "]"
 
 
 class System:
@@ -142,13 +151,14 @@ class System:
 
     # ----------------------------------------------------------------------------- building
     def add_frame(self, name: str, parent: str = WORLD, mass: float = 0.0, inertia=None,
-                  offset: dict | None = None, **transform) -> "System":
+                  offset: dict | None = None, com=None, **transform) -> "System":
         """Add a frame: ``add_frame("A", parent="link1", ty=-1.0, mass=1.0)``.
 
         ``transform`` holds at most one of ``tx, ty, tz, rx, ry, rz`` whose value is a number or
         a configuration-variable name. ``offset`` is ``{"translation": [x, y, z], "rotation":
-        [r, p, y] or 3x3}`` applied before the transform. ``inertia`` is ``[Ixx, Iyy, Izz]`` or a
-        3x3 matrix about the frame's axes at its origin (where the mass sits).
+        [r, p, y] or 3x3}`` applied before the transform. ``com`` is the centre of mass
+        ``[x, y, z]`` in frame coordinates (default the frame's origin); ``inertia`` is
+        ``[Ixx, Iyy, Izz]`` or a 3x3 matrix about the centre of mass, along the frame's axes.
         """
         where = f"frame {name!r}"
         if not isinstance(name, str) or not name:
@@ -184,8 +194,16 @@ class System:
                 off_R = _rotation_from_spec(offset["rotation"], f"{where}.offset.rotation")
         mass = _number(mass, f"{where}.mass", nonnegative=True)
         I = _inertia(inertia, f"{where}.inertia") if inertia is not None else np.zeros((3, 3))
+        c = np.zeros(3)
+        if com is not None:
+            try:
+                c = np.asarray(com, dtype=float)
+            except (TypeError, ValueError):
+                c = np.zeros(0)
+            if c.shape != (3,) or not np.all(np.isfinite(c)):
+                raise ModelError(f"{where}: com must be 3 finite numbers [x, y, z], got {com!r}")
         self._frames.append(dict(name=name, parent=parent, kind=kind, value=value, mass=mass,
-                                 inertia=I, offset_R=off_R, offset_p=off_p))
+                                 inertia=I, com=c, offset_R=off_R, offset_p=off_p))
         self._model = None
         return self
 
@@ -558,6 +576,7 @@ def _compile(system: System) -> _Compiled:
         frame_mass=np.array([f["mass"] for f in frames]),
         frame_inertia=np.array([f["inertia"] for f in frames]).reshape(nf, 3, 3),
         frame_joint=frame_joint,
+        frame_com=np.array([f["com"] for f in frames]).reshape(nf, 3),
         joint_frame=joint_frame, anc_ptr=anc_ptr, anc_idx=anc_idx, joint_depth=joint_depth,
         tree_order=tree_order, tree_anc_ptr=tree_anc_ptr, tree_anc_idx=tree_anc_idx,
         tree_desc_ptr=tree_desc_ptr, tree_desc_idx=tree_desc_idx,
