@@ -144,6 +144,10 @@ class System:
         self._input_names: list[str] = []
         self._frame_names: list[str] = []
         self._kinematic_set: set[str] = set()
+        self._limits: dict[str, dict[str, float]] = {}
+        #: URDF links -> (frame, R, p): the frame each link moves with and its placement in it
+        #: (set by :func:`core.load_urdf`; empty otherwise)
+        self.links: dict[str, tuple] = {}
 
     @staticmethod
     def _bad_gravity(gravity):
@@ -256,6 +260,70 @@ class System:
         self._kinematic = list(names)
         self._model = None
         return self
+
+    def set_joint_limits(self, config: str, lower: float = -math.inf, upper: float = math.inf,
+                         velocity: float = math.inf, effort: float = math.inf, **extra) -> "System":
+        """Record limits of a configuration variable: position ``lower <= q <= upper``,
+        ``|dq| <= velocity``, ``|generalized force| <= effort`` (plain data for users and the
+        node; the dynamics ignore them). ``extra`` keeps further numbers (e.g. URDF ``damping``,
+        ``friction``)."""
+        where = f"limits of {config!r}"
+        if not isinstance(config, str) or not config:
+            raise ModelError(f"limits: expected a configuration variable name, got {config!r}")
+        values = {"lower": lower, "upper": upper, "velocity": velocity, "effort": effort, **extra}
+        for key, v in values.items():
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                raise ModelError(f"{where}: {key} must be a number, got {v!r}") from None
+            if math.isnan(v):
+                raise ModelError(f"{where}: {key} must be a number, got nan")
+            values[key] = v
+        if values["lower"] > values["upper"]:
+            raise ModelError(f"{where}: lower {values['lower']} exceeds upper {values['upper']}")
+        for key in ("velocity", "effort"):
+            if values[key] < 0:
+                raise ModelError(f"{where}: {key} must be non-negative, got {values[key]}")
+        self._limits[config] = values
+        return self
+
+    @property
+    def joint_limits(self) -> dict[str, dict[str, float]]:
+        """Limits by configuration variable, in variable order: ``{name: {"lower", "upper",
+        "velocity", "effort", ...}}`` (infinite where none was given; see
+        :meth:`set_joint_limits`)."""
+        names = self.config_names
+        unknown = sorted(set(self._limits) - set(names))
+        if unknown:
+            raise ModelError(f"limits: unknown configuration variable(s) {unknown}")
+        free = {"lower": -math.inf, "upper": math.inf, "velocity": math.inf, "effort": math.inf}
+        return {n: dict(self._limits.get(n, free)) for n in names}
+
+    @property
+    def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower, upper)``: arrays in variable order (``±inf`` where unlimited)."""
+        lim = self.joint_limits.values()
+        return np.array([d["lower"] for d in lim]), np.array([d["upper"] for d in lim])
+
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        """``|dq| <=`` these, in variable order (``inf`` where unlimited)."""
+        return np.array([d["velocity"] for d in self.joint_limits.values()])
+
+    @property
+    def effort_limits(self) -> np.ndarray:
+        """Largest magnitude of each input, in input order: the effort limit of the variable a
+        torque input drives (``inf`` for other inputs and unlimited variables)."""
+        self.compile()
+        limits = self.joint_limits
+        out = []
+        for inp in self._inputs:
+            kind = inp["type"]
+            if kind == "torque":
+                out.append(limits[inp["config"]]["effort"])
+            else:
+                out.extend([math.inf] * (6 if kind == "wrench" else 1))
+        return np.array(out)
 
     # ----------------------------------------------------------------------------- numerics
     def qdd(self, q, dq, u=None):
