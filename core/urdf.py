@@ -5,13 +5,13 @@ Kinematics and inertia only: visual, collision, transmission and Gazebo elements
 ``package://`` is never resolved. How the URDF tree becomes frames:
 
 * One frame per moving joint (``revolute``, ``continuous``, ``prismatic``), named after its child
-  link, driven by a coordinate named after the joint (order: depth first from the root, children
-  in file order, as Pinocchio orders them). A joint axis ``a`` (any non-zero vector, normalized)
-  costs no extra frame: along ``+x``, ``+y`` or ``+z`` the frame is an ``rx/ry/rz`` (``tx/ty/tz``)
-  frame; otherwise the frame is the joint frame turned by a constant rotation ``R_a`` with
-  ``R_a e_z = a`` (part of the frame's offset) and rotates (slides) about its own ``z``. The child
-  link then sits at ``R_a^T`` in that frame: its children's offsets and its body are expressed
-  there.
+  link, driven by a coordinate named after the joint. Order: depth first from the root, a link's
+  child joints by name — the order of urdfdom, hence of Pinocchio's ``model.names`` and KDL.
+  A joint axis ``a`` (any non-zero vector, normalized) costs no extra frame: along ``+x``,
+  ``+y`` or ``+z`` the frame is an ``rx/ry/rz`` (``tx/ty/tz``) frame; otherwise the frame is the
+  joint frame turned by a constant rotation ``R_a`` with ``R_a e_z = a`` (part of the frame's
+  offset) and rotates (slides) about its own ``z``. The child link then sits at ``R_a^T`` in that
+  frame: its children's offsets and its body are expressed there.
 * ``fixed`` joints cost nothing at run time: the links they attach are merged into the body of
   the nearest moving joint above them (for a fixed base, the root link and everything fixed to it
   belong to the world). Merging combines masses, centres of mass and inertias exactly (parallel
@@ -289,7 +289,7 @@ def _joint(element, name: str, links: dict) -> dict:
 # ------------------------------------------------------------------------------- the tree
 def _tree(robot):
     """Links (name -> body data), joints (name -> dict, file order), the root link, and each
-    link's child joints in file order; names the element of every structural error."""
+    link's child joints by name; names the element of every structural error."""
     links = {}
     for i, el in enumerate(robot.findall("link")):
         name = _name(el, "link", i)
@@ -327,8 +327,8 @@ def _tree(robot):
         raise ModelError(f"URDF: more than one root link {roots} (links without a parent joint); "
                          "a robot is one tree")
     children = {n: [] for n in links}
-    for j in joints.values():
-        children[j["parent"]].append(j["name"])
+    for jn in sorted(joints):       # urdfdom keeps joints in a map: a link's children by name
+        children[joints[jn]["parent"]].append(jn)
     reached, stack = {roots[0]}, [roots[0]]
     while stack:
         for jn in children[stack.pop()]:
@@ -413,7 +413,7 @@ def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
         placement[root] = (WORLD, np.eye(3), np.zeros(3))
         bodies[WORLD] = _Body()
     coords = [v for v in FLOATING_BASE] if floating_base else []
-    # depth first from the root, children in file order (Pinocchio's order of joints)
+    # depth first from the root, children in name order (urdfdom's, hence Pinocchio's and KDL's)
     stack = [root]
     visit = []
     while stack:

@@ -188,6 +188,8 @@ class PinocchioRobot:
             self.iv.append(joint.idx_v)
             self.continuous.append(joint.nq == 2)
         assert m.nv == system.nq, (m.nv, system.nq)
+        # our coordinates in Pinocchio's order (urdfdom's depth-first order, children by name)
+        assert self.iv == sorted(self.iv), ("coordinate order differs from Pinocchio's", self.iv)
         self.n = system.nq
         self.inputs = [system.config_names.index(u) for u in system.input_names]
 
