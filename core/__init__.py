@@ -7,6 +7,8 @@ internal. Main entry points:
   ``System.qdd``, ``linearize``, ``momentum``, ``energy``, ``constraint``,
   ``lagrangian_derivatives``, ``input_matrix`` — continuous dynamics; ``System.workspace`` —
   its per-thread scratch (:class:`Workspace`);
+* :func:`load_urdf` — a :class:`System` from a URDF file or ``/robot_description`` text
+  (:mod:`core.urdf`);
 * ``System.linearize_minimal`` — linearization in independent coordinates (:mod:`core.minimal`);
 * :class:`Linearizer`, :func:`from_sympy` — general-form linearization of Kane/Lagrange
   equations from elsewhere (:mod:`core.linearizer`, :mod:`core.sympy_bridge`);
@@ -35,13 +37,14 @@ from .optimal import (DiscreteSystem, TrajectoryOptimizationResult, cost_and_gra
                       linearize_trajectory, optimize_trajectory, trajectory_cost)
 from .simulation import simulate_closed_loop, simulate_open_loop
 from .system import System
+from .urdf import load_urdf
 from .validation import check_vector, too_large, weight_matrix
 from .workspace import Workspace
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "System", "Model", "Workspace", "load_system", "MidpointVI", "MinimalInfo",
+    "System", "Model", "Workspace", "load_system", "load_urdf", "MidpointVI", "MinimalInfo",
     "Linearizer", "from_sympy",
     "tvlqr", "dlqr", "controllability", "Controllability",
     "simulate_open_loop", "simulate_closed_loop",

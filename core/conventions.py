@@ -8,6 +8,8 @@ from __future__ import annotations
 
 CONVENTIONS = """\
 * Units: SI (m, rad, kg, s, N, N m).
+* Bodies: a frame's `mass` sits at its `com` (frame coordinates, default the frame's origin);
+  its `inertia` is about the `com`, along the frame's axes.
 * Configuration variables `q`: order of first appearance in `frames`, then variables that drive
   no frame (e.g. a string length) in order of appearance in `constraints`, then `kinematic`
   (`System.config_names`). Inputs `u`: order of `inputs`, a wrench expanding to six inputs

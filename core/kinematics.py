@@ -222,11 +222,22 @@ def spatial_inertia(m, I_body, R, p, out):
             out[3 + i, 3 + j] -= m * pp
 
 
+@njit(cache=True, nogil=True, inline="always")
+def body_com(frame_com, R, p, f, out):
+    """World position ``p_f + R_f c_f`` of frame ``f``'s centre of mass (``frame_com[f] = c_f``)."""
+    c0, c1, c2 = frame_com[f, 0], frame_com[f, 1], frame_com[f, 2]
+    for i in range(3):
+        out[i] = p[f, i] + R[f, i, 0] * c0 + R[f, i, 1] * c1 + R[f, i, 2] * c2
+
+
 @njit(cache=True, nogil=True)
 def body_inertias(model, data, Ib, has_mass):
-    """World spatial inertia ``Ib[f]`` of every frame's own mass (needs forward kinematics);
+    """World spatial inertia ``Ib[f]`` of every frame's own body (needs forward kinematics): the
+    inertia about the centre of mass placed at ``p_f + R_f c_f`` (see :func:`body_com`);
     ``has_mass[f]`` is False (and ``Ib[f]`` unset) for frames without mass or inertia."""
-    frame_mass, frame_inertia, R, p = model.frame_mass, model.frame_inertia, data.R, data.p
+    frame_mass, frame_inertia, frame_com, R, p = (model.frame_mass, model.frame_inertia, model.frame_com,
+                                                  data.R, data.p)
+    pc = np.empty(3)
     for f in range(model.nf):
         m = frame_mass[f]
         has_mass[f] = m > 0.0
@@ -235,15 +246,17 @@ def body_inertias(model, data, Ib, has_mass):
                 if frame_inertia[f, i, j] != 0.0:
                     has_mass[f] = True
         if has_mass[f]:
-            spatial_inertia(m, frame_inertia[f], R[f], p[f], Ib[f])
+            body_com(frame_com, R, p, f, pc)
+            spatial_inertia(m, frame_inertia[f], R[f], pc, Ib[f])
 
 
 @njit(cache=True, nogil=True)
 def composites_from_bodies(model, data, Ib, has_mass):
-    """Composite inertia, momentum, mass and first moment of the subtree under every frame,
-    from the body inertias ``Ib`` (which may be ``data.Ic`` itself)."""
-    Ic, Hc, mc, mp, V, p = data.Ic, data.Hc, data.mc, data.mp, data.V, data.p
-    frame_mass, frame_parent = model.frame_mass, model.frame_parent
+    """Composite inertia, momentum, mass and first moment (``Σ m (p + R c)``) of the subtree
+    under every frame, from the body inertias ``Ib`` (which may be ``data.Ic`` itself)."""
+    Ic, Hc, mc, mp, V, p, R = data.Ic, data.Hc, data.mc, data.mp, data.V, data.p, data.R
+    frame_mass, frame_parent, frame_com = model.frame_mass, model.frame_parent, model.frame_com
+    pc = np.empty(3)
     for f in range(model.nf):
         m = frame_mass[f]
         for i in range(6):
@@ -253,8 +266,9 @@ def composites_from_bodies(model, data, Ib, has_mass):
                 s += Ic[f, i, j] * V[f, j]
             Hc[f, i] = s
         mc[f] = m
+        body_com(frame_com, R, p, f, pc)
         for i in range(3):
-            mp[f, i] = m * p[f, i]
+            mp[f, i] = m * pc[i]
     # explicit loops: numba's slice-wise += costs more than the arithmetic at this size
     for f in range(model.nf - 1, -1, -1):
         par = frame_parent[f]

@@ -25,6 +25,7 @@ from numba import njit
 
 from .kinematics import (
     PAIR_SQUARED_DISTANCE,
+    body_com,
     bracket,
     compose_scalar,
     composites,
@@ -122,13 +123,15 @@ def lagrangian_value(model, data, q):
     """L = KE - V for the prepared state (gravity, springs on variables and between frames)."""
     Ib = np.empty((6, 6))
     tmp = np.empty(6)
+    pc = np.empty(3)
     g = model.gravity
     L = 0.0
     for f in range(model.nf):
         m = model.frame_mass[f]
-        L += m * (g[0] * data.p[f, 0] + g[1] * data.p[f, 1] + g[2] * data.p[f, 2])
+        body_com(model.frame_com, data.R, data.p, f, pc)   # V = -m g . (p + R c)
+        L += m * (g[0] * pc[0] + g[1] * pc[1] + g[2] * pc[2])
         if m > 0.0 or model.frame_inertia[f].any():
-            spatial_inertia(m, model.frame_inertia[f], data.R[f], data.p[f], Ib)
+            spatial_inertia(m, model.frame_inertia[f], data.R[f], pc, Ib)
             matvec6(Ib, data.V[f], tmp)
             L += 0.5 * dot6(data.V[f], tmp)
     for s in range(model.spring_q.shape[0]):

@@ -14,7 +14,8 @@ _TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "
 
 
 def load_system(source) -> System:
-    """Build a :class:`System` from a YAML file path, a YAML string or a dict.
+    """Build a :class:`System` from a YAML file path, a YAML string or a dict; a ``.urdf`` path
+    or URDF XML text goes to :func:`core.load_urdf` (with its defaults).
 
     Minimal example::
 
@@ -27,6 +28,9 @@ def load_system(source) -> System:
         inputs:
           - {type: torque, config: theta1}
     """
+    from .urdf import is_urdf_source, load_urdf
+    if is_urdf_source(source):
+        return load_urdf(source)
     spec = _read_spec(source)
     if not isinstance(spec, dict):
         raise ModelError(f"a model must be a mapping with keys {sorted(_TOP_KEYS)}")
@@ -43,7 +47,8 @@ def load_system(source) -> System:
         f = dict(f)
         name = f.pop("name")
         system.add_frame(name, parent=f.pop("parent", WORLD), mass=f.pop("mass", 0.0),
-                         inertia=f.pop("inertia", None), offset=f.pop("offset", None), **f)
+                         inertia=f.pop("inertia", None), offset=f.pop("offset", None), com=f.pop("com", None),
+                         **f)
     for i, c in enumerate(spec.get("constraints") or []):
         if not isinstance(c, dict) or "type" not in c:
             raise ModelError(f"constraints[{i}]: each constraint needs a 'type'")

@@ -9,6 +9,10 @@ the robot is and never changes; per-evaluation scratch lives in a separate works
 Frames: each frame is placed relative to its parent by a constant offset followed by one simple
 transform ``g_parent,frame = G_offset X_kind(value)``, ``kind`` one of the ``KIND_*`` codes and
 ``value`` a constant or the configuration variable ``frame_qindex`` that drives it.
+
+Bodies: a frame carries a rigid body of mass ``frame_mass`` whose centre of mass sits at
+``frame_com`` (frame coordinates) and whose inertia ``frame_inertia`` is taken about that centre
+of mass along the frame's axes. In world coordinates the centre of mass is ``p + R c``.
 """
 from __future__ import annotations
 
@@ -31,6 +35,8 @@ MODEL_FIELDS = [
     # frames, in topological order (parents first); parent -1 is the world
     "frame_parent", "frame_kind", "frame_qindex", "frame_value",
     "frame_offset_R", "frame_offset_p", "frame_mass", "frame_inertia", "frame_joint",
+    # each frame's body: centre of mass in frame coordinates; frame_inertia is about it
+    "frame_com",
     # joints (configuration variables that drive a frame); -1 where a variable drives none
     "joint_frame", "anc_ptr", "anc_idx", "joint_depth",
     # the variables' tree (each variable's parent: the nearest variable above its frame) as

@@ -97,9 +97,18 @@ def _inertia(spec: Any, where: str) -> np.ndarray:
         raise ModelError(f"{where}: inertia must be [Ixx, Iyy, Izz] or a finite 3x3 matrix")
     if not np.allclose(arr, arr.T, atol=1e-12):
         raise ModelError(f"{where}: inertia matrix must be symmetric")
-    if np.linalg.eigvalsh(arr).min() < -1e-12:
-        raise ModelError(f"{where}: inertia matrix must be positive semi-definite")
+    moments = np.linalg.eigvalsh(arr)   # principal moments, ascending
+    if moments[0] < -1e-12:
+        raise ModelError(f"{where}: inertia matrix must be positive semi-definite "
+                         f"(principal moments {_fmt(moments)})")
+    if moments[2] > moments[0] + moments[1] + 1e-9 * max(moments[2], 1e-300):
+        raise ModelError(f"{where}: inertia is physically impossible: principal moments {_fmt(moments)} "
+                         "violate the triangle inequality (each must be at most the sum of the other two)")
     return arr
+
+
+def _fmt(values) -> str:
+    return "[" + ", ".join(f"{v:.6g}" for v in values) + "]"
 
 
 class System:
@@ -135,6 +144,10 @@ class System:
         self._input_names: list[str] = []
         self._frame_names: list[str] = []
         self._kinematic_set: set[str] = set()
+        self._limits: dict[str, dict[str, float]] = {}
+        #: URDF links -> (frame, R, p): the frame each link moves with and its placement in it
+        #: (set by :func:`core.load_urdf`; empty otherwise)
+        self.links: dict[str, tuple] = {}
 
     @staticmethod
     def _bad_gravity(gravity):
@@ -142,13 +155,14 @@ class System:
 
     # ----------------------------------------------------------------------------- building
     def add_frame(self, name: str, parent: str = WORLD, mass: float = 0.0, inertia=None,
-                  offset: dict | None = None, **transform) -> "System":
+                  offset: dict | None = None, com=None, **transform) -> "System":
         """Add a frame: ``add_frame("A", parent="link1", ty=-1.0, mass=1.0)``.
 
         ``transform`` holds at most one of ``tx, ty, tz, rx, ry, rz`` whose value is a number or
         a configuration-variable name. ``offset`` is ``{"translation": [x, y, z], "rotation":
-        [r, p, y] or 3x3}`` applied before the transform. ``inertia`` is ``[Ixx, Iyy, Izz]`` or a
-        3x3 matrix about the frame's axes at its origin (where the mass sits).
+        [r, p, y] or 3x3}`` applied before the transform. ``com`` is the centre of mass
+        ``[x, y, z]`` in frame coordinates (default the frame's origin); ``inertia`` is
+        ``[Ixx, Iyy, Izz]`` or a 3x3 matrix about the centre of mass, along the frame's axes.
         """
         where = f"frame {name!r}"
         if not isinstance(name, str) or not name:
@@ -184,8 +198,16 @@ class System:
                 off_R = _rotation_from_spec(offset["rotation"], f"{where}.offset.rotation")
         mass = _number(mass, f"{where}.mass", nonnegative=True)
         I = _inertia(inertia, f"{where}.inertia") if inertia is not None else np.zeros((3, 3))
+        c = np.zeros(3)
+        if com is not None:
+            try:
+                c = np.asarray(com, dtype=float)
+            except (TypeError, ValueError):
+                c = np.zeros(0)
+            if c.shape != (3,) or not np.all(np.isfinite(c)):
+                raise ModelError(f"{where}: com must be 3 finite numbers [x, y, z], got {com!r}")
         self._frames.append(dict(name=name, parent=parent, kind=kind, value=value, mass=mass,
-                                 inertia=I, offset_R=off_R, offset_p=off_p))
+                                 inertia=I, com=c, offset_R=off_R, offset_p=off_p))
         self._model = None
         return self
 
@@ -240,6 +262,70 @@ class System:
         self._kinematic = list(names)
         self._model = None
         return self
+
+    def set_joint_limits(self, config: str, lower: float = -math.inf, upper: float = math.inf,
+                         velocity: float = math.inf, effort: float = math.inf, **extra) -> "System":
+        """Record limits of a configuration variable: position ``lower <= q <= upper``,
+        ``|dq| <= velocity``, ``|generalized force| <= effort`` (plain data for users and the
+        node; the dynamics ignore them). ``extra`` keeps further numbers (e.g. URDF ``damping``,
+        ``friction``)."""
+        where = f"limits of {config!r}"
+        if not isinstance(config, str) or not config:
+            raise ModelError(f"limits: expected a configuration variable name, got {config!r}")
+        values = {"lower": lower, "upper": upper, "velocity": velocity, "effort": effort, **extra}
+        for key, v in values.items():
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                raise ModelError(f"{where}: {key} must be a number, got {v!r}") from None
+            if math.isnan(v):
+                raise ModelError(f"{where}: {key} must be a number, got nan")
+            values[key] = v
+        if values["lower"] > values["upper"]:
+            raise ModelError(f"{where}: lower {values['lower']} exceeds upper {values['upper']}")
+        for key in ("velocity", "effort"):
+            if values[key] < 0:
+                raise ModelError(f"{where}: {key} must be non-negative, got {values[key]}")
+        self._limits[config] = values
+        return self
+
+    @property
+    def joint_limits(self) -> dict[str, dict[str, float]]:
+        """Limits by configuration variable, in variable order: ``{name: {"lower", "upper",
+        "velocity", "effort", ...}}`` (infinite where none was given; see
+        :meth:`set_joint_limits`)."""
+        names = self.config_names
+        unknown = sorted(set(self._limits) - set(names))
+        if unknown:
+            raise ModelError(f"limits: unknown configuration variable(s) {unknown}")
+        free = {"lower": -math.inf, "upper": math.inf, "velocity": math.inf, "effort": math.inf}
+        return {n: dict(self._limits.get(n, free)) for n in names}
+
+    @property
+    def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower, upper)``: arrays in variable order (``±inf`` where unlimited)."""
+        lim = self.joint_limits.values()
+        return np.array([d["lower"] for d in lim]), np.array([d["upper"] for d in lim])
+
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        """``|dq| <=`` these, in variable order (``inf`` where unlimited)."""
+        return np.array([d["velocity"] for d in self.joint_limits.values()])
+
+    @property
+    def effort_limits(self) -> np.ndarray:
+        """Largest magnitude of each input, in input order: the effort limit of the variable a
+        torque input drives (``inf`` for other inputs and unlimited variables)."""
+        self.compile()
+        limits = self.joint_limits
+        out = []
+        for inp in self._inputs:
+            kind = inp["type"]
+            if kind == "torque":
+                out.append(limits[inp["config"]]["effort"])
+            else:
+                out.extend([math.inf] * (6 if kind == "wrench" else 1))
+        return np.array(out)
 
     # ----------------------------------------------------------------------------- numerics
     def qdd(self, q, dq, u=None):
@@ -576,6 +662,7 @@ def _compile(system: System) -> _Compiled:
         frame_mass=np.array([f["mass"] for f in frames]),
         frame_inertia=np.array([f["inertia"] for f in frames]).reshape(nf, 3, 3),
         frame_joint=frame_joint,
+        frame_com=np.array([f["com"] for f in frames]).reshape(nf, 3),
         joint_frame=joint_frame, anc_ptr=anc_ptr, anc_idx=anc_idx, joint_depth=joint_depth,
         tree_order=tree_order, tree_anc_ptr=tree_anc_ptr, tree_anc_idx=tree_anc_idx,
         tree_desc_ptr=tree_desc_ptr, tree_desc_idx=tree_desc_idx,

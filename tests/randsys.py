@@ -15,10 +15,11 @@
 Everything is reproducible from the seed (``numpy.random.default_rng``). The generated system
 carries its plain-dict description as ``system.spec`` and a :class:`Reference` as
 ``system.reference``: a deliberately naive, independent numpy implementation of the documented
-conventions (poses ``g = G_offset X_kind(value)``, KE with the mass at the frame origin and the
-inertia about the frame's axes, V from gravity and springs, constraints, velocity constraint rows,
-generalized forces by virtual work). Tests use it to build consistent data and to check values;
-derivatives of the library are checked against finite differences of the library itself.
+conventions (poses ``g = G_offset X_kind(value)``, KE with the mass at the frame's centre of mass
+``com`` (default its origin) and the inertia about it along the frame's axes, V from gravity and
+springs, constraints, velocity constraint rows, generalized forces by virtual work). Tests use it
+to build consistent data and to check values; derivatives of the library are checked against
+finite differences of the library itself.
 """
 from __future__ import annotations
 
@@ -57,9 +58,12 @@ def random_rotation(rng) -> np.ndarray:
 
 
 def random_inertia(rng, scale: float) -> np.ndarray:
-    """Symmetric positive definite with clearly non-zero off-diagonal entries."""
+    """A physical inertia with clearly non-zero off-diagonal entries: ``tr(S) 1 - S`` for the
+    PSD second moment ``S = B B^T`` of a mass distribution (principal moments ``s_j + s_k``, so
+    the triangle inequality holds), plus a small positive multiple of the identity."""
     B = rng.normal(size=(3, 3))
-    inertia = scale * (B @ B.T + 0.2 * np.eye(3))
+    S = B @ B.T
+    inertia = scale * (np.trace(S) * np.eye(3) - S + 0.2 * np.eye(3))
     return 0.5 * (inertia + inertia.T)
 
 
@@ -184,7 +188,7 @@ class Reference:
             m = float(f.get("mass", 0.0))
             inertia = f.get("inertia")
             if m > 0:
-                Jp = self.point_jacobian(q, name, kin=kin)
+                Jp = self.point_jacobian(q, name, local=f.get("com", (0.0, 0.0, 0.0)), kin=kin)
                 M += m * Jp.T @ Jp
             if inertia is not None:
                 inertia = np.asarray(inertia, float)
@@ -198,7 +202,8 @@ class Reference:
         R, p, _ = self.poses(q)
         V = 0.0
         for name, f in self.frames.items():
-            V -= float(f.get("mass", 0.0)) * self.gravity @ p[name]
+            com = R[name] @ np.asarray(f.get("com", (0.0, 0.0, 0.0)), float) + p[name]
+            V -= float(f.get("mass", 0.0)) * self.gravity @ com
         for s in self.spec.get("springs", []):
             if s.get("type", "config") == "config":
                 V += 0.5 * s["stiffness"] * (q[self.index[s["config"]]] - s.get("rest", 0.0)) ** 2
@@ -309,7 +314,7 @@ def build_system(spec: dict, use_api: bool = False):
         kind, value = frame_transform(f)
         transform = {kind: value} if kind else {}
         s.add_frame(f["name"], parent=f.get("parent", "world"), mass=f.get("mass", 0.0),
-                    inertia=f.get("inertia"), offset=f.get("offset"), **transform)
+                    inertia=f.get("inertia"), offset=f.get("offset"), com=f.get("com"), **transform)
     for c in spec.get("constraints", []):
         c = dict(c)
         s.add_constraint(c.pop("type"), **c)
@@ -342,13 +347,15 @@ def null_space_projection(C: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def random_system(seed: int, *, n_frames=(3, 15), constraints=None, velocity_constraints=None,
                   forces: bool = True, damping: bool = True, springs: bool = True,
-                  use_api=None, dq_scale: float = 1.0):
+                  use_api=None, dq_scale: float = 1.0, com: bool = False):
     """A random system and a consistent state: returns ``(system, q0, dq0, u0)``.
 
     ``constraints``: number of holonomic constraint entries to attempt (None: random 0..3);
     ``velocity_constraints``: number of velocity constraints to attempt (None: 0 or 1 at random);
     ``forces``: damping-free and input-free when False (with ``damping=False``);
-    ``use_api``: build through the Python API instead of ``load_system`` (None: by seed parity).
+    ``use_api``: build through the Python API instead of ``load_system`` (None: by seed parity);
+    ``com``: give bodies a centre of mass off their frame's origin (drawn from a separate stream,
+    so a seed's system is otherwise the same).
     """
     rng = np.random.default_rng(seed)
     lo, hi = n_frames
@@ -392,6 +399,11 @@ def random_system(seed: int, *, n_frames=(3, 15), constraints=None, velocity_con
         elif not is_joint and r < 0.7:
             f["inertia"] = random_inertia(rng, 0.1).tolist()  # inertia without mass
         frames.append(f)
+    if com:
+        crng = np.random.default_rng(seed + 1_000_003)
+        for f in frames:
+            if f.get("mass", 0.0) > 0.0 or crng.random() < 0.3:
+                f["com"] = [float(x) for x in crng.normal(scale=0.4, size=3)]
     spec = {"name": f"random{seed}", "frames": frames}
     g = rng.normal(size=3)
     spec["gravity"] = [float(x) for x in rng.uniform(5.0, 12.0) * g / np.linalg.norm(g)]

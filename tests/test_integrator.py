@@ -61,8 +61,9 @@ def add_random_frames(s, rng, count):
         kind = KINDS[i % 6] if i < 6 else KINDS[int(rng.integers(0, 6))]
         offset = {"translation": list(rng.normal(size=3) * 0.3), "rotation": list(rng.normal(size=3) * 0.5)}
         L = rng.normal(size=(3, 3))
+        S = L @ L.T    # second moment of a mass distribution: tr(S) 1 - S is a physical inertia
         s.add_frame(f"f{i}", parent=parent, offset=offset, mass=float(rng.uniform(0.5, 2.0)),
-                    inertia=(L @ L.T * 0.05 + 0.02 * np.eye(3)).tolist(), **{kind: f"q{i}"})
+                    inertia=((np.trace(S) * np.eye(3) - S) * 0.05 + 0.02 * np.eye(3)).tolist(), **{kind: f"q{i}"})
         frames.append(f"f{i}")
         kinds.append(kind)
     return frames, kinds
