@@ -2,13 +2,18 @@
 freshness of state stamps, and command saturation per input.
 
 * A JointState whose |position| or |velocity| of a joint exceeds its bound is refused like a
-  NaN state (:meth:`Limits.check_state`). ``core.System`` has no joint limits, so the bounds are
-  the parameters ``state_position_limit`` and ``state_velocity_limit`` (one number for all
-  joints or one per configuration variable).
+  NaN state (:meth:`Limits.check_state`). The bounds are the parameters
+  ``state_position_limit`` and ``state_velocity_limit`` (one number for all joints or one per
+  configuration variable): they say which numbers are plausible readings, not where the joint
+  may go. A model's joint limits (URDF ``<limit lower upper velocity>``) are not used here: a
+  robot at or just past a soft limit must still be commanded, and a refused state stops the
+  commands (the watchdog then sends zeros: an arm would fall). GetModel reports them.
 * A state stamp is refused when it is zero (unless ``accept_unstamped``), negative, more than
   ``stamp_tolerance`` ahead of the node's clock, older than ``state_timeout``, or older than the
   last accepted state's stamp (:meth:`Limits.check_stamp`).
-* Commands saturate to ``+-command_limit`` per force input (:meth:`Limits.saturate`). In
+* Commands saturate to ``+-command_limit`` per force input, or to the model's effort limit
+  of the joint the input drives where that is smaller (URDF ``<limit effort>``;
+  :func:`model_effort_limits`) (:meth:`Limits.saturate`). In
   ``command_mode: full`` the integrator input also holds the next values of the kinematic
   variables (positions): they saturate to those variables' position bounds.
 """
@@ -66,6 +71,14 @@ def per_entry(value, name: str, labels) -> np.ndarray:
     return v
 
 
+def model_effort_limits(plant) -> np.ndarray:
+    """The model's effort limit of each force input (``core.System.effort_limits``), ``inf``
+    where it has none. A limit of 0 (URDFs write ``effort="0"`` for "not given") counts as none:
+    it would saturate every command to zero."""
+    effort = np.asarray(plant.system.effort_limits, dtype=float)
+    return np.where(effort > 0, effort, np.inf)
+
+
 @dataclass(frozen=True)
 class Limits:
     """Bounds in model order (see the module docstring); built per activation."""
@@ -83,7 +96,7 @@ class Limits:
                   stamp_tolerance, accept_unstamped) -> "Limits":
         config = plant.config_names
         pos = per_entry(position, "state_position_limit", config)
-        forces = per_entry(command, "command_limit", plant.force_input_names)
+        forces = np.minimum(per_entry(command, "command_limit", plant.force_input_names), model_effort_limits(plant))
         return cls(tuple(joint_names), pos, per_entry(velocity, "state_velocity_limit", config),
                    np.concatenate([forces, pos[np.asarray(plant.kin, dtype=np.int64)]]), tuple(plant.input_names),
                    float(state_timeout), float(stamp_tolerance), bool(accept_unstamped))

@@ -2,9 +2,11 @@
 
 Lifecycle
 ---------
-* ``configure``: loads the model (parameter ``model``: a YAML file, absolute, relative to the
-  working directory or to the repository's ``config/``, or YAML model text; data only, nothing
-  named in a parameter is ever imported or run), builds the variational integrator at ``dt``,
+* ``configure``: loads the model (parameter ``model``: a YAML or URDF file, absolute, relative
+  to the working directory or to the repository's ``config/``, or YAML or URDF model text; or,
+  with ``robot_description_topic`` set, the URDF published there, waited for at most
+  ``robot_description_timeout`` s; data only, nothing named in a parameter is ever imported or
+  run), builds the variational integrator at ``dt``,
   checks ``joint_map``, the weights and the limits against the model and warms up every numba
   kernel (compiles them on a cold cache: minutes; loads them from the cache otherwise).
 * ``activate``: creates the subscriptions (JointState, JointTrajectory reference), publishers
@@ -45,11 +47,15 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from mechnode_interfaces.msg import GainSchedule
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.serialization import deserialize_message
 from rclpy.task import Future
+from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 import core
@@ -61,7 +67,7 @@ from .errors import InputError
 from .joint_map import JointMap
 from .lfc import check_lfc_model, lfc_schedule
 from .parameters import NodeParameters
-from .plant import Plant
+from .plant import MAX_MODEL_BYTES, ModelSpecError, Plant
 from .qos import COMMAND_QOS, LATCHED
 from .reference import ReferencePipeline
 from .services import ModelServices
@@ -151,7 +157,12 @@ class MechNode(LifecycleNode):
         t0 = time.perf_counter()
         spec, dt = value("model"), float(value("dt"))
         try:
-            plant = Plant.load(spec, dt)
+            topic = value("robot_description_topic")
+            if topic:
+                text, source = self._robot_description(topic, float(value("robot_description_timeout")))
+                plant = Plant.from_text(text, dt, source)
+            else:
+                plant = Plant.load(spec, dt)
             joint_map = JointMap(plant.config_names, value("joint_map") or ())
             weights = self.params.weights(plant)
             self.params.limits(plant, joint_map.joint_names)     # checked here, applied at activate
@@ -177,6 +188,36 @@ class MechNode(LifecycleNode):
                  f"dt = {plant.dt} s; load {t1 - t0:.2f} s, warm-up {t2 - t1:.2f} s, command process "
                  f"(pid {self.command.pid}) {command_s:.2f} s")
         return TransitionCallbackReturn.SUCCESS
+
+    def _robot_description(self, topic: str, timeout: float):
+        """``(text, source)`` of the first message on ``topic`` (std_msgs/String, reliable +
+        transient local: the last one published, as robot_state_publisher keeps it), waited for
+        at most ``timeout`` s on a helper node of this context. Taken as serialized bytes and
+        refused above MAX_MODEL_BYTES before it is converted."""
+        name = self.resolve_topic_name(topic)
+        got = []
+        helper = rclpy.create_node(f"{self.get_name()}_robot_description", namespace=self.get_namespace(),
+                                   context=self.context, use_global_arguments=False,
+                                   start_parameter_services=False, enable_rosout=False)
+        executor = SingleThreadedExecutor(context=self.context)
+        try:
+            helper.create_subscription(String, name, got.append, LATCHED, raw=True)
+            executor.add_node(helper)
+            deadline = time.monotonic() + timeout
+            while not got and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=min(0.1, max(0.0, deadline - time.monotonic())))
+        finally:
+            executor.shutdown(timeout_sec=1.0)
+            helper.destroy_node()
+        if not got:
+            raise ModelSpecError(f"no robot description on {name} within {timeout} s (parameter "
+                                 "robot_description_timeout); robot_state_publisher publishes the URDF there")
+        raw = got[0]
+        if len(raw) > MAX_MODEL_BYTES + 64:
+            raise ModelSpecError(f"the robot description on {name} has {len(raw)} bytes, more than the "
+                                 f"limit of {MAX_MODEL_BYTES} (MAX_MODEL_BYTES)")
+        text = deserialize_message(raw, String).data
+        return text, f"{name} ({len(text)} characters)"
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         value = self.params.value

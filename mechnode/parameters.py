@@ -41,7 +41,7 @@ COMMAND_MODES = ("effort", "full")
 TIMEOUT_ACTIONS = ("zero", "hold")
 FEASIBILITY_MODES = ("auto", "inverse_dynamics", "optimizer", "none")
 OPTIMIZER_METHODS = ("first_order", "second_order")
-CONFIGURE_PARAMETERS = ("model", "dt", "joint_map")
+CONFIGURE_PARAMETERS = ("model", "dt", "joint_map", "robot_description_topic", "robot_description_timeout")
 TOPIC_PARAMETERS = ("state_topic", "reference_topic", "command_topic", "schedule_topic",
                     "diagnostics_topic", "command_echo_topic", "lfc_topic")
 REQUIRED_TOPICS = ("state_topic", "reference_topic", "command_topic", "schedule_topic")
@@ -77,6 +77,17 @@ def declare_parameters(node) -> None:
                     f"in braces), at most {MAX_MODEL_BYTES} bytes. Data only: nothing named in it "
                     f"is imported or run. Read at configure.",
         additional_constraints="change only while unconfigured"))
+    node.declare_parameter("robot_description_topic", "", D(
+        "robot_description_topic",
+        description="If set (e.g. /robot_description), configure takes the model from this "
+                    "std_msgs/String topic (URDF, as robot_state_publisher publishes it: reliable, "
+                    "transient local) instead of the parameter model; at most "
+                    f"{MAX_MODEL_BYTES} bytes, checked before conversion. Read at configure.",
+        additional_constraints="change only while unconfigured"))
+    node.declare_parameter("robot_description_timeout", 10.0, D(
+        "robot_description_timeout",
+        description="Seconds configure waits for the robot description before it fails",
+        floating_point_range=_range(0.1, 600.0)))
     node.declare_parameter("dt", 0.01, D("dt", description="Variational integrator time step [s]; "
                                          "read at configure", floating_point_range=_range(1e-5, 1.0)))
     for name, text in (("Q", "State weight on x = [q, p, v]: nx diagonal entries or nx*nx "

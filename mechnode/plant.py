@@ -26,8 +26,9 @@ class ModelSpecError(ValueError):
 
 
 # ================================================================================ model loading
-#: Largest accepted model (file or YAML text), checked before anything is parsed.
-MAX_MODEL_BYTES = 1 << 20
+#: Largest accepted model (file, YAML or URDF text), checked before anything is parsed (the
+#: URDF loader's own limit, core.urdf.MAX_URDF_BYTES).
+MAX_MODEL_BYTES = 5_000_000
 
 
 def _check_size(size: int, what: str) -> None:
@@ -36,8 +37,14 @@ def _check_size(size: int, what: str) -> None:
                              "bytes (MAX_MODEL_BYTES)")
 
 
-def _looks_like_yaml_text(spec: str) -> bool:
-    return "\n" in spec or spec.lstrip().startswith("{")
+def _looks_like_model_text(spec: str) -> bool:
+    """Model text rather than a file name: several lines, a YAML flow mapping or XML."""
+    return "\n" in spec or spec.lstrip().startswith(("{", "<"))
+
+
+def is_urdf_text(text: str) -> bool:
+    """Whether a model's text is URDF (XML) rather than YAML."""
+    return text.lstrip().startswith("<")
 
 
 def _candidates(spec: str) -> list:
@@ -58,20 +65,21 @@ def resolve_model_path(spec: str) -> str:
 
 def read_model_text(spec: str):
     """``(text, source)`` for a model parameter value: the model's text and a short label of
-    where it came from (the file's path, or ``YAML text (N characters)``). A value is a YAML file
-    (see :func:`resolve_model_path`) or YAML model text, at most :data:`MAX_MODEL_BYTES`,
-    checked before anything is read or parsed. Raises :class:`ModelSpecError`."""
+    where it came from (the file's path, or ``model text (N characters)``). A value is a YAML or
+    URDF file (see :func:`resolve_model_path`) or YAML or URDF model text, at most
+    :data:`MAX_MODEL_BYTES`, checked before anything is read or parsed. Raises
+    :class:`ModelSpecError`."""
     if not isinstance(spec, str) or not spec.strip():
         raise ModelSpecError("the model parameter is empty")
     _check_size(len(spec.encode("utf-8", "surrogatepass")), "the model parameter")
-    if _looks_like_yaml_text(spec):
-        return spec, f"YAML text ({len(spec)} characters)"
+    if _looks_like_model_text(spec):
+        return spec, model_source(spec)
     path = next((c for c in _candidates(spec) if os.path.isfile(c)), None)
     if path is None:
         raise ModelSpecError(
             f"model {spec!r} is neither a model file (looked in {', '.join(_candidates(spec))}) "
-            "nor YAML model text (a mapping with frames, inputs, ...); code references such as "
-            "'python:module.function' are not accepted")
+            "nor model text (YAML: a mapping with frames, inputs, ...; or URDF); code references "
+            "such as 'python:module.function' are not accepted")
     _check_size(os.path.getsize(path), f"model file {path}")
     with open(path, encoding="utf-8") as fh:
         text = fh.read(MAX_MODEL_BYTES + 1)
@@ -93,35 +101,40 @@ def parse_model_text(text: str, source: str) -> dict:
 
 
 def read_model_spec(spec: str):
-    """``(data, source)`` for a model parameter value: the parsed YAML mapping and where it
-    came from (:func:`read_model_text`, :func:`parse_model_text`)."""
+    """``(data, source)`` for a model parameter value: the parsed YAML mapping, or the URDF
+    text, and where it came from (:func:`read_model_text`, :func:`parse_model_text`)."""
     text, source = read_model_text(spec)
-    return parse_model_text(text, source), source
+    return (text if is_urdf_text(text) else parse_model_text(text, source)), source
 
 
 def check_model_spec(spec: str) -> None:
-    """Validation of a model parameter value when it is set (read and parsed, not built);
-    raises ModelSpecError."""
+    """Validation of a model parameter value when it is set (read and, for YAML, parsed; not
+    built); raises ModelSpecError."""
     read_model_spec(spec)
 
 
 def system_from_text(text: str, source: str) -> core.System:
-    """A :class:`core.System` from a model's text (:func:`parse_model_text`)."""
+    """A :class:`core.System` from a model's text: URDF (``core.load_urdf``; mimic joints are
+    coordinates of their own, as in Pinocchio) or YAML (:func:`parse_model_text`)."""
     try:
+        if is_urdf_text(text):
+            return core.load_urdf(text, mimic="independent")
         return core.load_system(parse_model_text(text, source))
     except core.ModelError as exc:
         raise ModelSpecError(f"model {source}: {exc}") from None
 
 
 def load_model(spec: str) -> core.System:
-    """A :class:`core.System` from a YAML file or YAML model text (see :func:`read_model_text`)."""
+    """A :class:`core.System` from a YAML or URDF file or model text (see :func:`read_model_text`)."""
     return system_from_text(*read_model_text(spec))
 
 
 def model_source(spec: str) -> str:
     """A short label of a model parameter value for logs and answers: the value itself if it
-    names a file, ``YAML text (N characters)`` for model text."""
-    return f"YAML text ({len(spec)} characters)" if _looks_like_yaml_text(spec) else spec
+    names a file, ``YAML text (N characters)`` or ``URDF text (N characters)`` for model text."""
+    if not _looks_like_model_text(spec):
+        return spec
+    return f"{'URDF' if is_urdf_text(spec) else 'YAML'} text ({len(spec)} characters)"
 
 
 # ================================================================================ the plant

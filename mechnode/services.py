@@ -194,6 +194,12 @@ class ModelServices:
         response.continuous_state_names = list(plant.continuous_state_names)
         response.discrete_state_names = list(plant.state_names)
         response.dt = plant.dt
+        lower, upper = plant.system.position_limits
+        response.position_lower, response.position_upper = cv.float_array(lower), cv.float_array(upper)
+        response.velocity_limit = cv.float_array(plant.system.velocity_limits)
+        response.effort_limit = cv.float_array(plant.system.effort_limits)
+        limits = self._params.limits(plant, config.joint_map.joint_names)
+        response.command_limit = cv.float_array(limits.command[:plant.m])
         joints = config.joint_map.joint_names
         response.conventions = (CONVENTIONS + f" JointState/JointTrajectory joint names: "
                                 f"{dict(zip(plant.config_names, joints, strict=True))}. Force inputs (command_mode "

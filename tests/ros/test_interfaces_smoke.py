@@ -85,6 +85,9 @@ EXPECTED_FIELDS = {
         "dynamic_config_names": "sequence<string>", "kinematic_config_names": "sequence<string>",
         "input_names": "sequence<string>", "continuous_state_names": "sequence<string>",
         "discrete_state_names": "sequence<string>", "dt": "double", "conventions": "string",
+        "position_lower": "sequence<double>", "position_upper": "sequence<double>",
+        "velocity_limit": "sequence<double>", "effort_limit": "sequence<double>",
+        "command_limit": "sequence<double>",
     },
 }
 
