@@ -1,7 +1,14 @@
 """End-to-end demo over real DDS: the mechnode node balances a simulated cart-pole while it
 tracks a reference, and the tracking error is printed as it converges.
 
-    python -m mechnode.demo [--timeout 20] [--threshold 0.01] [--in-process]
+    python -m mechnode.demo [--robot cartpole|arm7] [--timeout 20] [--threshold 0.01] [--in-process]
+
+``--robot arm7`` runs the same loop with the 7-joint arm of ``config/arm7.urdf`` instead: the
+demo publishes the URDF on ``<namespace>/robot_description`` (std_msgs/String, latched, as
+robot_state_publisher does), the node (``config/params/arm7_params.yaml``) takes its model from
+there, joint names and command limits from the URDF; the arm starts 0.03 off a bent pose in every
+joint and tracks a lift and shoulder/elbow motion under the node's gains. The rest of this
+docstring describes the cart-pole.
 
 What runs:
 * the node, started as its own process exactly as a user would start it
@@ -37,6 +44,7 @@ import argparse
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -57,14 +65,63 @@ def reference_points(step: float = 0.1):
     return ["pole_joint", "cart_joint"], t, np.stack([np.zeros_like(t), cart], axis=1)
 
 
+#: The arm (config/arm7.urdf): from a bent pose, the lift rises 0.1 m and the shoulder pitch and
+#: elbow turn (rad) between 0.5 s and 3 s; every joint starts ARM_START_OFFSET off the reference.
+ARM_POSE = (0.15, 0.3, 0.6, -0.4, -1.2, 0.5, 0.2)
+ARM_MOVE = {"arm_joint1": 0.1, "arm_joint3": 0.3, "arm_joint5": -0.4}
+ARM_START_OFFSET = 0.03     # [m or rad]
+
+
+def arm_reference_points(step: float = 0.1):
+    """(joint names, times, positions) of the arm, positions only."""
+    t = np.arange(0.0, REFERENCE_SECONDS + 1e-9, step)
+    names = [f"arm_joint{i}" for i in range(1, 8)]
+    s = smoothstep((t - 0.5) / 2.5)
+    return names, t, np.stack([q + ARM_MOVE.get(j, 0.0) * s for j, q in zip(names, ARM_POSE, strict=True)],
+                              axis=1)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the demo drives: the node's parameter file, the model the simulated robot steps
+    (the node's own), the JointState names and the reference; ``robot_description``: the
+    model is handed to the node on ``<namespace>/robot_description`` (as robot_state_publisher
+    publishes a URDF), not through its parameters."""
+    name: str
+    params: str                 # in config/params/
+    model: str                  # in config/
+    joint_map: tuple            # the node's joint_map entries (the simulated robot's names)
+    reference: object           # () -> (joint names, times, positions)
+    start: object               # (joint names in model order, reference at t = 0) -> start positions
+    robot_description: bool = False
+
+
+def _cartpole_start(joint_names, q_ref0):
+    return np.array([ROBOT_START[j] for j in joint_names])
+
+
+def _arm_start(joint_names, q_ref0):
+    return q_ref0 + ARM_START_OFFSET
+
+
+SCENARIOS = {
+    "cartpole": Scenario("cartpole", "cartpole_params.yaml", "cartpole.yaml",
+                         ("x:cart_joint", "theta:pole_joint"), reference_points, _cartpole_start),
+    "arm7": Scenario("arm7", "arm7_params.yaml", "arm7.urdf", (), arm_reference_points, _arm_start,
+                     robot_description=True),
+}
+
+
 def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.01,
-        in_process=False, startup_timeout=600.0, log=print, context_domain=None):
+        in_process=False, startup_timeout=600.0, log=print, context_domain=None, robot="cartpole"):
     """Run the demo; returns ``(exit_status, history, robot_stats)`` with history = [(t, error), ...]
     and robot_stats the simulated robot's :meth:`~mechnode.testing.sim.SimRobot.stats` at the end
-    of the tracking (None if the robot did not start)."""
-    from ..testing.harness import DEFAULT_PARAMS, ros_environment
+    of the tracking (None if the robot did not start). ``robot``: a key of :data:`SCENARIOS`."""
+    from ..plant import CONFIG_DIR
+    from ..testing.harness import ros_environment
 
-    params_file = params_file or DEFAULT_PARAMS
+    scenario = SCENARIOS[robot]
+    params_file = params_file or os.path.join(CONFIG_DIR, "params", scenario.params)
     env = ros_environment(context_domain)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
@@ -75,11 +132,12 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     from mechnode_interfaces.srv import GetModel
     from rclpy.context import Context
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory
 
     from .. import conversions as cv
     from ..joint_map import JointMap
-    from ..plant import Plant
+    from ..plant import Plant, read_model_text
     from ..testing.harness import (
         LifecycleClient,
         Spinner,
@@ -114,6 +172,14 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             log(f"node: process {proc.pid} (python -m mechnode --ros-args --params-file "
                 f"{os.path.relpath(params_file)}), log {logfile}")
         manager = rclpy.create_node("demo_manager", namespace=namespace, context=ctx)
+        if scenario.robot_description:
+            # as robot_state_publisher does: the URDF, latched, on <namespace>/robot_description
+            text, _ = read_model_text(scenario.model)
+            description_pub = manager.create_publisher(String, f"{namespace.rstrip('/')}/robot_description",
+                                                       latched)
+            description_pub.publish(String(data=text))
+            log(f"robot description published: {scenario.model} ({len(text)} characters) on "
+                f"{description_pub.topic_name}")
         spinner = Spinner(ctx, manager, threads=1)
         if node_inproc is not None:
             node_spinner = Spinner(ctx, node_inproc, threads=2)
@@ -130,10 +196,11 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
 
         model = call(manager.create_client(GetModel, f"{node_fqn}/get_model"), GetModel.Request(),
                      30.0, "get_model")
-        plant = Plant.load("cartpole.yaml", model.dt)
+        plant = Plant.load(scenario.model, model.dt)
         plant.warm_up()  # the simulated robot must step in real time from its first command
-        jm = JointMap(plant.config_names, ["x:cart_joint", "theta:pole_joint"])
-        q0 = np.array([ROBOT_START[j] for j in jm.joint_names])
+        jm = JointMap(plant.config_names, list(scenario.joint_map))
+        names, times, pos = scenario.reference()
+        q0 = scenario.start(jm.joint_names, np.array([pos[0, names.index(j)] for j in jm.joint_names]))
         robot = SimRobot(plant, jm.joint_names, q0, namespace=namespace, context=ctx)
         robot.start()   # its own executor and step thread
         # the node's command path (a process of its own) discovers the robot's topics: up to a
@@ -147,12 +214,12 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         manager.create_subscription(GainSchedule, f"{node_fqn}/gain_schedule",
                                     lambda m: schedules.append(cv.schedule_from_msg(m)), latched)
         ref_pub = manager.create_publisher(JointTrajectory, f"{node_fqn}/reference", latched)
-        names, times, pos = reference_points()
         wait_for(lambda: ref_pub.get_subscription_count() > 0, 30.0, "the node's reference subscription")
         ref_pub.publish(cv.joint_trajectory(names, times, pos))
-        log(f"reference published: cart {MOVE[2]} m in {MOVE[1] - MOVE[0]} s with the pole upright, "
-            f"{REFERENCE_SECONDS} s, {len(times)} points (positions only); robot starts at "
-            f"{ROBOT_START}")
+        what = (f"cart {MOVE[2]} m in {MOVE[1] - MOVE[0]} s with the pole upright" if scenario.name == "cartpole"
+                else f"joints move by {ARM_MOVE} (m for the lift, rad) between 0.5 and 3 s")
+        log(f"reference published: {what}, {REFERENCE_SECONDS} s, {len(times)} points (positions "
+            f"only); robot starts at {dict(zip(jm.joint_names, np.round(q0, 4).tolist(), strict=True))}")
         wait_for(lambda: schedules, 120.0, "the GainSchedule")
         sched, start_ns = schedules[-1]
         n = plant.n
@@ -229,8 +296,11 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mechnode.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--robot", choices=sorted(SCENARIOS), default="cartpole",
+                        help="cartpole (default): the embedded default model; arm7: the 7-joint arm "
+                        "of config/arm7.urdf, handed to the node on /robot_description")
     parser.add_argument("--params", default=None, help="node parameter file "
-                        "(default config/params/cartpole_params.yaml)")
+                        "(default config/params/<robot>_params.yaml)")
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="seconds after activation to converge (default %(default)s)")
     parser.add_argument("--threshold", type=float, default=0.01,
@@ -239,5 +309,5 @@ def main(argv=None) -> int:
     parser.add_argument("--namespace", default="/mechnode_demo")
     args = parser.parse_args(argv)
     status, _, _ = run(args.params, args.namespace, args.timeout, args.threshold, args.in_process,
-                       log=lambda s: print(s, flush=True))
+                       log=lambda s: print(s, flush=True), robot=args.robot)
     return status
