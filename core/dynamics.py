@@ -301,8 +301,9 @@ def raise_for_status(system, status, where: str, inputs=()) -> None:
 def check_consistent(system, h, Jv, dq, tol, what: str) -> None:
     """ValueError naming the violated row if ``(q, dq)`` is off the constraint manifold:
     ``|h_r| > tol |Dh_r|`` (about ``tol`` in q from it) or ``|(J dq)_r| > tol |J_r| max(1, |dq|)``
-    for the holonomic Jacobian and velocity-constraint rows ``Jv`` (``h``'s rows first). ``what``
-    names the computation that needs a consistent state."""
+    for the holonomic Jacobian and velocity-constraint rows ``Jv`` (``h``'s rows first); ``dq``
+    None checks the configuration only. ``what`` names the computation that needs a consistent
+    state."""
     names = system.config_names
     nh = h.shape[0]
     for r in range(nh):
@@ -312,6 +313,8 @@ def check_consistent(system, h, Jv, dq, tol, what: str) -> None:
                              f"(about {abs(h[r]) / max(g, 1e-300):.3g} in q from the constraint, "
                              f"residual_limit {tol:g}); {what} needs a state on the constraint "
                              "manifold (residual_limit=None skips this check)")
+    if dq is None:
+        return
     scale = max(1.0, float(np.linalg.norm(dq)))
     res = Jv @ dq
     for r in range(res.shape[0]):
@@ -342,6 +345,16 @@ def continuous_input_names(system) -> list[str]:
     """The continuous input ``u = [force inputs, accelerations of the kinematic variables]``:
     ``System.input_names`` then ``<kinematic>_ddot`` (see :mod:`core.conventions`)."""
     return list(system.input_names) + [k + "_ddot" for k in system.kinematic_names]
+
+
+def check_configuration(system, q, residual_limit: float = 1e-6, what: str = "the computation") -> None:
+    """ValueError naming the violated row if ``q`` is off the holonomic constraints ``h(q) = 0``
+    (``|h_r| > residual_limit |Dh_r|``, see :func:`check_consistent`)."""
+    if system.model.nh == 0:
+        return
+    tol = number("residual_limit", residual_limit, positive=True)
+    h, Dh = constraint(system, q, 1)
+    check_consistent(system, h, Dh, None, tol, what)
 
 
 def _dynamics(system, q, dq, u, linearize, residual_limit=None, what=""):

@@ -364,6 +364,12 @@ class System:
         """Holonomic constraint values ``h(q)`` (and ``Dh``, ``D2h`` with ``order`` 1, 2)."""
         return dynamics.constraint(self, q, order)
 
+    def check_configuration(self, q, residual_limit: float = 1e-6, what: str = "the computation") -> None:
+        """Raise ValueError naming the row if ``q`` violates a holonomic constraint:
+        ``|h_r(q)| > residual_limit |Dh_r(q)|`` (about ``residual_limit`` in q from it). For
+        computations that take a configuration alone, e.g. a step of the integrator."""
+        dynamics.check_configuration(self, q, residual_limit, what)
+
     def lagrangian_derivatives(self, q, dq, order: int = 2):
         """Derivatives of the Lagrangian up to third order (see :mod:`core.lagrangian`)."""
         return dynamics.lagrangian_derivatives(self, q, dq, order)

@@ -227,6 +227,7 @@ class ModelServices:
                                  "linearizations only (discrete = false)")
             p = cv.as_vector(request.p, "p", plant.nd)
             u = cv.as_vector(request.u, "u", plant.nu)
+            plant.system.check_configuration(q, what="the discrete linearization")
             x = np.concatenate([q, p, np.zeros(plant.nk)])
             if order == 2:
                 A, B, H = plant.vi.linearize2(x, u)

@@ -137,6 +137,11 @@ def test_off_manifold_states_are_refused_by_both_linearizations(double_pendulum)
     # a loose tolerance accepts what a strict one refuses (one argument for both)
     s.linearize(q, tangent + [0.0, 1e-4], u, residual_limit=1e-3)
     s.linearize_minimal(q, tangent + [0.0, 1e-4], u, residual_limit=1e-3)
+    # a configuration alone (what the integrator's linearization takes): the same check
+    with pytest.raises(ValueError, match=r"holonomic constraint row 0: h = .*the discrete step needs a state"):
+        s.check_configuration(q_bad, what="the discrete step")
+    s.check_configuration(q)
+    s.check_configuration(q_bad, residual_limit=1.0)
 
 
 def test_overflow_is_not_reported_as_a_singular_matrix():

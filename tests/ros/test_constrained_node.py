@@ -97,10 +97,10 @@ def test_continuous_and_minimal_linearizations_equal_the_library(node):
 
 def test_discrete_linearization_equals_the_library(node):
     vi = core.MidpointVI(core.load_system(MODEL), 0.01)
-    p = vi.momentum(Q0, DQ0)
-    r = _linearize(node, q=Q0.tolist(), p=p.tolist(), discrete=True, order=1)
+    p = vi.momentum(QM, DQM)         # on the constraint (the paper's printed q0 is 1e-3 off)
+    r = _linearize(node, q=QM.tolist(), p=p.tolist(), discrete=True, order=1)
     assert r.success, r.message
-    A, B = vi.linearize(vi.state(Q0, p), U0)
+    A, B = vi.linearize(vi.state(QM, p), U0)
     np.testing.assert_allclose(_arr(r.a), A, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(_arr(r.b), B, rtol=1e-12, atol=1e-14)
 
@@ -121,6 +121,12 @@ def test_off_manifold_linearize_requests_are_refused_with_the_reason(node):
             assert not r.success, (fields, minimal)
             assert re.search(pattern, r.message) and "constraint manifold" in r.message, r.message
     ok = _linearize(node, q=QM.tolist(), dq=DQM.tolist())
+    assert ok.success, ok.message
+    # the discrete linearization too: its configuration q_k must be on the constraints
+    r = _linearize(node, q=Q0.tolist(), p=[0.0, 0.0], discrete=True)
+    assert not r.success and re.search(r"holonomic constraint row 0: h = -0\.003", r.message), r.message
+    assert "the discrete linearization needs a state on the constraint manifold" in r.message
+    ok = _linearize(node, q=QM.tolist(), p=[0.0, 0.0], discrete=True)
     assert ok.success, ok.message
 
 
