@@ -38,7 +38,7 @@ import pendulum_optimal_control as pendulum  # noqa: E402
 
 
 def bench_marionette(full: bool):
-    print("Marionette-like system (config/marionette.yaml)")
+    print("Marionette-like system (core/data/marionette.yaml)")
     ref = marionette_lqr.reference(duration=1.0, dt=0.01)        # 100 steps
     vi = ref.vi
     Q, R = marionette_lqr.lqr_weights(vi)

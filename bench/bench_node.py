@@ -242,7 +242,7 @@ def bench_command_latency(b, h, seconds, rate=1000.0, during=None):
 # ------------------------------------------------------------------------------ sections
 def section_linearize(b, cart, args):
     print("\n1. Linearize round trip over DDS (median / p99 ms; the library call in-process, ms)")
-    cases = [("cart-pole (nq=2, nx=4)", cart, core.load_system(os.path.join(REPO, "config", "cartpole.yaml")))]
+    cases = [("cart-pole (nq=2, nx=4)", cart, core.load_system("cartpole.yaml"))]
     tree = b.start(b.params_file("tree", branched_tree_spec(40)), "/bench_tree")
     cases.append(("tree (nq=40, nx=80)", tree, branched_tree(40)))
     for label, h, system in cases:

@@ -25,6 +25,7 @@ internal. Main entry points:
 from . import cache as _cache  # noqa: I001 - first: drops stale compiled kernels before any is loaded
 
 from .conventions import CONVENTIONS
+from .data import model_file, model_names
 from .errors import (CoreError, IntegratorError, LinearizerError, ModelError, RiccatiError,
                      NonFiniteError, SingularMatrixError, SingularStepError)
 from .linearizer import Linearizer
@@ -50,7 +51,7 @@ __all__ = [
     "simulate_open_loop", "simulate_closed_loop",
     "optimize_trajectory", "linearize_trajectory", "trajectory_cost", "cost_and_gradient",
     "DiscreteSystem", "TrajectoryOptimizationResult",
-    "check_vector", "too_large", "weight_matrix", "CONVENTIONS",
+    "check_vector", "too_large", "weight_matrix", "CONVENTIONS", "model_file", "model_names",
     "CoreError", "ModelError", "SingularMatrixError", "RiccatiError", "IntegratorError",
     "SingularStepError", "NonFiniteError", "LinearizerError", "__version__",
 ]

@@ -1,6 +1,7 @@
 """Demo: load a model from YAML and print its exact continuous and discrete linearizations.
 
-    python -m core.demo [config/double_pendulum.yaml]
+    python -m core.demo [MODEL]      (a file, or a packaged model's name: python -m core.demo
+                                      arm7.urdf; default double_pendulum.yaml)
 
 The operating point: the paper's for the default model (Johnson & Murphey 2010, Sec. IV; its
 printed q is rounded, 3.5 mm off the constraint, so the constraint check is skipped for it), the
@@ -17,8 +18,8 @@ import time
 
 import numpy as np
 
-DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                             "config", "double_pendulum.yaml")
+#: The default model: packaged with core (core.model_file finds it by name).
+DEFAULT_MODEL = "double_pendulum.yaml"
 
 
 def project_onto_constraints(system, q, tol: float = 1e-12, max_iterations: int = 50):
@@ -39,7 +40,8 @@ def operating_point(system, model_path):
     valid point was found."""
     from core.examples import marionette_rest_state
     u = np.zeros(len(system.continuous_input_names))
-    if os.path.abspath(model_path) == DEFAULT_MODEL:
+    from core.data import model_file
+    if model_path == DEFAULT_MODEL or os.path.abspath(model_path) == os.path.abspath(model_file(DEFAULT_MODEL)):
         return (np.array([0.5246, 1.0472]), np.array([1.0, -2.00116]), np.array([2.0]), None,
                 "the paper's operating point (printed rounded: h = %.2g, check skipped)"
                 % system.constraint(np.array([0.5246, 1.0472]))[0])
@@ -57,7 +59,8 @@ def operating_point(system, model_path):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", nargs="?", default=DEFAULT_MODEL, help="model YAML (default: %(default)s)")
+    parser.add_argument("model", nargs="?", default=DEFAULT_MODEL,
+                        help="model file or packaged model name (default: %(default)s)")
     parser.add_argument("--dt", type=float, default=0.01, help="variational integrator time step [s]")
     args = parser.parse_args(argv)
 

@@ -4,19 +4,15 @@
 * :func:`branched_tree` — a 3-D tree with a floating base and four rotational limbs;
 * :func:`chain_spec`, :func:`branched_tree_spec` — the same models as plain data (dicts that
   :func:`~core.load_system` accepts, YAML once dumped): what a process hands to another one;
-* :func:`marionette` — the marionette-like model of ``config/marionette.yaml`` and
+* :func:`marionette` — the marionette-like model of ``core/data/marionette.yaml`` and
   :func:`marionette_rest_state`, a static equilibrium hanging from its strings.
 """
 from __future__ import annotations
-
-import os
 
 import numpy as np
 
 from .loader import load_system
 from .system import System
-
-CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config")
 
 
 def chain_spec(n: int, length: float = 1.0, mass: float = 1.0, gravity: float = 9.8) -> dict:
@@ -79,7 +75,7 @@ def branched_tree(n_variables: int = 40) -> System:
 
 def marionette() -> System:
     """The 40-variable marionette-like model (22 dynamic, 18 kinematic, 6 strings)."""
-    return load_system(os.path.join(CONFIG_DIR, "marionette.yaml"))
+    return load_system("marionette.yaml")
 
 
 # The starting pose (before the equilibrium solve): elbows bent 90 degrees, hips and knees bent,

@@ -15,7 +15,9 @@ _TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "
 
 def load_system(source) -> System:
     """Build a :class:`System` from a YAML file path, a YAML string or a dict; a ``.urdf`` path
-    or URDF XML text goes to :func:`core.load_urdf` (with its defaults).
+    or URDF XML text goes to :func:`core.load_urdf` (with its defaults). A bare file name that
+    is not a file here but a model packaged with core (:func:`core.model_names`, e.g.
+    ``"cartpole.yaml"``) loads that model.
 
     Minimal example::
 
@@ -28,7 +30,10 @@ def load_system(source) -> System:
         inputs:
           - {type: torque, config: theta1}
     """
+    from .data import model_file
     from .urdf import is_urdf_source, load_urdf
+    if isinstance(source, str) and not os.path.exists(source):
+        source = model_file(source) or source
     if is_urdf_source(source):
         return load_urdf(source)
     spec = _read_spec(source)

@@ -1,6 +1,6 @@
 """LQR stabilization of a marionette (Johnson, Schultz & Murphey, Sec. VIII-B; Figs. 6 and 7).
 
-The marionette-like model of ``config/marionette.yaml``: 40 configuration variables, 22 dynamic
+The marionette-like model of ``core/data/marionette.yaml``: 40 configuration variables, 22 dynamic
 (a floating torso, head, arms, legs) and 18 kinematic (for each of the six strings the
 controller's x and y and the string length), six holonomic distance constraints (the strings).
 Under the midpoint variational integrator the state ``x = [q (40), p (22), v (18)]`` has 80

@@ -1,6 +1,6 @@
 """Optimal control of the pendulum (Johnson, Schultz & Murphey, Sec. VIII-A; Figs. 3 and 4).
 
-The pendulum of ``config/pendulum.yaml`` (m = l = 1, g = 9.8, torque input) under the midpoint
+The pendulum of ``core/data/pendulum.yaml`` (m = l = 1, g = 9.8, torque input) under the midpoint
 variational integrator, dt = 0.1, N = 100 steps, state ``x = [theta, p]``:
 
 1. An infeasible reference (Eq. 35): ``theta_ref`` steps from 0 to pi at k = N/2,
@@ -39,7 +39,7 @@ if ROOT not in sys.path:
 
 import core  # noqa: E402
 
-CONFIG = os.path.join(ROOT, "config", "pendulum.yaml")
+CONFIG = "pendulum.yaml"      # packaged with core (core/data/)
 METHODS = ("second_order", "first_order", "steepest_descent")
 
 

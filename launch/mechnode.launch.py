@@ -1,15 +1,15 @@
 """Launch the mechnode node (for a full ROS 2 install with launch / launch_ros):
 
-    ros2 launch launch/mechnode.launch.py [params_file:=config/params/cartpole_params.yaml]
+    ros2 launch launch/mechnode.launch.py [params_file:=mechnode/params/cartpole_params.yaml]
         [namespace:=/robot] [autostart:=true] [log_level:=info]
 
 Runs the ``mechnode`` console script (installed with this Python package; no ``package=`` is
 given, so launch_ros looks the executable up on PATH) with the parameter file; with
 ``autostart`` the node configures and activates itself, otherwise a lifecycle manager drives
 it. Without ``ros2 launch`` the same node starts with
-``mechnode --ros-args --params-file config/params/mechnode.yaml``.
+``mechnode --ros-args --params-file mechnode/params/mechnode.yaml``.
 """
-import os
+from importlib import resources
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
@@ -17,8 +17,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-DEFAULT_PARAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                              "config", "params", "mechnode.yaml")
+#: The parameter file shipped with the mechnode package (package data: mechnode/params/).
+DEFAULT_PARAMS = str(resources.files("mechnode") / "params" / "mechnode.yaml")
 
 
 def generate_launch_description():

@@ -3,7 +3,7 @@
 Lifecycle
 ---------
 * ``configure``: loads the model (parameter ``model``: a YAML or URDF file, absolute, relative
-  to the working directory or to the repository's ``config/``, or YAML or URDF model text; or,
+  to the working directory, or a model packaged with core (``core/data/``), or model text; or,
   with ``robot_description_topic`` set, the URDF published there, waited for at most
   ``robot_description_timeout`` s; data only, nothing named in a parameter is ever imported or
   run), builds the variational integrator at ``dt``,

@@ -72,10 +72,10 @@ def declare_parameters(node) -> None:
 
     node.declare_parameter("model", DEFAULT_MODEL, D(
         "model",
-        description=f"Model: a YAML file (absolute, relative to the working directory or to the "
-                    f"repository's config/) or YAML model text (several lines, or a flow mapping "
-                    f"in braces), at most {MAX_MODEL_BYTES} bytes. Data only: nothing named in it "
-                    f"is imported or run. Read at configure.",
+        description=f"Model: a YAML or URDF file (absolute, relative to the working directory, or "
+                    f"the name of a model packaged with core: core/data/) or YAML or URDF model text "
+                    f"(several lines, a flow mapping in braces, or XML), at most {MAX_MODEL_BYTES} "
+                    f"bytes. Data only: nothing named in it is imported or run. Read at configure.",
         additional_constraints="change only while unconfigured"))
     node.declare_parameter("robot_description_topic", "", D(
         "robot_description_topic",

@@ -14,10 +14,7 @@ import yaml
 
 import core
 
-REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: Relative model paths are looked up in the working directory, then here.
-CONFIG_DIR = os.path.join(REPO_DIR, "config")
-#: The default model of the node (in CONFIG_DIR).
+#: The default model of the node (a model packaged with core: core.data).
 DEFAULT_MODEL = "cartpole.yaml"
 
 
@@ -48,12 +45,16 @@ def is_urdf_text(text: str) -> bool:
 
 
 def _candidates(spec: str) -> list:
-    return [spec] if os.path.isabs(spec) else [os.path.abspath(spec), os.path.join(CONFIG_DIR, spec)]
+    if os.path.isabs(spec):
+        return [spec]
+    packaged = core.model_file(spec)
+    return [os.path.abspath(spec)] + ([packaged] if packaged else [f"the packaged models {core.model_names()}"])
 
 
 def resolve_model_path(spec: str) -> str:
-    """An existing file for ``spec``: absolute, relative to the working directory, or relative to
-    the repository's ``config/`` directory (in that order). Raises :class:`ModelSpecError`."""
+    """An existing file for ``spec``: absolute, relative to the working directory, or the name of
+    a model packaged with core (``core.data``: ``cartpole.yaml``, ...), in that order. Raises
+    :class:`ModelSpecError`."""
     if not isinstance(spec, str) or not spec.strip():
         raise ModelSpecError("the model parameter is empty")
     candidates = _candidates(spec)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command of README.md: set up .venv and ROS 2 (both idempotent), lint with ruff (the
-# configuration is in pyproject.toml), then run every test.
+# configuration is in pyproject.toml), run every test, then check the wheel outside the repository
+# (scripts/check_wheel.sh).
 # ROS tests are required here (MECHNODE_REQUIRE_ROS=1: a missing rclpy fails instead of skipping)
 # and DDS discovery is kept on this host.
 set -euo pipefail
@@ -10,4 +11,6 @@ bash "$root/scripts/setup_ros.sh"
 cd "$root"
 export MECHNODE_REQUIRE_ROS=1 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 .venv/bin/ruff check .
-exec .venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q "$@"
+# the package installed from its wheel into a fresh venv, used from outside the repository
+bash scripts/check_wheel.sh

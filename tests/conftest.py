@@ -2,7 +2,7 @@
 
 The constrained double pendulum of Johnson & Murphey (2010), Sec. IV (two 1 m links with 1 kg
 point masses, the lower mass held at 1 m from an anchor at x = 2 m, a torque on the base joint)
-is written out once, in ``config/double_pendulum.yaml``; the tests take it from there as the
+is written out once, in ``core/data/double_pendulum.yaml``; the tests take it from there as the
 file's path, its YAML text, a plain dict or a loaded :class:`core.System`.
 
 Random systems and the independent numpy reference model are in ``tests/randsys.py`` (a helper
@@ -18,13 +18,13 @@ import yaml
 import core
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG_DIR = ROOT / "config"
-DOUBLE_PENDULUM_PATH = CONFIG_DIR / "double_pendulum.yaml"
+DATA_DIR = ROOT / "core" / "data"
+DOUBLE_PENDULUM_PATH = DATA_DIR / "double_pendulum.yaml"
 
 
 @pytest.fixture(scope="session")
 def double_pendulum_path() -> Path:
-    """Path of ``config/double_pendulum.yaml``."""
+    """Path of ``core/data/double_pendulum.yaml``."""
     return DOUBLE_PENDULUM_PATH
 
 

@@ -142,7 +142,7 @@ def test_one_error_hierarchy():
 
 
 def test_system_attributes_are_written_by_system_only():
-    s = core.load_system(os.path.join(ROOT, "config", "double_pendulum.yaml"))
+    s = core.load_system("double_pendulum.yaml")
     ws = s.workspace
     assert isinstance(ws, core.Workspace) and ws.model is s.model
     data, der = ws.get()

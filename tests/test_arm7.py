@@ -1,4 +1,4 @@
-"""``config/arm7.urdf``, the example arm: it loads from the file and from its text, its names and
+"""``core/data/arm7.urdf``, the example arm: it loads from the file and from its text, its names and
 limits are the file's, its inertias and axes are what the file promises, its mass matrix is well
 conditioned, it matches Pinocchio (``qdd``, ``A``, ``B`` and the holding torque), the
 variational integrator steps and linearizes it, and LQR on the integrator's exact linearization
@@ -20,7 +20,7 @@ from urdfref import PinocchioRobot, relative_error
 import core
 from core.urdf import rpy_rotation
 
-ARM7 = Path(__file__).resolve().parents[1] / "config" / "arm7.urdf"
+ARM7 = Path(__file__).resolve().parents[1] / "core" / "data" / "arm7.urdf"
 JOINTS = [f"arm_joint{i}" for i in range(1, 8)]
 TOL = 1e-8
 DT = 0.01
@@ -63,10 +63,10 @@ def holding_state(vi, q0):
 
 # ---------------------------------------------------------------------------------- loading
 def test_loads_from_the_file_and_from_its_text(arm, monkeypatch):
-    monkeypatch.chdir(ARM7.parents[1])
+    monkeypatch.chdir(ARM7.parents[2])          # the repository
     text = ARM7.read_text()
     q, dq, u = POSE, np.linspace(-1.0, 1.0, 7), np.linspace(5.0, -5.0, 7)
-    for system in (core.load_system(str(ARM7)), core.load_system("config/arm7.urdf"),
+    for system in (core.load_system(str(ARM7)), core.load_system("core/data/arm7.urdf"), core.load_system("arm7.urdf"),
                    core.load_urdf(text), core.load_system(text)):
         assert system.name == "mechnode_arm7"
         assert system.config_names == arm.config_names

@@ -15,6 +15,8 @@ import sys
 import numpy as np
 import pytest
 
+import core
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -203,15 +205,15 @@ def test_marionette_script_quick(tmp_path, capsys):
 
 
 # =================================================================================== core.demo
-MODELS = sorted(f for f in os.listdir(os.path.join(ROOT, "config")) if f.endswith(".yaml"))
+MODELS = [m for m in core.model_names() if m.endswith(".yaml")]
 
 
 @pytest.mark.parametrize("model", MODELS)
 def test_library_demo_linearizes_every_model(model, capsys):
-    """``python -m core.demo config/<model>`` picks a valid state for each model (the
+    """``python -m core.demo <model>`` picks a valid state for each model (the
     marionette: its rest state; q = 0 is singular there) and prints both linearizations."""
     from core import demo
-    assert demo.main([os.path.join(ROOT, "config", model)]) == 0
+    assert demo.main([model]) == 0
     out = capsys.readouterr().out
     assert "operating point:" in out and "A_d =" in out
 

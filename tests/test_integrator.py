@@ -9,7 +9,7 @@ import pytest
 
 import core
 
-CARTPOLE = Path(__file__).resolve().parents[1] / "config" / "cartpole.yaml"
+CARTPOLE = Path(__file__).resolve().parents[1] / "core" / "data" / "cartpole.yaml"
 PENDULUM = {
     "gravity": [0, -9.8, 0],
     "frames": [{"name": "pendulum", "parent": "world", "rz": "theta"},

@@ -10,20 +10,19 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(REPO, "launch", "mechnode.launch.py")
-PARAM_FILES = ["config/params/mechnode.yaml", "config/params/cartpole_params.yaml"]
+PARAM_FILES = ["mechnode/params/mechnode.yaml", "mechnode/params/cartpole_params.yaml",
+               "mechnode/params/arm7_params.yaml"]
 
 
 def test_launch_file_compiles_and_references_an_existing_params_file(tmp_path):
     py_compile.compile(LAUNCH, cfile=str(tmp_path / "launch.pyc"), doraise=True)
     tree = ast.parse(open(LAUNCH).read())
     assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)
-    # DEFAULT_PARAMS = os.path.join(<repo>, "config", "<file>"): that file must exist
-    joins = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "join"
-             and any(isinstance(a, ast.Constant) and str(a.value).endswith(".yaml") for a in n.args)]
-    assert joins, "no params file path in the launch file"
-    parts = [a.value for a in joins[0].args if isinstance(a, ast.Constant)]
-    path = os.path.join(REPO, *parts)
-    assert os.path.isfile(path), path
+    # DEFAULT_PARAMS = resources.files("mechnode") / "params" / "<file>": that file must exist
+    assert 'resources.files("mechnode") / "params" / "mechnode.yaml"' in open(LAUNCH).read()
+    from importlib import resources
+    path = resources.files("mechnode") / "params" / "mechnode.yaml"
+    assert path.is_file(), path
     assert "executable=\"mechnode\"" in open(LAUNCH).read()
 
 
@@ -37,9 +36,11 @@ def test_params_files_are_ros2_parameter_files_for_the_node(rel):
     from mechnode.joint_map import JointMap
     from mechnode.plant import Plant
     from mechnode.weights import Weights
-    plant = Plant.load(params["model"], params["dt"])
-    assert plant.system.name == "cartpole"
-    JointMap(plant.config_names, params["joint_map"])
+    # arm7_params.yaml takes its model from robot_description: the demo publishes arm7.urdf there
+    model = "arm7.urdf" if params.get("robot_description_topic") else params["model"]
+    plant = Plant.load(model, params["dt"])
+    assert plant.system.name in ("cartpole", "mechnode_arm7")
+    JointMap(plant.config_names, params.get("joint_map", []))
     Weights.from_values(plant, params["Q"], params["R"], params.get("Q_N", ()))
     from mechnode.limits import Limits
     limits = Limits.for_plant(plant, plant.config_names, params["state_position_limit"],
@@ -51,13 +52,13 @@ def test_params_files_are_ros2_parameter_files_for_the_node(rel):
 
 
 def test_model_files_and_parameter_files_are_kept_apart():
-    """Every YAML file in config/ is a model (``python -m core.demo`` and the node's ``model``
-    parameter take them); the node's parameter files live in config/params/."""
+    """Every model file packaged with core (core/data/) is a model (``python -m core.demo`` and
+    the node's ``model`` parameter take them by name); the node's parameter files live in
+    mechnode/params/."""
     import core
-    config = os.path.join(REPO, "config")
-    models = sorted(f for f in os.listdir(config) if f.endswith(".yaml"))
-    assert "cartpole.yaml" in models and "marionette.yaml" in models
+    models = core.model_names()
+    assert {"cartpole.yaml", "marionette.yaml", "arm7.urdf"} <= set(models)
     for name in models:
-        core.load_system(os.path.join(config, name))
-    params = sorted(os.listdir(os.path.join(config, "params")))
+        core.load_system(name)
+    params = sorted(f for f in os.listdir(os.path.join(REPO, "mechnode", "params")) if f.endswith(".yaml"))
     assert params == sorted(os.path.basename(p) for p in PARAM_FILES)

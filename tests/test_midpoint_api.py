@@ -12,7 +12,7 @@ from core.examples import chain, marionette, marionette_rest_state
 
 from randsys import fd
 
-CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config")
+CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "core", "data")
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The example of Johnson & Murphey 2010 ("Linearizations for mechanical systems in generalized
 coordinates", ACC 2010, Sec. IV): a forced double pendulum whose end mass B is held at distance
-1 m from the anchor C = (2, 0); the model is config/double_pendulum.yaml (the ``double_pendulum``
+1 m from the anchor C = (2, 0); the model is core/data/double_pendulum.yaml (the ``double_pendulum``
 fixture of tests/conftest.py).
 
 What the paper prints (Sec. IV) and what we check:

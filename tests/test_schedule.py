@@ -17,7 +17,6 @@ from mechnode.feasibility import discrete_reference, make_feasible
 from mechnode.gains import STATE_Q_QDOT, gain_schedule, schedule_in_qdot
 from mechnode.joint_map import JointMap
 from mechnode.plant import (
-    CONFIG_DIR,
     MAX_MODEL_BYTES,
     ModelSpecError,
     Plant,
@@ -71,9 +70,8 @@ def test_importing_the_ros_free_modules_imports_no_rclpy():
 
 # ------------------------------------------------------------------------------ model loading
 def test_model_paths_resolve_against_config_dir():
-    assert resolve_model_path("cartpole.yaml") == os.path.join(CONFIG_DIR, "cartpole.yaml")
-    assert os.path.samefile(resolve_model_path(os.path.join(CONFIG_DIR, "pendulum.yaml")),
-                            os.path.join(CONFIG_DIR, "pendulum.yaml"))
+    assert resolve_model_path("cartpole.yaml") == core.model_file("cartpole.yaml")    # packaged
+    assert os.path.samefile(resolve_model_path(core.model_file("pendulum.yaml")), core.model_file("pendulum.yaml"))
     with pytest.raises(ModelSpecError, match="not found"):
         resolve_model_path("no_such_model.yaml")
     s = load_model(yaml.safe_dump(chain_spec(3)))        # YAML model text
@@ -119,7 +117,7 @@ def test_cartpole_model(cartpole):
     assert cartpole.state_names == ["x", "theta", "p_x", "p_theta"]
     assert not cartpole.fully_actuated and "underactuated" in cartpole.actuation
     assert Plant(chain(2), DT).fully_actuated
-    assert not Plant(core.load_system(os.path.join(CONFIG_DIR, "double_pendulum.yaml")), DT).fully_actuated
+    assert not Plant(core.load_system("double_pendulum.yaml"), DT).fully_actuated
 
 
 # ------------------------------------------------------------------------------ Legendre

@@ -3,17 +3,17 @@ tracks a reference, and the tracking error is printed as it converges.
 
     python -m mechnode.demo [--robot cartpole|arm7] [--timeout 20] [--threshold 0.01] [--in-process]
 
-``--robot arm7`` runs the same loop with the 7-joint arm of ``config/arm7.urdf`` instead: the
+``--robot arm7`` runs the same loop with the 7-joint arm of ``core/data/arm7.urdf`` instead: the
 demo publishes the URDF on ``<namespace>/robot_description`` (std_msgs/String, latched, as
-robot_state_publisher does), the node (``config/params/arm7_params.yaml``) takes its model from
+robot_state_publisher does), the node (``mechnode/params/arm7_params.yaml``) takes its model from
 there, joint names and command limits from the URDF; the arm starts 0.03 off a bent pose in every
 joint and tracks a lift and shoulder/elbow motion under the node's gains. The rest of this
 docstring describes the cart-pole.
 
 What runs:
 * the node, started as its own process exactly as a user would start it
-  (``python -m mechnode --ros-args --params-file config/params/cartpole_params.yaml``, the embedded
-  default model ``config/cartpole.yaml``) and driven through its lifecycle services
+  (``python -m mechnode --ros-args --params-file mechnode/params/cartpole_params.yaml``, the embedded
+  default model ``core/data/cartpole.yaml``) and driven through its lifecycle services
   (configure, activate; at the end deactivate, cleanup, shutdown) — or, with ``--in-process``,
   in this process on its own executor;
 * a simulated robot (:class:`mechnode.testing.sim.SimRobot`: the variational integrator stepping at
@@ -65,7 +65,7 @@ def reference_points(step: float = 0.1):
     return ["pole_joint", "cart_joint"], t, np.stack([np.zeros_like(t), cart], axis=1)
 
 
-#: The arm (config/arm7.urdf): from a bent pose, the lift rises 0.1 m and the shoulder pitch and
+#: The arm (core/data/arm7.urdf): from a bent pose, the lift rises 0.1 m and the shoulder pitch and
 #: elbow turn (rad) between 0.5 s and 3 s; every joint starts ARM_START_OFFSET off the reference.
 ARM_POSE = (0.15, 0.3, 0.6, -0.4, -1.2, 0.5, 0.2)
 ARM_MOVE = {"arm_joint1": 0.1, "arm_joint3": 0.3, "arm_joint5": -0.4}
@@ -88,8 +88,8 @@ class Scenario:
     model is handed to the node on ``<namespace>/robot_description`` (as robot_state_publisher
     publishes a URDF), not through its parameters."""
     name: str
-    params: str                 # in config/params/
-    model: str                  # in config/
+    params: str                 # in mechnode/params/
+    model: str                  # packaged with core (core/data/)
     joint_map: tuple            # the node's joint_map entries (the simulated robot's names)
     reference: object           # () -> (joint names, times, positions)
     start: object               # (joint names in model order, reference at t = 0) -> start positions
@@ -117,11 +117,10 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     """Run the demo; returns ``(exit_status, history, robot_stats)`` with history = [(t, error), ...]
     and robot_stats the simulated robot's :meth:`~mechnode.testing.sim.SimRobot.stats` at the end
     of the tracking (None if the robot did not start). ``robot``: a key of :data:`SCENARIOS`."""
-    from ..plant import CONFIG_DIR
-    from ..testing.harness import ros_environment
+    from ..testing.harness import PARAMS_DIR, ros_environment
 
     scenario = SCENARIOS[robot]
-    params_file = params_file or os.path.join(CONFIG_DIR, "params", scenario.params)
+    params_file = params_file or os.path.join(PARAMS_DIR, scenario.params)
     env = ros_environment(context_domain)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
@@ -298,9 +297,9 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--robot", choices=sorted(SCENARIOS), default="cartpole",
                         help="cartpole (default): the embedded default model; arm7: the 7-joint arm "
-                        "of config/arm7.urdf, handed to the node on /robot_description")
+                        "of core/data/arm7.urdf, handed to the node on /robot_description")
     parser.add_argument("--params", default=None, help="node parameter file "
-                        "(default config/params/<robot>_params.yaml)")
+                        "(default mechnode/params/<robot>_params.yaml)")
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="seconds after activation to converge (default %(default)s)")
     parser.add_argument("--threshold", type=float, default=0.01,

@@ -11,10 +11,11 @@ import subprocess
 import sys
 import threading
 import time
+from importlib import resources
 
-from ..plant import CONFIG_DIR, REPO_DIR
-
-DEFAULT_PARAMS = os.path.join(CONFIG_DIR, "params", "cartpole_params.yaml")
+#: The parameter files shipped with mechnode (package data: mechnode/params/).
+PARAMS_DIR = str(resources.files("mechnode") / "params")
+DEFAULT_PARAMS = os.path.join(PARAMS_DIR, "cartpole_params.yaml")
 
 
 def ros_environment(domain_id: int | None = None) -> dict:
@@ -52,7 +53,7 @@ def start_node_process(params_file: str = DEFAULT_PARAMS, namespace: str = "", p
     out = open(log_path, "wb") if log_path else subprocess.DEVNULL
     try:
         return subprocess.Popen(node_command(params_file, namespace, params, autostart, cli_args),
-                                stdout=out, stderr=subprocess.STDOUT, cwd=REPO_DIR,
+                                stdout=out, stderr=subprocess.STDOUT,
                                 env=env or ros_environment())
     finally:
         if log_path:
@@ -206,5 +207,5 @@ def start_big_reference(topic: str, joint_names, points: int, env=None) -> subpr
     (:mod:`mechnode.testing.big_reference`); its output is captured."""
     cmd = [sys.executable, "-m", "mechnode.testing.big_reference", "--topic", topic,
            "--points", str(points), "--joints", ",".join(joint_names)]
-    return subprocess.Popen(cmd, env=env or ros_environment(), cwd=REPO_DIR, stdout=subprocess.PIPE,
+    return subprocess.Popen(cmd, env=env or ros_environment(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

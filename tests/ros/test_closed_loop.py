@@ -1,4 +1,4 @@
-"""The closed loop over DDS: the node (a subprocess started from config/params/cartpole_params.yaml)
+"""The closed loop over DDS: the node (a subprocess started from mechnode/params/cartpole_params.yaml)
 balances the simulated cart-pole (mechnode.testing.sim.SimRobot: the variational integrator stepping in
 real time, JointState out, Float64MultiArray commands in) while tracking a reference that moves
 the cart with the pole upright; the tracking error must converge. This is the README demo
@@ -59,7 +59,7 @@ def test_closed_loop_over_dds_converges_every_time(rclpy_mod, ifaces):
 
 
 def test_closed_loop_with_the_urdf_arm_from_robot_description(rclpy_mod, ifaces):
-    """The main job's second mode: the node takes config/arm7.urdf from /robot_description and
+    """The main job's second mode: the node takes core/data/arm7.urdf from /robot_description and
     the simulated arm tracks the reference under its gains."""
     from mechnode import demo
     lines = []

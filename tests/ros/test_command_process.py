@@ -19,7 +19,6 @@ import time
 import numpy as np
 import pytest
 
-from mechnode.plant import REPO_DIR
 from mechnode.testing.harness import DEFAULT_PARAMS, ros_environment, wait_for
 
 from nodeproc import NodeProcess
@@ -99,7 +98,7 @@ def test_commands_flow_while_the_node_process_is_frozen(node):
     stream = subprocess.Popen(
         [sys.executable, "-m", "mechnode.testing.state_stream", "--ns", h.ns, "--joints", ",".join(JOINTS),
          "--positions", "0.0,0.02", "--rate", "100", "--seconds", "3"],
-        env=ros_environment(), cwd=REPO_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env=ros_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert stream.stdout.readline().strip() == "ready", stream.communicate(timeout=30)[0]
         time.sleep(1.0)

@@ -1,4 +1,4 @@
-"""The node on a constrained model (the paper's constrained double pendulum, config/
+"""The node on a constrained model (the paper's constrained double pendulum, core/data/
 double_pendulum.yaml) over real rclpy + DDS: continuous, minimal-coordinate and discrete
 linearizations through the Linearize service equal the library's, and bad minimal requests are
 answered with ``success: false`` while the node keeps serving."""
@@ -18,7 +18,7 @@ from nodeproc import NodeProcess
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODEL = os.path.join(ROOT, "config", "double_pendulum.yaml")
+MODEL = os.path.join(ROOT, "core", "data", "double_pendulum.yaml")
 PARAMS_YAML = """\
 /**/mechnode:
   ros__parameters:

@@ -1,5 +1,5 @@
 """The mechnode node over real rclpy + Fast DDS on loopback, started as a subprocess from its
-parameter file (``python -m mechnode --ros-args --params-file config/params/cartpole_params.yaml``) in a
+parameter file (``python -m mechnode --ros-args --params-file mechnode/params/cartpole_params.yaml``) in a
 namespace of its own on this run's ROS_DOMAIN_ID, driven through its lifecycle services.
 
 Every answer is compared with the library (core) computed here. Tests run in file order on
@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import core
-from mechnode.plant import CONFIG_DIR
 from mechnode.testing.harness import DEFAULT_PARAMS
 
 from nodeproc import TIMEOUT, NodeProcess
@@ -30,7 +29,7 @@ JOINTS = ["cart_joint", "pole_joint"]
 
 @pytest.fixture(scope="module")
 def vi():
-    return core.MidpointVI(core.load_system(os.path.join(CONFIG_DIR, "cartpole.yaml")), DT)
+    return core.MidpointVI(core.load_system("cartpole.yaml"), DT)
 
 
 @pytest.fixture(scope="module")

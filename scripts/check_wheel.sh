@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The package outside the repository: builds the wheel from pyproject.toml, installs it into a
+# fresh venv (its dependencies from the package registry) and, from a directory outside the
+# repository, loads every packaged model by name, finds the node's parameter files, and runs the
+# library demo on the default model and on the URDF arm. Called by scripts/test.sh.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+py=${PYTHON:-python3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+t0=$(date +%s)
+"$root/.venv/bin/python" -m pip wheel --quiet --no-deps -w "$work/dist" "$root"
+wheel=$(ls "$work"/dist/mechnode-*.whl)
+"$py" -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel"
+mkdir "$work/elsewhere"
+cd "$work/elsewhere"
+"$work/venv/bin/python" - <<'PY'
+import os
+from importlib import resources
+
+import core
+import core.examples
+
+site = os.path.dirname(os.path.dirname(core.__file__))
+assert "site-packages" in site, f"core imported from {site}, not from the installed wheel"
+names = core.model_names()
+assert {"cartpole.yaml", "double_pendulum.yaml", "marionette.yaml", "pendulum.yaml", "arm7.urdf"} <= set(names), names
+for name in names:
+    s = core.load_system(name)
+    print(f"check_wheel: {name}: {s.name}, {s.nq} coordinates, {s.nu} inputs")
+core.examples.marionette()
+params = resources.files("mechnode") / "params"
+found = sorted(p.name for p in params.iterdir() if p.name.endswith(".yaml"))
+assert {"mechnode.yaml", "cartpole_params.yaml", "arm7_params.yaml"} <= set(found), found
+assert (resources.files("mechnode") / "fastdds_profile.xml").is_file()
+print(f"check_wheel: core {core.__version__} from {site}; node parameter files {found}")
+PY
+"$work/venv/bin/python" -m core.demo >"$work/demo.log" 2>&1 || { cat "$work/demo.log"; exit 1; }
+tail -n 2 "$work/demo.log"
+"$work/venv/bin/mechnode-demo" arm7.urdf >"$work/demo_arm.log" 2>&1 || { cat "$work/demo_arm.log"; exit 1; }
+tail -n 2 "$work/demo_arm.log"
+echo "check_wheel: $(basename "$wheel") installed and used outside the repository ($(( $(date +%s) - t0 )) s)"
