@@ -262,6 +262,7 @@ class _Direction(NamedTuple):
     model: str           # quadratic model that produced it: newton, gauss_newton or identity
                          # (newton_reversed: the Newton direction reversed, see _descent_direction)
     alternative: "_Direction | None" = None   # a second candidate, also line-searched
+    dx0: np.ndarray | None = None   # (nx,) initial-state change z_0 (optimize_ic), else z_0 = 0
 
 
 def _newton_weights(pb: _Problem, lam: np.ndarray, H: np.ndarray, nx: int):
@@ -275,11 +276,12 @@ def _newton_weights(pb: _Problem, lam: np.ndarray, H: np.ndarray, nx: int):
 
 
 def _solve_lq(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
-    """Policy ``(K, kff)`` of the LQ subproblem, or None where it is not convex."""
+    """Policy ``(K, kff)`` of the LQ subproblem and its value Hessian ``P_0``, or None where it
+    is not convex."""
     N, nx, nu = B.shape
     K, kff, P = np.empty((N, nu, nx)), np.empty((N, nu)), np.empty((N + 1, nx, nx))
     status = lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P)
-    return (K, kff) if status < 0 else None
+    return (K, kff, P[0]) if status < 0 else None
 
 
 def _solve_lq_indefinite(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
@@ -302,7 +304,7 @@ def _solve_lq_indefinite(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
         Pk = at(Wxx, k) + A[k].T @ PA - Qux.T @ K[k]
         P = 0.5 * (Pk + Pk.T)
         p = at(wx, k) + A[k].T @ p + Qux.T @ kff[k]
-    return (K, kff) if np.all(np.isfinite(K)) and np.all(np.isfinite(kff)) else None
+    return (K, kff, P) if np.all(np.isfinite(K)) and np.all(np.isfinite(kff)) else None
 
 
 def _projection_gains(A, B, Qproj=None, Rproj=None) -> np.ndarray:
@@ -320,8 +322,23 @@ def _projection_gains(A, B, Qproj=None, Rproj=None) -> np.ndarray:
 FALLBACK = {"second_order": "first_order", "first_order": "steepest_descent"}
 
 
-def _model_direction(pb, method, A, B, H, lam_model, g, wx, wu, w_N, Kp):
-    """The LQ subproblem's direction for one model, or None if its Riccati pass is singular."""
+def _value_gradient(A, W, wx, wu, w_N, z, v) -> np.ndarray:
+    """``p_0 = ∇V_0(0)`` of the LQ subproblem's value function, along its solution ``(z, v)``
+    from ``z_0 = 0``: ``μ_N = P_N z_N + p_N``, ``μ_k = wx_k + Wxx_k z_k + Wux_kᵀ v_k + A_kᵀ μ_{k+1}``
+    (envelope theorem)."""
+    Wxx, _, Wux, P_N = W
+    N = A.shape[0]
+    at = lambda M, k: M[k if M.shape[0] > 1 else 0]  # noqa: E731
+    mu = P_N @ z[N] + w_N
+    for k in range(N - 1, -1, -1):
+        mu = at(wx, k) + at(Wxx, k) @ z[k] + at(Wux, k).T @ v[k] + A[k].T @ mu
+    return mu
+
+
+def _model_direction(pb, method, A, B, H, lam_model, g, wx, wu, w_N, Kp, lam=None):
+    """The LQ subproblem's direction for one model, or None if its Riccati pass is singular.
+    With ``lam`` (the open-loop costate; optimize_ic) the initial state is free too: trep's
+    ``z_0 = −P_0⁻¹ p_0`` minimizes the LQ subproblem's value ``½ z_0ᵀP_0 z_0 + p_0ᵀz_0``."""
     nx, nu = A.shape[1], B.shape[2]
     no_cross = np.zeros((1, nu, nx))
     if method == "second_order":
@@ -339,18 +356,32 @@ def _model_direction(pb, method, A, B, H, lam_model, g, wx, wu, w_N, Kp):
         model = "newton_indefinite"
     if policy is None:
         return None
-    K, kff = policy
+    K, kff, P0 = policy
     z, v = _linear_response(A, B, K, kff)
-    slope = float(np.sum(g * v))
+    dx0 = None
+    if lam is not None:
+        try:
+            dx0 = -np.linalg.solve(P0, _value_gradient(A, W, wx, wu, w_N, z, v))
+        except np.linalg.LinAlgError:
+            return None
+        zh = np.empty_like(z)          # response to z_0 = dx0 under v_k = −K_k z_k
+        zh[0] = dx0
+        for k in range(A.shape[0]):
+            vh = -K[k] @ zh[k]
+            v[k] += vh
+            zh[k + 1] = A[k] @ zh[k] + B[k] @ vh
+        z = z + zh
+    slope = float(np.sum(g * v)) + (0.0 if dx0 is None else float(lam[0] @ dx0))
     if Kp is not None:
         # ũ_k = u_k + γ v_k − Kp_k (x̃_k − x_k − γ z_k): the same tangent (z, v) at γ = 0.
         kff = v + np.einsum("kij,kj->ki", Kp, z[:-1])
         K = Kp
-    return _Direction(K, kff, slope, model)
+    return _Direction(K, kff, slope, model, dx0=dx0)
 
 
 def _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N,
-                       negative_curvature=False, Qproj=None, Rproj=None) -> _Direction:
+                       negative_curvature=False, Qproj=None, Rproj=None,
+                       optimize_ic=False) -> _Direction:
     """The LQ subproblem's direction ``(z, v)`` and the feedback that projects trial trajectories.
 
     Models (weights of the LQ subproblem's quadratic part): ``newton`` (second_order; the
@@ -372,11 +403,13 @@ def _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N,
         lam_model = _closed_loop_costate(A, B, Kp, wx, wu, w_N)
     alternative, d = None, None
     while True:
-        d = _model_direction(pb, method, A, B, H, lam_model, g, wx, wu, w_N, Kp)
+        d = _model_direction(pb, method, A, B, H, lam_model, g, wx, wu, w_N, Kp,
+                             lam if optimize_ic else None)
         if negative_curvature and d is not None and d.model == "newton_indefinite":
             if np.isfinite(d.slope) and d.slope != 0:
-                alternative = d if d.slope < 0 else d._replace(kff=-d.kff, slope=-d.slope,
-                                                               model="newton_reversed")
+                alternative = d if d.slope < 0 else d._replace(
+                    kff=-d.kff, slope=-d.slope, model="newton_reversed",
+                    dx0=None if d.dx0 is None else -d.dx0)
             method = FALLBACK[method]
             continue
         if d is not None and np.isfinite(d.slope) and not d.slope > 0:
@@ -395,7 +428,7 @@ def _projected_rollout(pb: _Problem, x, u, d: _Direction, gamma: float):
     (Hauser's projection operator; the DDP forward pass). Returns None if the rollout fails."""
     N = u.shape[0]
     xt, ut = np.empty_like(x), np.empty_like(u)
-    xt[0] = pb.x0
+    xt[0] = pb.x0 if d.dx0 is None else x[0] + gamma * d.dx0
     step = pb.system.step
     with np.errstate(all="ignore"):
         try:
@@ -447,7 +480,8 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
                         callback: Callable[[dict], object] | None = None, verbose: bool = False,
                         time_limit: float | None = None, first_method: str = "first_order",
                         first_method_iterations: int = 0, Qproj=None, Rproj=None,
-                        negative_curvature: bool = True) -> TrajectoryOptimizationResult:
+                        negative_curvature: bool = True,
+                        optimize_ic: bool = False) -> TrajectoryOptimizationResult:
     """Optimize the inputs of a discrete system to track a (possibly infeasible) reference.
 
     Minimizes over ``u_0..u_{N-1}``, with ``x_0 = x0`` fixed and
@@ -528,6 +562,12 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
             terminal weight), positive semi-definite; ``(nu, nu)`` or ``(N, nu, nu)``, positive
             definite. Default identities. Only with ``projection="lqr"``.
         negative_curvature: see Fallback above.
+        optimize_ic: also optimize the initial state (trep's ``optimize_ic``; then ``x0`` is
+            the initial guess and ``result.x[0]`` the optimized initial state): the LQ
+            subproblem's initial tangent is ``z_0 = −P_0⁻¹ p_0`` (its value function's
+            minimizer), the slope gains ``λ_0·z_0`` and ``gradient_norm`` includes
+            ``∂J/∂x_0 = λ_0``. Only for systems whose every state is admissible (unconstrained;
+            a :class:`MidpointVI` with constraints is refused).
 
     Returns:
         :class:`TrajectoryOptimizationResult`; ``converged`` is False (with a ``message``) when the
@@ -552,6 +592,13 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         raise ValueError(f"max_backtracks must be an integer >= 0, got {max_backtracks!r}")
     if time_limit is not None and not time_limit >= 0:
         raise ValueError(f"time_limit must be None or >= 0 seconds, got {time_limit}")
+    if not isinstance(optimize_ic, (bool, np.bool_)):
+        raise ValueError(f"optimize_ic must be True or False, got {optimize_ic!r}")
+    if optimize_ic and isinstance(system, MidpointVI):
+        model = system.system.model
+        if model.nh or model.nv:
+            raise ValueError(f"optimize_ic=True needs an unconstrained system; this one has "
+                             f"{model.nh} holonomic and {model.nv} velocity constraints")
     uses = {first_method} if first_method_iterations > 0 else set()
     if max_iterations > first_method_iterations:
         uses.add(method)
@@ -574,11 +621,12 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         H = H[0] if H else None
         _, _, wx, wu, w_N = _weighted_errors(pb, x, u)
         lam, g = _costate_and_gradient(A, B, wx, wu, w_N)
-        entry["gradient_norm"] = float(np.linalg.norm(g))
+        entry["gradient_norm"] = float(np.sqrt(np.sum(g * g)
+                                               + (lam[0] @ lam[0] if optimize_ic else 0.0)))
         d = None
         if stop == "slope" or (entry["gradient_norm"] >= tol and it < max_iterations):
             d = _descent_direction(pb, it_method, projection, A, B, H, lam, g, wx, wu, w_N,
-                                   negative_curvature, Qproj, Rproj)
+                                   negative_curvature, Qproj, Rproj, optimize_ic)
         entry["slope"] = d.slope if d is not None else float("nan")
         _record(history, entry, callback, verbose)
         if stop == "gradient" and entry["gradient_norm"] < tol:

@@ -715,6 +715,62 @@ def test_newton_model_that_is_not_convex_falls_back_or_is_reversed():
     assert all(b <= a for a, b in itertools.pairwise(costs))
 
 
+def test_optimize_ic_solves_a_linear_problem_over_initial_state_and_inputs():
+    """``optimize_ic``: the initial state is optimized too (trep's z_0 = −P_0⁻¹p_0); on a linear
+    system one iteration reaches the least-squares optimum over (x_0, u), for every method that
+    is exact on linear systems; the slope is the derivative along the projected path."""
+    rng = np.random.default_rng(11)
+    nx, nu, N = 3, 2, 12
+    A = rng.normal(size=(nx, nx))
+    A *= 1.05 / max(abs(np.linalg.eigvals(A)))
+    system = LinearSystem(A, rng.normal(size=(nx, nu)))
+    Q, R, Q_N = random_spd(rng, nx), random_spd(rng, nu), random_spd(rng, nx)
+    x_ref, u_ref = rng.normal(size=(N + 1, nx)), rng.normal(size=(N, nu))
+    # x = M w with w = [x_0, u_0 .. u_{N-1}]
+    M = np.zeros((N + 1, nx, nx + N * nu))
+    M[0, :, :nx] = np.eye(nx)
+    for k in range(N):
+        M[k + 1] = A @ M[k]
+        M[k + 1, :, nx + k * nu:nx + (k + 1) * nu] += system.B
+    Su = np.zeros((N, nu, nx + N * nu))
+    for k in range(N):
+        Su[k, :, nx + k * nu:nx + (k + 1) * nu] = np.eye(nu)
+    H = sum(M[k].T @ Q @ M[k] + Su[k].T @ R @ Su[k] for k in range(N)) + M[N].T @ Q_N @ M[N]
+    b = sum(M[k].T @ Q @ x_ref[k] + Su[k].T @ R @ u_ref[k] for k in range(N)) \
+        + M[N].T @ Q_N @ x_ref[N]
+    w = np.linalg.solve(H, b)
+    for method in ("second_order", "first_order"):
+        r = optimize_trajectory(system, np.zeros(nx), x_ref, u_ref, Q, R, Q_N, method=method,
+                                tol=1e-9, optimize_ic=True)
+        assert r.converged and r.iterations == 1, r.history
+        np.testing.assert_allclose(r.x[0], w[:nx], atol=1e-9)
+        np.testing.assert_allclose(r.u.ravel(), w[nx:], atol=1e-9)
+    fixed = optimize_trajectory(system, np.zeros(nx), x_ref, u_ref, Q, R, Q_N, tol=1e-9)
+    assert fixed.x[0] == pytest.approx(np.zeros(nx)) and fixed.cost > r.cost
+    # the slope with a free initial state, on a nonlinear system
+    problem = swing_up_problem(N=30)
+    pb = optimal._problem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
+                                                  "Q_N")))
+    u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
+    x = optimal._rollout(pb, u)
+    A_, B_, H_ = linearize_trajectory(problem["system"], x, u, second_order=True)
+    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
+    lam, g = optimal._costate_and_gradient(A_, B_, wx, wu, w_N)
+    J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
+    for method in METHODS:
+        d = optimal._descent_direction(pb, method, "lqr", A_, B_, H_, lam, g, wx, wu, w_N,
+                                       optimize_ic=True)
+        assert d.dx0 is not None and np.any(d.dx0 != 0) and d.slope < 0
+        h = 1e-6
+        fd = (J(optimal._projected_rollout(pb, x, u, d, h))
+              - J(optimal._projected_rollout(pb, x, u, d, -h))) / (2 * h)
+        assert fd == pytest.approx(d.slope, rel=1e-5), method
+    r = optimize_trajectory(**problem, optimize_ic=True, stop="gradient", tol=1e-6,
+                            max_iterations=200)
+    assert r.converged and r.gradient_norm < 1e-6, r.message
+    np.testing.assert_allclose(r.x, simulate_open_loop(problem["system"].step, r.x[0], r.u))
+
+
 def test_optimizer_rejects_bad_arguments():
     problem = swing_up_problem(N=10)
     with pytest.raises(ValueError, match="method must be one of"):
@@ -742,6 +798,12 @@ def test_optimizer_rejects_bad_arguments():
         optimize_trajectory(**problem, Rproj=np.zeros((1, 1)))
     with pytest.raises(ValueError, match="Qproj and Rproj apply to projection='lqr'"):
         optimize_trajectory(**problem, projection="direction", Qproj=np.eye(2))
+    with pytest.raises(ValueError, match="optimize_ic must be True or False, got 'yes'"):
+        optimize_trajectory(**problem, optimize_ic="yes")
+    constrained = optimal.MidpointVI.__new__(optimal.MidpointVI)
+    constrained.system = type("S", (), {"model": type("M", (), {"nh": 1, "nv": 0})})()
+    with pytest.raises(ValueError, match="optimize_ic=True needs an unconstrained system"):
+        optimize_trajectory(**dict(problem, system=constrained), optimize_ic=True)
 
 
 def test_optimizer_time_limit_stops_with_a_feasible_iterate():
