@@ -34,8 +34,9 @@ from .lqr import Controllability, controllability, dlqr, tvlqr
 from .midpoint import MidpointVI
 from .minimal import MinimalInfo
 from .model import Model
-from .optimal import (DiscreteSystem, TrajectoryOptimizationResult, cost_and_gradient,
-                      linearize_trajectory, optimize_trajectory, trajectory_cost)
+from .optimal import (TREP_ARMIJO, DiscreteSystem, TrajectoryOptimizationResult,
+                      cost_and_gradient, linearize_trajectory, optimize_trajectory,
+                      trajectory_cost)
 from .simulation import simulate_closed_loop, simulate_open_loop
 from .system import System
 from .urdf import load_urdf
@@ -50,7 +51,7 @@ __all__ = [
     "tvlqr", "dlqr", "controllability", "Controllability",
     "simulate_open_loop", "simulate_closed_loop",
     "optimize_trajectory", "linearize_trajectory", "trajectory_cost", "cost_and_gradient",
-    "DiscreteSystem", "TrajectoryOptimizationResult",
+    "TREP_ARMIJO", "DiscreteSystem", "TrajectoryOptimizationResult",
     "check_vector", "too_large", "weight_matrix", "CONVENTIONS", "model_file", "model_names",
     "CoreError", "ModelError", "SingularMatrixError", "RiccatiError", "IntegratorError",
     "SingularStepError", "NonFiniteError", "LinearizerError", "__version__",

@@ -106,7 +106,9 @@ class TrajectoryOptimizationResult:
     ``history`` holds one dict per iterate ``i = 0 .. iterations``: ``iteration``, ``cost``
     (J at iterate i), ``gradient_norm`` (‖∂J/∂u‖ at iterate i), ``step`` (line-search step length
     that produced iterate i; 0 for i = 0), ``model`` (quadratic model of the direction that
-    produced iterate i: ``newton``, ``gauss_newton`` or ``identity``), ``backtracks`` and
+    produced iterate i: ``newton``, ``newton_indefinite``, ``newton_reversed``, ``gauss_newton``
+    or ``identity``, see :func:`optimize_trajectory`),
+    ``backtracks`` and
     ``slope`` (directional derivative of J along the direction computed at iterate i; NaN if none
     was computed).
     """
@@ -258,6 +260,9 @@ class _Direction(NamedTuple):
     kff: np.ndarray      # (N, nu) feedforward of the projected update
     slope: float         # directional derivative Σ g_k · v_k of J along the direction
     model: str           # quadratic model that produced it: newton, gauss_newton or identity
+                         # (newton_reversed: the Newton direction reversed, see _descent_direction)
+    alternative: "_Direction | None" = None   # a second candidate, also line-searched
+    dx0: np.ndarray | None = None   # (nx,) initial-state change z_0 (optimize_ic), else z_0 = 0
 
 
 def _newton_weights(pb: _Problem, lam: np.ndarray, H: np.ndarray, nx: int):
@@ -271,59 +276,151 @@ def _newton_weights(pb: _Problem, lam: np.ndarray, H: np.ndarray, nx: int):
 
 
 def _solve_lq(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
-    """Policy ``(K, kff)`` of the LQ subproblem, or None where it is not convex."""
+    """Policy ``(K, kff)`` of the LQ subproblem and its value Hessian ``P_0``, or None where it
+    is not convex."""
     N, nx, nu = B.shape
     K, kff, P = np.empty((N, nu, nx)), np.empty((N, nu)), np.empty((N + 1, nx, nx))
     status = lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P)
-    return (K, kff) if status < 0 else None
+    return (K, kff, P[0]) if status < 0 else None
 
 
-def _projection_gains(A, B) -> np.ndarray:
-    """Feedback of the projection operator: time-varying LQR with identity weights (trep's
-    default ``Qproj = I``, ``Rproj = I``) along the current linearization."""
+def _solve_lq_indefinite(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
+    """The same Riccati pass as :func:`_solve_lq` with LU instead of Cholesky solves, as trep's
+    ``solve_tv_lq``: the stationary point of a non-convex LQ subproblem (None if singular)."""
+    N, nx, nu = B.shape
+    K, kff = np.empty((N, nu, nx)), np.empty((N, nu))
+    P, p = P_N.copy(), p_N.copy()
+    at = lambda W, k: W[k if W.shape[0] > 1 else 0]  # noqa: E731
+    for k in range(N - 1, -1, -1):
+        PA, PB = P @ A[k], P @ B[k]
+        Quu = at(Wuu, k) + B[k].T @ PB
+        Qux = at(Wux, k) + B[k].T @ PA
+        try:
+            sol = np.linalg.solve(0.5 * (Quu + Quu.T),
+                                  np.column_stack([Qux, -(at(wu, k) + B[k].T @ p)]))
+        except np.linalg.LinAlgError:
+            return None
+        K[k], kff[k] = sol[:, :nx], sol[:, nx]
+        Pk = at(Wxx, k) + A[k].T @ PA - Qux.T @ K[k]
+        P = 0.5 * (Pk + Pk.T)
+        p = at(wx, k) + A[k].T @ p + Qux.T @ kff[k]
+    return (K, kff, P) if np.all(np.isfinite(K)) and np.all(np.isfinite(kff)) else None
+
+
+def _projection_gains(A, B, Qproj=None, Rproj=None) -> np.ndarray:
+    """Feedback of the projection operator: time-varying LQR with weights ``Qproj`` (running
+    and terminal) and ``Rproj`` (trep's defaults: identities) along the current linearization."""
     nx, nu = A.shape[1], B.shape[2]
-    return tvlqr(A, B, np.eye(nx), np.eye(nu), np.eye(nx))[0]
+    if Qproj is None:
+        Qproj = np.eye(nx)[None]
+    if Rproj is None:
+        Rproj = np.eye(nu)[None]
+    Q_run = Qproj[0] if Qproj.shape[0] == 1 else Qproj[:-1]
+    return tvlqr(A, B, Q_run, Rproj[0] if Rproj.shape[0] == 1 else Rproj, Qproj[-1])[0]
 
 
-def _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N) -> _Direction:
-    """The LQ subproblem's direction ``(z, v)`` and the feedback that projects trial trajectories.
+FALLBACK = {"second_order": "first_order", "first_order": "steepest_descent"}
 
-    Models (weights of the LQ subproblem's quadratic part): ``newton`` (second_order; the
-    Hessian of the cost composed with the projection), ``gauss_newton`` (first_order: the cost's
-    own ``Q, R``; also what second_order falls back to where the Newton model is not convex, as
-    trep falls back from "newton" to "quasi") and ``identity`` (steepest_descent).
-    ``projection="lqr"``: trial trajectories follow the fixed gains ``Kp`` = LQR(I, I) and the
-    Newton model uses the matching closed-loop costate; ``projection="direction"``: they follow
-    the LQ policy's own gains (DDP's forward pass) and the open-loop costate.
-    """
+
+def _value_gradient(A, W, wx, wu, w_N, z, v) -> np.ndarray:
+    """``p_0 = ∇V_0(0)`` of the LQ subproblem's value function, along its solution ``(z, v)``
+    from ``z_0 = 0``: ``μ_N = P_N z_N + p_N``, ``μ_k = wx_k + Wxx_k z_k + Wux_kᵀ v_k + A_kᵀ μ_{k+1}``
+    (envelope theorem)."""
+    Wxx, _, Wux, P_N = W
+    N = A.shape[0]
+    at = lambda M, k: M[k if M.shape[0] > 1 else 0]  # noqa: E731
+    mu = P_N @ z[N] + w_N
+    for k in range(N - 1, -1, -1):
+        mu = at(wx, k) + at(Wxx, k) @ z[k] + at(Wux, k).T @ v[k] + A[k].T @ mu
+    return mu
+
+
+def _model_direction(pb, method, A, B, H, lam_model, g, wx, wu, w_N, Kp, lam=None):
+    """The LQ subproblem's direction for one model, or None if its Riccati pass is singular.
+    With ``lam`` (the open-loop costate; optimize_ic) the initial state is free too: trep's
+    ``z_0 = −P_0⁻¹ p_0`` minimizes the LQ subproblem's value ``½ z_0ᵀP_0 z_0 + p_0ᵀz_0``."""
     nx, nu = A.shape[1], B.shape[2]
-    Kp = _projection_gains(A, B) if projection == "lqr" else None
     no_cross = np.zeros((1, nu, nx))
-    policy = None
     if method == "second_order":
-        lam_model = lam if Kp is None else _closed_loop_costate(A, B, Kp, wx, wu, w_N)
-        Wxx, Wuu, Wux = _newton_weights(pb, lam_model, H, nx)
-        policy, model = _solve_lq(A, B, Wxx, Wuu, Wux, wx, wu, pb.Q_N, w_N), "newton"
-    if method == "steepest_descent":
+        W, model = (*_newton_weights(pb, lam_model, H, nx), pb.Q_N), "newton"
+    elif method == "first_order":
+        W, model = (pb.Qs, pb.Rs, no_cross, pb.Q_N), "gauss_newton"
+    else:
         # trep's "steepest" model: identity weights on the whole tangent trajectory (z_k, v_k),
         # i.e. the gradient in the metric Σ |z_k|² + |v_k|².
-        policy = _solve_lq(A, B, np.eye(nx)[None], np.eye(nu)[None], no_cross, wx, wu,
-                           np.eye(nx), w_N)
-        model = "identity"
-    elif policy is None:     # first_order, or the Newton model is not convex here
-        policy = _solve_lq(A, B, pb.Qs, pb.Rs, no_cross, wx, wu, pb.Q_N, w_N)
-        model = "gauss_newton"
+        W, model = (np.eye(nx)[None], np.eye(nu)[None], no_cross, np.eye(nx)), "identity"
+    policy = _solve_lq(A, B, W[0], W[1], W[2], wx, wu, W[3], w_N)
+    if policy is None and method == "second_order":
+        # not convex: trep solves it anyway (LU) and keeps the direction if it descends
+        policy = _solve_lq_indefinite(A, B, W[0], W[1], W[2], wx, wu, W[3], w_N)
+        model = "newton_indefinite"
     if policy is None:
-        raise RiccatiError(0, "the LQ subproblem (Q, Q_N positive semi-definite and R positive "
-                              "definite make it convex; are the linearizations finite?)")
-    K, kff = policy
+        return None
+    K, kff, P0 = policy
     z, v = _linear_response(A, B, K, kff)
-    slope = float(np.sum(g * v))
+    dx0 = None
+    if lam is not None:
+        try:
+            dx0 = -np.linalg.solve(P0, _value_gradient(A, W, wx, wu, w_N, z, v))
+        except np.linalg.LinAlgError:
+            return None
+        zh = np.empty_like(z)          # response to z_0 = dx0 under v_k = −K_k z_k
+        zh[0] = dx0
+        for k in range(A.shape[0]):
+            vh = -K[k] @ zh[k]
+            v[k] += vh
+            zh[k + 1] = A[k] @ zh[k] + B[k] @ vh
+        z = z + zh
+    slope = float(np.sum(g * v)) + (0.0 if dx0 is None else float(lam[0] @ dx0))
     if Kp is not None:
         # ũ_k = u_k + γ v_k − Kp_k (x̃_k − x_k − γ z_k): the same tangent (z, v) at γ = 0.
         kff = v + np.einsum("kij,kj->ki", Kp, z[:-1])
         K = Kp
-    return _Direction(K, kff, slope, model)
+    return _Direction(K, kff, slope, model, dx0=dx0)
+
+
+def _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N,
+                       negative_curvature=False, Qproj=None, Rproj=None,
+                       optimize_ic=False) -> _Direction:
+    """The LQ subproblem's direction ``(z, v)`` and the feedback that projects trial trajectories.
+
+    Models (weights of the LQ subproblem's quadratic part): ``newton`` (second_order; the
+    Hessian of the cost composed with the projection; ``newton_indefinite`` where that is not
+    convex and the Riccati pass uses LU solves, as trep's), ``gauss_newton`` (first_order: the
+    cost's own ``Q, R``) and ``identity`` (steepest_descent). trep's fallback chain: where the
+    directional derivative of a model's direction is not negative, the next model is used,
+    newton → gauss_newton → identity. ``negative_curvature``: where the Newton model is not
+    convex, the Gauss-Newton direction is returned with the Newton direction as its
+    ``alternative`` (reversed, ``newton_reversed``, if it ascends: then it descends along
+    negative model curvature); the caller line-searches both and keeps the lower cost.
+    ``projection="lqr"``: trial trajectories follow the fixed gains ``Kp`` = LQR(Qproj, Rproj)
+    and the Newton model uses the matching closed-loop costate; ``projection="direction"``:
+    they follow the LQ policy's own gains (DDP's forward pass) and the open-loop costate.
+    """
+    Kp = _projection_gains(A, B, Qproj, Rproj) if projection == "lqr" else None
+    lam_model = lam
+    if method == "second_order" and Kp is not None:
+        lam_model = _closed_loop_costate(A, B, Kp, wx, wu, w_N)
+    alternative, d = None, None
+    while True:
+        d = _model_direction(pb, method, A, B, H, lam_model, g, wx, wu, w_N, Kp,
+                             lam if optimize_ic else None)
+        if negative_curvature and d is not None and d.model == "newton_indefinite":
+            if np.isfinite(d.slope) and d.slope != 0:
+                alternative = d if d.slope < 0 else d._replace(
+                    kff=-d.kff, slope=-d.slope, model="newton_reversed",
+                    dx0=None if d.dx0 is None else -d.dx0)
+            method = FALLBACK[method]
+            continue
+        if d is not None and np.isfinite(d.slope) and not d.slope > 0:
+            break
+        if method not in FALLBACK:
+            break
+        method = FALLBACK[method]
+    if d is None:
+        raise RiccatiError(0, "the LQ subproblem (Q, Q_N positive semi-definite and R positive "
+                              "definite make it convex; are the linearizations finite?)")
+    return d._replace(alternative=alternative)
 
 
 def _projected_rollout(pb: _Problem, x, u, d: _Direction, gamma: float):
@@ -331,7 +428,7 @@ def _projected_rollout(pb: _Problem, x, u, d: _Direction, gamma: float):
     (Hauser's projection operator; the DDP forward pass). Returns None if the rollout fails."""
     N = u.shape[0]
     xt, ut = np.empty_like(x), np.empty_like(u)
-    xt[0] = pb.x0
+    xt[0] = pb.x0 if d.dx0 is None else x[0] + gamma * d.dx0
     step = pb.system.step
     with np.errstate(all="ignore"):
         try:
@@ -372,12 +469,19 @@ def _line_search(pb, x, u, J, d: _Direction, armijo, backtrack, max_backtracks):
     return None
 
 
+TREP_ARMIJO = {"armijo": 1e-5, "backtrack": 0.7, "max_backtracks": 29}
+"""trep's Armijo constants (``armijo_alpha``, ``armijo_beta``, 30 tries ``γ = β^0 .. β^29``)."""
+
+
 def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = "second_order",
                         u_init=None, tol: float = 1e-6, max_iterations: int = 1000,
                         armijo: float = 1e-4, backtrack: float = 0.5, max_backtracks: int = 50,
                         stop: str = "slope", projection: str = "lqr",
                         callback: Callable[[dict], object] | None = None, verbose: bool = False,
-                        time_limit: float | None = None) -> TrajectoryOptimizationResult:
+                        time_limit: float | None = None, first_method: str = "first_order",
+                        first_method_iterations: int = 0, Qproj=None, Rproj=None,
+                        negative_curvature: bool = True,
+                        optimize_ic: bool = False) -> TrajectoryOptimizationResult:
     """Optimize the inputs of a discrete system to track a (possibly infeasible) reference.
 
     Minimizes over ``u_0..u_{N-1}``, with ``x_0 = x0`` fixed and
@@ -399,32 +503,48 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
     Methods (the quadratic part of the LQ subproblem):
         ``"second_order"``: Newton: the Hessian of the cost composed with the projection,
             ``diag(Q_k, R_k) + Σ_i λ_{k+1,i} H_k[i]`` with the projection's closed-loop costate
-            (needs ``system.linearize2``); quadratic convergence near a minimum. Where that model
-            is not convex the iteration uses the Gauss-Newton model instead (trep's fallback from
-            "newton" to "quasi"); ``history[i]["model"]`` says which.
+            (needs ``system.linearize2``); quadratic convergence near a minimum.
         ``"first_order"``: Gauss-Newton, the cost's own ``diag(Q_k, R_k)`` (trep's "quasi"):
             first derivatives only, linear convergence, exact in one step for linear systems.
         ``"steepest_descent"``: identity weights (trep's "steepest"): the gradient direction in
             the metric ``Σ |z_k|² + |v_k|²``; the slowest.
+    The first ``first_method_iterations`` iterations use ``first_method`` (trep's warm-up:
+    ``first_method="first_order"``, ``first_method_iterations=10``; the default 0 skips it);
+    they count in ``iterations``. Fallback (trep's): where a direction's slope is not negative
+    the iteration uses the next model, newton → gauss_newton → identity; a Newton model that
+    is not convex is solved anyway (``newton_indefinite``) and may ascend.
+    ``history[i]["model"]`` says which model made each step. ``negative_curvature`` (default
+    True; False is trep's rule exactly): where the Newton model is not convex, both the
+    Gauss-Newton direction and the Newton direction (reversed if it ascends,
+    ``newton_reversed``: it then descends along negative model curvature) are line-searched and
+    the lower cost is kept. Near a saddle point of J the fallback alone creeps: its positive
+    definite model hardly sees the negative curvature (the pendulum of Sec. VIII-A after ten
+    Gauss-Newton iterations: J decreases by ~4e-3 per iteration at J ≈ 95,633).
 
     Projection (``projection``): ``"lqr"`` (default) uses fixed gains ``K`` = time-varying LQR
-    with ``Q = I, R = I`` along the current trajectory (trep's ``Qproj, Rproj``); this keeps
-    trial trajectories of unstable systems near the current one; the Newton model above is
-    the Hessian of the cost composed with this projection. ``"direction"`` uses the LQ policy's
-    own gains (DDP's forward pass) with the open-loop costate in the Newton model.
+    with weights ``Qproj`` (running and terminal) and ``Rproj`` (default identities, as trep)
+    along the current trajectory; this keeps trial trajectories of unstable systems near the
+    current one; the Newton model above is the Hessian of the cost composed with this
+    projection. ``"direction"`` uses the LQ policy's own gains (DDP's forward pass) with the
+    open-loop costate in the Newton model.
 
     Convergence (``stop``): ``"slope"`` (default, trep's ``descent_tolerance``) stops when the
-    directional derivative along the method's direction satisfies ``|Σ g_k·v_k| < tol``, i.e.
+    directional derivative along the iteration's direction satisfies ``|Σ g_k·v_k| < tol``, i.e.
     the decrease the model predicts for a full step is negligible; it is insensitive to the
     round-off that an unstable system's costate amplifies. ``"gradient"`` stops when
     ``‖∂J/∂u‖₂ < tol`` (Euclidean norm over all inputs; absolute, in units of J per unit
     input), meaningful for well-conditioned problems. ``iterations`` counts accepted steps.
+
+    Line search: the first ``γ = backtrack^j``, ``j = 0..max_backtracks``, with
+    ``ΔJ(γ) ≤ armijo·γ·slope`` (plus round-off slack). trep's constants are
+    :data:`TREP_ARMIJO` (``armijo=1e-5, backtrack=0.7, max_backtracks=29``).
 
     Args:
         system: a :class:`DiscreteSystem`.
         x0: ``(nx,)`` fixed initial state.
         x_ref: ``(N+1, nx)``; u_ref: ``(N, nu)`` (they need not satisfy the dynamics).
         Q, R, Q_N: weights, shapes as in :func:`tvlqr`.
+        method: ``"second_order"``, ``"first_order"`` or ``"steepest_descent"``.
         u_init: ``(N, nu)`` initial inputs (default ``u_ref``).
         tol, max_iterations: convergence tolerance (see ``stop``) and iteration cap.
         armijo, backtrack, max_backtracks: sufficient-decrease constant, step shrink factor and
@@ -436,25 +556,57 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         time_limit: seconds of wall time (``time.monotonic``) after which no further iteration
             starts; the result is then the last iterate (a rollout of ``system``, so feasible),
             with ``converged`` False and a message saying so. ``None``: no limit.
+        first_method, first_method_iterations: warm-up method (one of the methods) and its
+            number of iterations (>= 0).
+        Qproj, Rproj: projection weights, ``(nx, nx)`` or ``(N+1, nx, nx)`` (the last is the
+            terminal weight), positive semi-definite; ``(nu, nu)`` or ``(N, nu, nu)``, positive
+            definite. Default identities. Only with ``projection="lqr"``.
+        negative_curvature: see Fallback above.
+        optimize_ic: also optimize the initial state (trep's ``optimize_ic``; then ``x0`` is
+            the initial guess and ``result.x[0]`` the optimized initial state): the LQ
+            subproblem's initial tangent is ``z_0 = −P_0⁻¹ p_0`` (its value function's
+            minimizer), the slope gains ``λ_0·z_0`` and ``gradient_norm`` includes
+            ``∂J/∂x_0 = λ_0``. Only for systems whose every state is admissible (unconstrained;
+            a :class:`MidpointVI` with constraints is refused).
 
     Returns:
         :class:`TrajectoryOptimizationResult`; ``converged`` is False (with a ``message``) when the
         iteration cap is reached or the line search finds no decrease.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if method == "second_order" and not hasattr(system, "linearize2"):
-        raise TypeError("method='second_order' needs system.linearize2(x, u) -> (A, B, H)")
+    for name, value in (("method", method), ("first_method", first_method)):
+        if value not in METHODS:
+            raise ValueError(f"{name} must be one of {METHODS}, got {value!r}")
+    if (isinstance(first_method_iterations, bool)
+            or not isinstance(first_method_iterations, (int, np.integer))
+            or first_method_iterations < 0):
+        raise ValueError("first_method_iterations must be an integer >= 0, got "
+                         f"{first_method_iterations!r}")
     if projection not in PROJECTIONS:
         raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
     if stop not in STOP_RULES:
         raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}")
     if not tol > 0 or max_iterations < 0 or not 0 < armijo < 0.5 or not 0 < backtrack < 1:
         raise ValueError("need tol > 0, max_iterations >= 0, 0 < armijo < 0.5, 0 < backtrack < 1")
+    if (isinstance(max_backtracks, bool) or not isinstance(max_backtracks, (int, np.integer))
+            or max_backtracks < 0):
+        raise ValueError(f"max_backtracks must be an integer >= 0, got {max_backtracks!r}")
     if time_limit is not None and not time_limit >= 0:
         raise ValueError(f"time_limit must be None or >= 0 seconds, got {time_limit}")
+    if not isinstance(optimize_ic, (bool, np.bool_)):
+        raise ValueError(f"optimize_ic must be True or False, got {optimize_ic!r}")
+    if optimize_ic and isinstance(system, MidpointVI):
+        model = system.system.model
+        if model.nh or model.nv:
+            raise ValueError(f"optimize_ic=True needs an unconstrained system; this one has "
+                             f"{model.nh} holonomic and {model.nv} velocity constraints")
+    uses = {first_method} if first_method_iterations > 0 else set()
+    if max_iterations > first_method_iterations:
+        uses.add(method)
+    if "second_order" in uses and not hasattr(system, "linearize2"):
+        raise TypeError("method='second_order' needs system.linearize2(x, u) -> (A, B, H)")
     deadline = None if time_limit is None else time.monotonic() + time_limit
     pb = _problem(system, x0, x_ref, u_ref, Q, R, Q_N)
+    Qproj, Rproj = _projection_weights(pb, Qproj, Rproj, projection)
     u = _checked_controls(pb, u_init)
     x = _rollout(pb, u)
     if not np.all(np.isfinite(x)):
@@ -464,14 +616,17 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
     entry = {"iteration": 0, "cost": J, "step": 0.0, "model": "", "backtracks": 0}
     converged, message = False, f"reached max_iterations={max_iterations}"
     for it in range(max_iterations + 1):
-        A, B, *H = linearize_trajectory(system, x, u, second_order=(method == "second_order"))
+        it_method = first_method if it < first_method_iterations else method
+        A, B, *H = linearize_trajectory(system, x, u, second_order=(it_method == "second_order"))
         H = H[0] if H else None
         _, _, wx, wu, w_N = _weighted_errors(pb, x, u)
         lam, g = _costate_and_gradient(A, B, wx, wu, w_N)
-        entry["gradient_norm"] = float(np.linalg.norm(g))
+        entry["gradient_norm"] = float(np.sqrt(np.sum(g * g)
+                                               + (lam[0] @ lam[0] if optimize_ic else 0.0)))
         d = None
         if stop == "slope" or (entry["gradient_norm"] >= tol and it < max_iterations):
-            d = _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N)
+            d = _descent_direction(pb, it_method, projection, A, B, H, lam, g, wx, wu, w_N,
+                                   negative_curvature, Qproj, Rproj, optimize_ic)
         entry["slope"] = d.slope if d is not None else float("nan")
         _record(history, entry, callback, verbose)
         if stop == "gradient" and entry["gradient_norm"] < tol:
@@ -488,16 +643,35 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         if not d.slope < 0:
             message = "no descent direction (gradient at round-off level?)"
             break
-        found = _line_search(pb, x, u, J, d, armijo, backtrack, max_backtracks)
+        found = None
+        for cand in (d, d.alternative):
+            if cand is None:
+                continue
+            trial = _line_search(pb, x, u, J, cand, armijo, backtrack, max_backtracks)
+            if trial is not None and (found is None or trial[2] < found[0][2]):
+                found = (trial, cand)
         if found is None:
             message = "line search found no decrease (tol below the cost's round-off level?)"
             break
-        x, u, J, gamma, backtracks = found
-        entry = {"iteration": it + 1, "cost": J, "step": gamma, "model": d.model,
+        (x, u, J, gamma, backtracks), used = found
+        entry = {"iteration": it + 1, "cost": J, "step": gamma, "model": used.model,
                  "backtracks": backtracks}
     last = history[-1]
     return TrajectoryOptimizationResult(x, u, J, last["gradient_norm"], last["iteration"],
                                         converged, message, method, history)
+
+
+def _projection_weights(pb: _Problem, Qproj, Rproj, projection: str):
+    """Validated stacks of the projection weights (None: identities)."""
+    if projection != "lqr" and (Qproj is not None or Rproj is not None):
+        raise ValueError(f"Qproj and Rproj apply to projection='lqr', got projection="
+                         f"{projection!r}")
+    N, nx, nu = pb.u_ref.shape[0], pb.x0.shape[0], pb.u_ref.shape[1]
+    if Qproj is not None:
+        Qproj = weight_stack("Qproj", Qproj, nx, N, (N + 1,))
+    if Rproj is not None:
+        Rproj = weight_stack("Rproj", Rproj, nu, N, (N,), definite=True)
+    return Qproj, Rproj
 
 
 def _record(history: list, entry: dict, callback, verbose: bool) -> None:

@@ -616,6 +616,161 @@ def test_steepest_descent_reaches_the_lqr_solution():
     np.testing.assert_allclose(result.u, u_lqr, rtol=0, atol=1e-6)
 
 
+def test_warm_up_iterations_use_the_first_method_and_count(swing_up_results):
+    """``first_method_iterations`` iterations of ``first_method`` first (counted in
+    ``iterations``), then ``method``; the same optimum. A system without ``linearize2`` may run
+    second_order as the method when only the warm-up runs."""
+    problem, second, _, _ = swing_up_results
+    r = optimize_trajectory(**problem, method="second_order", first_method="steepest_descent",
+                            first_method_iterations=3, tol=1e-10, max_iterations=200)
+    assert r.converged, r.message
+    models = [h["model"] for h in r.history]
+    assert models[1:4] == ["identity"] * 3 and "identity" not in models[4:]
+    assert models[-1] == "newton" and r.iterations == len(models) - 1
+    assert r.cost == pytest.approx(second.cost, rel=1e-12)
+    np.testing.assert_allclose(r.u, second.u, atol=1e-6)
+    only = optimize_trajectory(**dict(problem, system=_FirstOrderOnly()), method="second_order",
+                               first_method="first_order", first_method_iterations=5,
+                               max_iterations=5)
+    assert only.converged and only.iterations == 0
+    with pytest.raises(TypeError, match="linearize2"):
+        optimize_trajectory(**dict(problem, system=_FirstOrderOnly()), method="first_order",
+                            first_method="second_order", first_method_iterations=1)
+
+
+def test_projection_weights_set_the_projection_gains(swing_up_results):
+    """``Qproj``, ``Rproj`` are the weights of the projection's TV-LQR (running and terminal
+    ``Qproj``); the slope stays the derivative along the projected path; same optimum."""
+    problem, second, _, _ = swing_up_results
+    N = 60
+    Qproj, Rproj = np.diag([10.0, 0.5]), np.array([[3.0]])
+    pb = optimal._problem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
+                                                  "Q_N")))
+    u = 2.0 * np.sin(np.linspace(0, 3, N))[:, None]
+    x = optimal._rollout(pb, u)
+    A, B = linearize_trajectory(problem["system"], x, u)
+    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
+    lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
+    d = optimal._descent_direction(pb, "first_order", "lqr", A, B, None, lam, g, wx, wu, w_N,
+                                   Qproj=Qproj[None], Rproj=Rproj[None])
+    np.testing.assert_allclose(d.K, tvlqr(A, B, Qproj, Rproj, Qproj)[0], rtol=1e-12)
+    assert not np.allclose(d.K, optimal._projection_gains(A, B))
+    h = 1e-5
+    J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
+    fd = (J(optimal._projected_rollout(pb, x, u, d, h))
+          - J(optimal._projected_rollout(pb, x, u, d, -h))) / (2 * h)
+    assert fd == pytest.approx(d.slope, rel=1e-6)
+    stack = np.repeat(Qproj[None], N + 1, axis=0)
+    stack[-1] = np.eye(2)
+    for Qp in (Qproj, stack):
+        r = optimize_trajectory(**problem, Qproj=Qp, Rproj=Rproj, tol=1e-10, max_iterations=200)
+        assert r.converged and r.cost == pytest.approx(second.cost, rel=1e-12)
+
+
+class _StrongCurvature(RK4Pendulum):
+    """RK4Pendulum with its second derivatives scaled: a Newton model that is not convex."""
+
+    def linearize2(self, x, u):
+        A, B, H = super().linearize2(x, u)
+        return A, B, -200.0 * H
+
+
+def test_newton_model_that_is_not_convex_falls_back_or_is_reversed():
+    """Where the Newton model is not convex its direction (LU Riccati pass, as trep) may ascend:
+    trep's rule falls back to Gauss-Newton; with ``negative_curvature`` the Gauss-Newton
+    direction comes with the Newton direction (reversed if it ascended) as an alternative, a
+    descent direction whose slope is the derivative along its projected path."""
+    problem = swing_up_problem(N=30)
+    system = _StrongCurvature(dt=0.1)
+    pb = optimal._problem(system, *(problem[k] for k in ("x0", "x_ref", "u_ref", "Q", "R",
+                                                         "Q_N")))
+    u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
+    x = optimal._rollout(pb, u)
+    A, B, H = linearize_trajectory(system, x, u, second_order=True)
+    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
+    lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
+    args = (pb, "second_order", "lqr", A, B, H, lam, g, wx, wu, w_N)
+    Kp = optimal._projection_gains(A, B)
+    lam_cl = optimal._closed_loop_costate(A, B, Kp, wx, wu, w_N)
+    raw = optimal._model_direction(pb, "second_order", A, B, H, lam_cl, g, wx, wu, w_N, Kp)
+    assert raw.model == "newton_indefinite"
+    trep = optimal._descent_direction(*args, negative_curvature=False)
+    assert trep.alternative is None and trep.slope < 0
+    assert trep.model == ("newton_indefinite" if raw.slope < 0 else "gauss_newton")
+    d = optimal._descent_direction(*args, negative_curvature=True)
+    assert d.model == "gauss_newton" and d.slope < 0
+    alt = d.alternative
+    assert alt.model == ("newton_indefinite" if raw.slope < 0 else "newton_reversed")
+    assert alt.slope == pytest.approx(-abs(raw.slope), rel=1e-12)
+    J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
+    h = 1e-6
+    fd = (J(optimal._projected_rollout(pb, x, u, alt, h))
+          - J(optimal._projected_rollout(pb, x, u, alt, -h))) / (2 * h)
+    assert fd == pytest.approx(alt.slope, rel=1e-5)
+    r = optimize_trajectory(system, **{k: problem[k] for k in ("x0", "x_ref", "u_ref", "Q", "R",
+                                                               "Q_N")},
+                            u_init=u, tol=1e-6, max_iterations=300)
+    assert r.converged, r.message
+    costs = [e["cost"] for e in r.history]
+    assert all(b <= a for a, b in itertools.pairwise(costs))
+
+
+def test_optimize_ic_solves_a_linear_problem_over_initial_state_and_inputs():
+    """``optimize_ic``: the initial state is optimized too (trep's z_0 = −P_0⁻¹p_0); on a linear
+    system one iteration reaches the least-squares optimum over (x_0, u), for every method that
+    is exact on linear systems; the slope is the derivative along the projected path."""
+    rng = np.random.default_rng(11)
+    nx, nu, N = 3, 2, 12
+    A = rng.normal(size=(nx, nx))
+    A *= 1.05 / max(abs(np.linalg.eigvals(A)))
+    system = LinearSystem(A, rng.normal(size=(nx, nu)))
+    Q, R, Q_N = random_spd(rng, nx), random_spd(rng, nu), random_spd(rng, nx)
+    x_ref, u_ref = rng.normal(size=(N + 1, nx)), rng.normal(size=(N, nu))
+    # x = M w with w = [x_0, u_0 .. u_{N-1}]
+    M = np.zeros((N + 1, nx, nx + N * nu))
+    M[0, :, :nx] = np.eye(nx)
+    for k in range(N):
+        M[k + 1] = A @ M[k]
+        M[k + 1, :, nx + k * nu:nx + (k + 1) * nu] += system.B
+    Su = np.zeros((N, nu, nx + N * nu))
+    for k in range(N):
+        Su[k, :, nx + k * nu:nx + (k + 1) * nu] = np.eye(nu)
+    H = sum(M[k].T @ Q @ M[k] + Su[k].T @ R @ Su[k] for k in range(N)) + M[N].T @ Q_N @ M[N]
+    b = sum(M[k].T @ Q @ x_ref[k] + Su[k].T @ R @ u_ref[k] for k in range(N)) \
+        + M[N].T @ Q_N @ x_ref[N]
+    w = np.linalg.solve(H, b)
+    for method in ("second_order", "first_order"):
+        r = optimize_trajectory(system, np.zeros(nx), x_ref, u_ref, Q, R, Q_N, method=method,
+                                tol=1e-9, optimize_ic=True)
+        assert r.converged and r.iterations == 1, r.history
+        np.testing.assert_allclose(r.x[0], w[:nx], atol=1e-9)
+        np.testing.assert_allclose(r.u.ravel(), w[nx:], atol=1e-9)
+    fixed = optimize_trajectory(system, np.zeros(nx), x_ref, u_ref, Q, R, Q_N, tol=1e-9)
+    assert fixed.x[0] == pytest.approx(np.zeros(nx)) and fixed.cost > r.cost
+    # the slope with a free initial state, on a nonlinear system
+    problem = swing_up_problem(N=30)
+    pb = optimal._problem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
+                                                  "Q_N")))
+    u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
+    x = optimal._rollout(pb, u)
+    A_, B_, H_ = linearize_trajectory(problem["system"], x, u, second_order=True)
+    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
+    lam, g = optimal._costate_and_gradient(A_, B_, wx, wu, w_N)
+    J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
+    for method in METHODS:
+        d = optimal._descent_direction(pb, method, "lqr", A_, B_, H_, lam, g, wx, wu, w_N,
+                                       optimize_ic=True)
+        assert d.dx0 is not None and np.any(d.dx0 != 0) and d.slope < 0
+        h = 1e-6
+        fd = (J(optimal._projected_rollout(pb, x, u, d, h))
+              - J(optimal._projected_rollout(pb, x, u, d, -h))) / (2 * h)
+        assert fd == pytest.approx(d.slope, rel=1e-5), method
+    r = optimize_trajectory(**problem, optimize_ic=True, stop="gradient", tol=1e-6,
+                            max_iterations=200)
+    assert r.converged and r.gradient_norm < 1e-6, r.message
+    np.testing.assert_allclose(r.x, simulate_open_loop(problem["system"].step, r.x[0], r.u))
+
+
 def test_optimizer_rejects_bad_arguments():
     problem = swing_up_problem(N=10)
     with pytest.raises(ValueError, match="method must be one of"):
@@ -629,6 +784,26 @@ def test_optimizer_rejects_bad_arguments():
         optimize_trajectory(**dict(problem, system=_FirstOrderOnly()))
     result = optimize_trajectory(**dict(problem, system=_FirstOrderOnly()), method="first_order")
     assert result.converged and result.iterations == 0       # u_ref is optimal for x' = x
+    with pytest.raises(ValueError, match="first_method must be one of .* got 'quasi'"):
+        optimize_trajectory(**problem, first_method="quasi")
+    for bad_count in (-1, 2.5, True):
+        with pytest.raises(ValueError, match=f"first_method_iterations must be an integer >= 0, "
+                                             f"got {bad_count}"):
+            optimize_trajectory(**problem, first_method_iterations=bad_count)
+    with pytest.raises(ValueError, match="max_backtracks must be an integer >= 0, got -1"):
+        optimize_trajectory(**problem, max_backtracks=-1)
+    with pytest.raises(ValueError, match=r"Qproj must have shape \(2, 2\) or \(11, 2, 2\)"):
+        optimize_trajectory(**problem, Qproj=np.eye(3))
+    with pytest.raises(ValueError, match="Rproj"):
+        optimize_trajectory(**problem, Rproj=np.zeros((1, 1)))
+    with pytest.raises(ValueError, match="Qproj and Rproj apply to projection='lqr'"):
+        optimize_trajectory(**problem, projection="direction", Qproj=np.eye(2))
+    with pytest.raises(ValueError, match="optimize_ic must be True or False, got 'yes'"):
+        optimize_trajectory(**problem, optimize_ic="yes")
+    constrained = optimal.MidpointVI.__new__(optimal.MidpointVI)
+    constrained.system = type("S", (), {"model": type("M", (), {"nh": 1, "nv": 0})})()
+    with pytest.raises(ValueError, match="optimize_ic=True needs an unconstrained system"):
+        optimize_trajectory(**dict(problem, system=constrained), optimize_ic=True)
 
 
 def test_optimizer_time_limit_stops_with_a_feasible_iterate():

@@ -4,8 +4,10 @@ and examples/marionette_lqr.py.
 Pendulum: the infeasible step reference of Eq. (35) with the published weights, on N = 60 steps
 (the step at k = 30), optimized by the second-order (Newton) and first-order (Gauss-Newton)
 methods from u = 0 with the authors' stopping rule (|directional derivative| < 1e-6); then LQR
-about the optimum and the closed/open loop from x(0) = [1, 1]. One test runs the paper's full
-setting (N = 100) with both methods.
+about the optimum and the closed/open loop from x(0) = [1, 1]. Tests on the paper's full setting
+(N = 100): both methods from u = 0; Fig. 3's two curves under the authors' set-up (four quasi
+iterations, then Newton or steepest descent, trep's Armijo constants); Newton after trep's
+default warm-up of ten quasi iterations.
 Marionette: 3 s of the 10 s reference at dt = 0.02; a 0.1 rad torso perturbation.
 """
 import importlib.util
@@ -98,10 +100,61 @@ def test_pendulum_closed_loop_converges_open_loop_does_not(pend60):
                                atol=1e-12)
 
 
+def _paper_run(method, **options):
+    problem = pendulum.pendulum_problem(N=100)
+    return pendulum.optimize(problem, method, tol=TOL, **options).result
+
+
+def test_pendulum_paper_second_order_curve():
+    """Fig. 3's second-order curve under the authors' set-up (their script: Q = diag(1000, 1),
+    R = 50, Q_N = Q, tol 1e-6, four quasi iterations then Newton, trep's Armijo constants):
+    14 iterations in the paper, 14 ± 1 here, to the optimum J = 13297.3788946."""
+    result = _paper_run("second_order", max_iterations=100, **pendulum.PAPER_WARM_UP)
+    assert result.converged, result.message
+    assert abs(result.iterations - 14) <= 1
+    assert result.iterations == pendulum.SECOND_ORDER_ITERATIONS
+    assert round(result.cost, 7) == 13297.3788946
+    models = [h["model"] for h in result.history[1:]]
+    assert models[:4] == ["gauss_newton"] * 4 and models[-3:] == ["newton"] * 3
+
+
+@pytest.mark.slow   # about 30 s: some 650 steepest-descent iterations on N = 100
+def test_pendulum_paper_first_order_curve():
+    """Fig. 3's first-order curve: four quasi iterations, then steepest descent (trep's
+    "steepest", not Gauss-Newton): 653 iterations in the paper; the same optimum."""
+    result = _paper_run("steepest_descent", max_iterations=1000, **pendulum.PAPER_WARM_UP)
+    assert result.converged, result.message
+    assert result.iterations == pendulum.FIRST_ORDER_ITERATIONS
+    assert abs(result.iterations - 653) <= 10
+    assert round(result.cost, 7) == 13297.3788946
+    assert {h["model"] for h in result.history[5:]} == {"identity"}
+
+
+@pytest.mark.parametrize("warm_up", [10, 0])
+def test_pendulum_newton_does_not_stall(warm_up):
+    """trep's default warm-up (ten quasi iterations, trep's Armijo constants) ends near a saddle
+    point of J (J ≈ 95,633) where the Newton model is not convex and its direction ascends;
+    trep's fallback to quasi then creeps (J decreases by ~4e-3 per iteration). Line-searching the
+    reversed Newton direction too leaves the saddle: Newton converges from both starts."""
+    options = dict(first_method_iterations=warm_up, max_iterations=60,
+                   **pendulum.core.TREP_ARMIJO)
+    result = _paper_run("second_order", **options)
+    assert result.converged, result.message
+    assert result.iterations <= 30
+    assert round(result.cost, 7) == 13297.3788946
+    if warm_up == 10:
+        assert 95633 < result.history[10]["cost"] < 95635
+        assert "newton_reversed" in {h["model"] for h in result.history[11:]}
+        # trep's rule exactly (no reversed direction): stuck at the saddle, Gauss-Newton steps
+        stuck = _paper_run("second_order", **dict(options, negative_curvature=False))
+        assert not stuck.converged and stuck.cost > 95632
+        assert {h["model"] for h in stuck.history[11:]} == {"gauss_newton"}
+
+
 @pytest.mark.slow   # about 10 s: N = 100, both methods to the paper's tolerance
 def test_pendulum_full_paper_setting():
-    """N = 100, dt = 0.1 (Sec. VIII-A): both methods converge from u = 0 to the same trajectory,
-    the second-order one in far fewer iterations (paper: 14 vs 653; here 26 vs 659); LQR about
+    """N = 100, dt = 0.1 (Sec. VIII-A): both methods converge from u = 0 (no warm-up, default
+    line search) to the same trajectory, the second-order one in far fewer iterations; LQR about
     the optimum stabilizes the perturbed start, the open loop does not."""
     problem = pendulum.pendulum_problem(N=100)
     second = pendulum.optimize(problem, "second_order", tol=TOL, max_iterations=100)
