@@ -60,7 +60,6 @@ class CommandProcess:
         self._logger = logger
         self._lock = threading.Lock()
         self._proc = self._conn = None
-        self._configured = None           # (plant, joint_map entries, generation) it was given
         self._spawn()
 
     def _spawn(self):
@@ -112,7 +111,6 @@ class CommandProcess:
     def _failed(self, why: str) -> CommandProcessError:
         """End a process that cannot serve (so that no stale answer is ever read) and say why."""
         proc, self._proc = self._proc, None
-        self._configured = None
         if proc is not None:
             try:
                 proc.wait(timeout=0.5)          # it may be exiting on its own
@@ -136,7 +134,6 @@ class CommandProcess:
         t0 = time.perf_counter()
         self._request("configure", plant.text, plant.dt, plant.source, list(joint_map_entries or ()),
                       timeout=CONFIGURE_TIMEOUT)
-        self._configured = (plant, generation)
         return time.perf_counter() - t0
 
     def start(self, settings):
@@ -185,7 +182,6 @@ class CommandProcess:
                 self._request("cleanup")
             except CommandProcessError as exc:
                 self._logger.error(str(exc))
-        self._configured = None
 
     def close(self):
         """End the process (asked first; killed after 2 s)."""

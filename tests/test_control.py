@@ -503,6 +503,18 @@ def test_second_order_method_converges_quadratically(swing_up_results):
     assert not all(b <= 1e-3 * a * a for a, b in _final_phase_pairs(first.history))
 
 
+def _linearized_swing_up(system, problem):
+    """The swing-up problem on ``system`` at a fixed input guess, linearized to second order:
+    ``(pb, x, u, A, B, H, wx, wu, w_N, lam, g)`` for the optimizer's direction functions."""
+    pb = optimal._problem(system, *(problem[k] for k in ("x0", "x_ref", "u_ref", "Q", "R", "Q_N")))
+    u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
+    x = optimal._rollout(pb, u)
+    A, B, H = linearize_trajectory(system, x, u, second_order=True)
+    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
+    lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
+    return pb, x, u, A, B, H, wx, wu, w_N, lam, g
+
+
 @pytest.mark.parametrize("projection", PROJECTIONS)
 def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
     """For every method, ``slope`` is the derivative at γ = 0 of J along the projected trial
@@ -510,14 +522,7 @@ def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
     along the path it models (the projected path for ``lqr``: closed-loop costate; the
     open-loop path u + γv for ``direction``: open-loop costate). Central differences."""
     problem = swing_up_problem(N=30)
-    system = problem["system"]
-    pb = optimal._problem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
-                                                  "Q_N")))
-    u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
-    x = optimal._rollout(pb, u)
-    A, B, H = linearize_trajectory(system, x, u, second_order=True)
-    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
-    lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
+    pb, x, u, A, B, H, wx, wu, w_N, lam, g = _linearized_swing_up(problem["system"], problem)
     J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
     for method in METHODS:
         d = optimal._descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N)
@@ -680,15 +685,8 @@ def test_newton_model_that_is_not_convex_falls_back_or_is_reversed():
     trep's rule falls back to Gauss-Newton; with ``negative_curvature`` the Gauss-Newton
     direction comes with the Newton direction (reversed if it ascended) as an alternative, a
     descent direction whose slope is the derivative along its projected path."""
-    problem = swing_up_problem(N=30)
-    system = _StrongCurvature(dt=0.1)
-    pb = optimal._problem(system, *(problem[k] for k in ("x0", "x_ref", "u_ref", "Q", "R",
-                                                         "Q_N")))
-    u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
-    x = optimal._rollout(pb, u)
-    A, B, H = linearize_trajectory(system, x, u, second_order=True)
-    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
-    lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
+    problem, system = swing_up_problem(N=30), _StrongCurvature(dt=0.1)
+    pb, x, u, A, B, H, wx, wu, w_N, lam, g = _linearized_swing_up(system, problem)
     args = (pb, "second_order", "lqr", A, B, H, lam, g, wx, wu, w_N)
     Kp = optimal._projection_gains(A, B)
     lam_cl = optimal._closed_loop_costate(A, B, Kp, wx, wu, w_N)
