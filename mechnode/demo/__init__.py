@@ -51,6 +51,13 @@ import numpy as np
 REFERENCE_SECONDS = 5.0
 MOVE = (0.5, 2.5, 0.5)      # start [s], end [s], distance [m] of the cart motion
 ROBOT_START = {"cart_joint": -0.1, "pole_joint": 0.15}
+#: Seconds after the schedule's start beyond which a first command is reported as late (and the
+#: node's log kept); the node's diagnostics period (mechnode/params/*_params.yaml).
+FIRST_COMMAND_LATE, DIAGNOSTICS_PERIOD = 0.2, 1.0
+#: The node's diagnostics counters printed at the end.
+NODE_COUNTERS = ("states", "states_rejected", "states_stamp_stale", "states_stamp_future",
+                 "states_stamp_out_of_order", "commands", "commands_saturated", "watchdog_trips",
+                 "command_latency_median_us", "command_latency_p99_us")
 
 
 def smoothstep(s):
@@ -127,6 +134,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     domain = int(env["ROS_DOMAIN_ID"])
 
     import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
     from mechnode_interfaces.msg import GainSchedule
     from mechnode_interfaces.srv import GetModel
     from rclpy.context import Context
@@ -158,6 +166,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     spinner = node_spinner = robot = node_inproc = stats = summary = None
     status = 1
     history = []
+    late_start = None
     try:
         if in_process:
             from ..node import MechNode
@@ -179,6 +188,10 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             description_pub.publish(String(data=text))
             log(f"robot description published: {scenario.model} ({len(text)} characters) on "
                 f"{description_pub.topic_name}")
+        node_status = {}       # the node's latest DiagnosticStatus values (mechnode.diagnostics)
+        ours = f"{node_fqn.rsplit('/', 1)[-1]}: "                   # the node's status name
+        manager.create_subscription(DiagnosticArray, "/diagnostics", lambda m: node_status.update(
+            {kv.key: kv.value for st in m.status if st.name.startswith(ours) for kv in st.values}), 10)
         spinner = Spinner(ctx, manager, threads=1)
         if node_inproc is not None:
             node_spinner = Spinner(ctx, node_inproc, threads=2)
@@ -207,7 +220,12 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         # is up before a reference is sent
         t_robot = time.monotonic()
         wait_for(lambda: robot.connected, 30.0, "the node's command path to discover the simulated robot")
-        log(f"simulated robot connected to the node's command path ({time.monotonic() - t_robot:.2f} s)")
+        # discovery is per direction: the robot seeing the node's subscription does not mean the
+        # node takes the robot's states yet; its diagnostics say when it does
+        wait_for(lambda: int(node_status.get("states", 0)) > 0, 30.0,
+                 "the node to report the robot's JointState in its diagnostics")
+        log(f"simulated robot connected to the node's command path ({time.monotonic() - t_robot:.2f} s; "
+            f"the node has taken {node_status['states']} of its states)")
 
         schedules = []
         manager.create_subscription(GainSchedule, f"{node_fqn}/gain_schedule",
@@ -228,6 +246,10 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         log(f"schedule received: {sched.knots} knots, dt {sched.dt} s; the feasible reference "
             f"deviates from the requested one by at most {deviation}")
         wait_for(lambda: robot.running, 10.0, "the first command to reach the robot")
+        first = (robot.latest[0] - start_ns) * 1e-9
+        if first > FIRST_COMMAND_LATE:
+            late_start = f"the first command reached the robot {first:.2f} s after the schedule's start"
+            log(f"warning: {late_start}")
 
         below_since, next_print = None, 0.0
         deadline = t_active + timeout
@@ -258,6 +280,8 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             time.sleep(0.02)
         stats = robot.stats()
         summary = robot.summary()
+        time.sleep(1.2 * DIAGNOSTICS_PERIOD)          # the node's counters up to now
+        log("node: " + ", ".join(f"{k} {node_status.get(k, '?')}" for k in NODE_COUNTERS))
         for transition in ("deactivate", "cleanup", "shutdown"):
             if not lc.change(transition, 30.0):
                 log(f"warning: {transition} failed")
@@ -279,7 +303,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             node_spinner.stop()
         if proc is not None:
             code = stop_process(proc)
-            if status != 0 and logfile:
+            if (status != 0 or late_start) and logfile:
                 with open(logfile, errors="replace") as fh:
                     log("---- node log (tail) ----\n" + "".join(fh.readlines()[-30:]))
             elif logfile:

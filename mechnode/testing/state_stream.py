@@ -10,13 +10,16 @@ Publishes JointState (sensor-data QoS, stamped with the ROS clock) on ``<ns>/joi
 ``<ns>/effort_controller/commands``. Prints ``ready`` once the first command arrived, then,
 after ``--seconds`` more, one JSON line: states sent, the largest gap between states sent,
 commands received and the largest and 99th-percentile gap between commands (seconds, from the
-first command to the end). Exits 1 if no command came within ``--timeout`` seconds.
+first command to the end). With ``--until-stop`` the stream ends earlier when a line arrives on
+its standard input (or it closes): the measurement then covers what the caller did meanwhile.
+Exits 1 if no command came within ``--timeout`` seconds.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import threading
 import time
 
 
@@ -28,6 +31,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rate", type=float, default=100.0)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--timeout", type=float, default=30.0)
+    ap.add_argument("--until-stop", action="store_true",
+                    help="end when a line (or end of file) arrives on stdin, at most --seconds")
     args = ap.parse_args(argv)
     import numpy as np
     import rclpy
@@ -53,6 +58,9 @@ def main(argv=None) -> int:
     sent, t_first, t_end = [], None, None
     deadline = time.monotonic()
     give_up = deadline + args.timeout
+    stop = threading.Event()
+    if args.until_stop:
+        threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
     try:
         while True:
             now = time.monotonic()
@@ -67,7 +75,8 @@ def main(argv=None) -> int:
             if t_first is None and now > give_up:
                 print(json.dumps({"error": f"no command within {args.timeout} s"}), flush=True)
                 return 1
-            if t_end is not None and now >= t_end:
+            if t_end is not None and (now >= t_end or stop.is_set()):
+                t_end = min(now, t_end)
                 break
             executor.spin_once(timeout_sec=max(0.0, min(deadline - time.monotonic(), 0.005)))
     finally:
