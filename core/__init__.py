@@ -19,6 +19,9 @@ internal. Main entry points:
 * :func:`tvlqr`, :func:`dlqr`, :func:`controllability` (:mod:`core.lqr`);
   :func:`simulate_open_loop`, :func:`simulate_closed_loop` (:mod:`core.simulation`);
   :func:`optimize_trajectory`, :func:`linearize_trajectory` (:mod:`core.optimal`);
+* :func:`satisfy_constraints`, :func:`project_velocity`, :func:`holding_inputs` — consistent
+  states and static equilibria; ``MidpointVI.rest_state`` / ``rest_input`` — the integrator's
+  discrete rest state (:mod:`core.equilibrium`);
 * :data:`CONVENTIONS` — state and input order, units, signs, tensor index order;
 * :class:`CoreError` and its subclasses — what goes wrong, with names (:mod:`core.errors`).
 """
@@ -26,8 +29,9 @@ from . import cache as _cache  # noqa: I001 - first: drops stale compiled kernel
 
 from .conventions import CONVENTIONS
 from .data import model_file, model_names
-from .errors import (CoreError, IntegratorError, LinearizerError, ModelError, RiccatiError,
-                     NonFiniteError, SingularMatrixError, SingularStepError)
+from .equilibrium import holding_inputs, project_velocity, satisfy_constraints
+from .errors import (CoreError, EquilibriumError, IntegratorError, LinearizerError, ModelError,
+                     RiccatiError, NonFiniteError, SingularMatrixError, SingularStepError)
 from .linearizer import Linearizer
 from .loader import load_system
 from .lqr import Controllability, controllability, dlqr, tvlqr
@@ -54,7 +58,8 @@ __all__ = [
     "TREP_ARMIJO", "DiscreteSystem", "TrajectoryOptimizationResult",
     "check_vector", "too_large", "weight_matrix", "CONVENTIONS", "model_file", "model_names",
     "CoreError", "ModelError", "SingularMatrixError", "RiccatiError", "IntegratorError",
-    "SingularStepError", "NonFiniteError", "LinearizerError", "__version__",
+    "SingularStepError", "NonFiniteError", "LinearizerError", "EquilibriumError",
+    "satisfy_constraints", "project_velocity", "holding_inputs", "__version__",
 ]
 
 

@@ -87,5 +87,15 @@ class NonFiniteError(CoreError, ArithmeticError):
     for the model), as opposed to a singular matrix; the message names the largest input."""
 
 
+class EquilibriumError(CoreError, ArithmeticError):
+    """A consistent configuration or a static equilibrium was not found (:mod:`core.equilibrium`):
+    Gauss-Newton did not reach ``h(q) = 0``, or no input holds the configuration; ``residual``
+    says how far off (the largest ``|h_r|``, or the unbalanced generalized force)."""
+
+    def __init__(self, message, residual=None):
+        super().__init__(message)
+        self.residual = residual
+
+
 class LinearizerError(CoreError, ValueError):
     """Bad input to :class:`core.Linearizer` (sizes, names, operating points)."""
