@@ -219,9 +219,39 @@ class MidpointVI:
         return J
 
     def discrete_momentum(self, q_prev, q):
-        """The discrete Legendre transform ``p_k = D2 L_d(q_k-1, q_k)`` (dynamic rows)."""
+        """The discrete Legendre transform ``p_k = D2 L_d(q_k-1, q_k)`` (dynamic rows).
+
+        ``discrete_momentum(q, q)`` is the momentum of the discrete rest state (see
+        :meth:`rest_state`): ``dt/2 L_q(q, 0)``, not the continuous ``dL/d dq (q, 0) = 0``."""
         Q = np.stack([check_vector("q_prev", q_prev, self.nq), check_vector("q", q, self.nq)])
         return self.discrete_momenta(Q, np.zeros(self.nd))[1]
+
+    def rest_state(self, q) -> np.ndarray:
+        """The discrete state at rest at ``q``: ``x = [q, D2 L_d(q, q), 0]``, the fixed point of
+        the one-step map under :meth:`rest_input` (when :func:`core.holding_inputs` reports a
+        zero residual).
+
+        With ``q_k = q_k+1 = q`` the DEL equations give ``p_k+1 = D2 L_d(q, q) = dt/2 L_q(q, 0)``
+        and ``D1 L_d + D2 L_d = dt L_q(q, 0)``, so ``p_k = p_k+1`` exactly when
+        ``L_q + B u = Dh^T lam / dt``: the continuous static balance. ``vi.state(q,
+        vi.momentum(q, 0))`` (``p = 0``) is *not* at rest: it starts a step late by half a
+        step of gravity and drifts. Stepping reproduces the fixed point to the DEL solve's
+        ``tolerance`` (its Newton iteration starts from ``q + dt M^-1 p``). ``q`` must satisfy
+        the holonomic constraints (ValueError)."""
+        q = check_vector("q", q, self.nq, self.system.config_names)
+        self.system.check_configuration(q, what="the rest state")
+        return self.state(q, self.discrete_momentum(q, q))
+
+    def rest_input(self, q, u=None) -> np.ndarray:
+        """The discrete input that keeps :meth:`rest_state` fixed: ``[u, q_kinematic]`` with
+        ``u`` the force inputs (None: :func:`core.holding_inputs`, whose residual is then
+        not checked: call it yourself to know whether the system can hold ``q``)."""
+        q = check_vector("q", q, self.nq, self.system.config_names)
+        if u is None:
+            from .equilibrium import holding_inputs
+            u = holding_inputs(self.system, q)[0]
+        u = check_vector("u", u, self._m, self.system.input_names)
+        return np.concatenate([u, q[self.kinematic_index]])
 
     def discrete_momenta(self, Q, p0) -> np.ndarray:
         """Momenta along configurations ``Q`` (knots, n): ``p_0`` given, then
