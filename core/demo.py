@@ -23,15 +23,13 @@ DEFAULT_MODEL = "double_pendulum.yaml"
 
 
 def project_onto_constraints(system, q, tol: float = 1e-12, max_iterations: int = 50):
-    """``q`` moved onto ``h(q) = 0`` by Gauss-Newton (least-norm steps), or None if it does not
-    get there within ``max_iterations``."""
-    q = np.array(q, dtype=float)
-    for _ in range(max_iterations):
-        h, Dh = system.constraint(q, 1)
-        if h.size == 0 or np.max(np.abs(h)) < tol:
-            return q
-        q -= np.linalg.lstsq(Dh, h, rcond=None)[0]
-    return None
+    """``q`` moved onto ``h(q) = 0`` by :func:`core.satisfy_constraints` (Gauss-Newton,
+    least-norm steps), or None if it does not get there within ``max_iterations``."""
+    from core import EquilibriumError, SingularMatrixError, satisfy_constraints
+    try:
+        return satisfy_constraints(system, q, tol=tol, max_iter=max_iterations)
+    except (EquilibriumError, SingularMatrixError):
+        return None
 
 
 def operating_point(system, model_path):
