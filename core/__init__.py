@@ -22,6 +22,8 @@ internal. Main entry points:
 * :func:`satisfy_constraints`, :func:`project_velocity`, :func:`holding_inputs` — consistent
   states and static equilibria; ``MidpointVI.rest_state`` / ``rest_input`` — the integrator's
   discrete rest state (:mod:`core.equilibrium`);
+* :func:`save_trajectory`, :func:`load_trajectory` — trajectories in ``.npz`` files with their
+  state and input names (:mod:`core.trajectory_io`);
 * :data:`CONVENTIONS` — state and input order, units, signs, tensor index order;
 * :class:`CoreError` and its subclasses — what goes wrong, with names (:mod:`core.errors`).
 """
@@ -38,6 +40,7 @@ from .lqr import Controllability, controllability, dlqr, tvlqr
 from .midpoint import MidpointVI
 from .minimal import MinimalInfo
 from .model import Model
+from .trajectory_io import Trajectory, load_trajectory, save_trajectory
 from .optimal import (TREP_ARMIJO, DiscreteSystem, TrajectoryOptimizationResult,
                       cost_and_gradient, linearize_trajectory, optimize_trajectory,
                       trajectory_cost)
@@ -59,7 +62,8 @@ __all__ = [
     "check_vector", "too_large", "weight_matrix", "CONVENTIONS", "model_file", "model_names",
     "CoreError", "ModelError", "SingularMatrixError", "RiccatiError", "IntegratorError",
     "SingularStepError", "NonFiniteError", "LinearizerError", "EquilibriumError",
-    "satisfy_constraints", "project_velocity", "holding_inputs", "__version__",
+    "satisfy_constraints", "project_velocity", "holding_inputs",
+    "save_trajectory", "load_trajectory", "Trajectory", "__version__",
 ]
 
 
