@@ -217,7 +217,9 @@ class System:
         * ``distance``: ``frame1, frame2, distance`` (number or variable name);
           h = |p1 - p2|^2 - d^2.
         * ``plane``: ``frame``, ``plane_frame`` (default world), ``normal`` (x/y/z axis of the
-          plane frame), ``offset``; h = n . (p - p_plane) - offset.
+          plane frame, or any nonzero vector ``[nx, ny, nz]`` in its coordinates, normalized),
+          ``offset``; h = n . (p - p_plane) - offset. A vector normal adds a massless constant
+          frame ``<plane_frame>@plane<i>`` (its z axis along n) under the plane frame.
         * ``coincide``: ``frame1, frame2, axes`` (world axes, e.g. [x, y]); h = (p1 - p2)_axis.
         * ``velocity``: ``frame, axis``: the frame's origin has zero velocity along that frame's
           axis (knife edge, skate); continuous dynamics only.
@@ -502,12 +504,46 @@ def _topological_order(frames: list[dict]) -> list[int]:
     return order
 
 
+def _plane_frame_name(c: dict, ci: int) -> str:
+    return f"{c.get('plane_frame', WORLD)}@plane{ci}"
+
+
+def _plane_frames(system: System) -> list[dict]:
+    """The massless constant frames of plane constraints whose normal is a vector: each under
+    its plane frame, rotated so that its z axis is the normal (any rotation that does it: the
+    constraint reads only that axis)."""
+    extra = []
+    for ci, c in enumerate(system._constraints):
+        normal = c.get("normal", "z")
+        if c["type"] != "plane" or isinstance(normal, str):
+            continue
+        where = f"constraint {ci} (plane).normal"
+        try:
+            n = np.asarray(normal, dtype=float)
+        except (TypeError, ValueError):
+            n = np.zeros(0)
+        if n.shape != (3,) or not np.all(np.isfinite(n)) or not np.linalg.norm(n) > 0:
+            raise ModelError(f"{where}: must be x, y, z or a nonzero vector of 3 finite numbers, got {normal!r}")
+        z = n / np.linalg.norm(n)
+        helper = np.eye(3)[int(np.argmin(np.abs(z)))]       # the axis least along z
+        x = np.cross(helper, z)
+        x /= np.linalg.norm(x)
+        R = np.column_stack([x, np.cross(z, x), z])
+        name = _plane_frame_name(c, ci)
+        if any(f["name"] == name for f in system._frames):
+            raise ModelError(f"{where}: frame name {name!r} is taken")
+        extra.append(dict(name=name, parent=c.get("plane_frame", WORLD), kind=None, value=0.0, mass=0.0,
+                          inertia=np.zeros((3, 3)), com=np.zeros(3), offset_R=R, offset_p=np.zeros(3)))
+    return extra
+
+
 def _compile(system: System) -> _Compiled:
     """The model record and the names of a system's description (reads, never writes, it)."""
     if not system._frames:
         raise ModelError("a system needs at least one frame")
-    order = _topological_order(system._frames)
-    frames = [system._frames[i] for i in order]
+    declared = system._frames + _plane_frames(system)
+    order = _topological_order(declared)
+    frames = [declared[i] for i in order]
     names = [f["name"] for f in frames]
     index = {n: i for i, n in enumerate(names)}
 
@@ -546,9 +582,12 @@ def _compile(system: System) -> _Compiled:
                 hc.append((HC_DISTANCE, f1, f2, 0, _number(d, f"{where}.distance", nonnegative=True), -1))
         elif t == "plane":
             f1 = frame_ref(_req(c, "frame", where), where)
-            f2 = frame_ref(c.get("plane_frame", WORLD), where)
-            hc.append((HC_PLANE, f1, f2, _axis(c.get("normal", "z"), f"{where}.normal"),
-                       _number(c.get("offset", 0.0), f"{where}.offset"), -1))
+            normal = c.get("normal", "z")
+            if isinstance(normal, str):
+                f2, axis = frame_ref(c.get("plane_frame", WORLD), where), _axis(normal, f"{where}.normal")
+            else:       # the frame _plane_frames added, its z axis along the normal
+                f2, axis = frame_ref(_plane_frame_name(c, ci), where), AXES["z"]
+            hc.append((HC_PLANE, f1, f2, axis, _number(c.get("offset", 0.0), f"{where}.offset"), -1))
         else:  # coincide
             f1, f2 = frame_ref(_req(c, "frame1", where), where), frame_ref(_req(c, "frame2", where), where)
             axes = c.get("axes", ["x", "y", "z"])
