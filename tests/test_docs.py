@@ -117,3 +117,33 @@ def test_node_conventions_rendered_in_the_guide():
     assert len(values) == 1
     guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
     assert values[0] in guide, "docs/guide.md: render mechnode/services.py NODE_CONVENTIONS verbatim"
+
+
+def heading_anchors(path: Path) -> set[str]:
+    """GitHub's anchors of the headings of ``path`` (lower case, punctuation dropped, spaces to
+    hyphens), outside code blocks."""
+    anchors, in_code = set(), False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if FENCE.match(line) or (in_code and line.startswith("```")):
+            in_code = not in_code
+            continue
+        if not in_code and line.startswith("#"):
+            text = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"[^\w\- ]", "", text).replace(" ", "-"))
+    return anchors
+
+
+@pytest.mark.parametrize("path", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve(path):
+    name = str(path.relative_to(ROOT))
+    text = path.read_text(encoding="utf-8")
+    for m in re.finditer(r"\]\(([^)\s]+)\)", text):
+        target = m.group(1)
+        if re.match(r"[a-z]+:", target):
+            continue
+        file_part, _, anchor = target.partition("#")
+        where = f"{name}:{text.count(chr(10), 0, m.start()) + 1}: link {target!r}"
+        dest = (path.parent / file_part).resolve() if file_part else path
+        assert dest.exists(), f"{where}: no such file"
+        if anchor:
+            assert anchor in heading_anchors(dest), f"{where}: no heading with that anchor"
