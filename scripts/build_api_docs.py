@@ -5,7 +5,9 @@
 Documents ``core`` (its public API: the names in ``core.__all__``; pdoc follows ``__all__``) and
 ``mechnode`` (every module but the test harness ``mechnode.testing``). Importing ``mechnode``'s
 modules needs rclpy and ``mechnode_interfaces``, which ``scripts/setup_ros.sh`` installs into
-``.venv``. Called by ``scripts/test.sh``; ``build/`` is ignored by git.
+``.venv``. Called by ``scripts/test.sh``; ``build/`` is ignored by git. Docstrings are read as
+Google style (``Args:``, ``Returns:``) with reST roles (``:func:`...``` becomes a link); the few
+NumPy-style sections (``Parameters`` / ``----------``) render as headed plain text.
 
 Warnings are errors, except one that is pdoc's, not the docstrings': for a ``NamedTuple`` whose
 fields are annotated under ``from __future__ import annotations`` (``core.Controllability``),
@@ -36,7 +38,7 @@ def main(argv: list[str]) -> int:
     import pdoc
     import pdoc.render
 
-    pdoc.render.configure(docformat="restructuredtext", show_source=False,
+    pdoc.render.configure(docformat="google", show_source=False,
                           footer_text="mechnode API reference")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
