@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command of README.md: set up .venv and ROS 2 (both idempotent), lint with ruff (the
-# configuration is in pyproject.toml), run every test, then check the wheel outside the repository
+# configuration is in pyproject.toml), run every test, build the API reference (pdoc, warnings as
+# errors: scripts/build_api_docs.py), then check the wheel outside the repository
 # (scripts/check_wheel.sh).
 # ROS tests are required here (MECHNODE_REQUIRE_ROS=1: a missing rclpy fails instead of skipping)
 # and DDS discovery is kept on this host.
@@ -12,5 +13,7 @@ cd "$root"
 export MECHNODE_REQUIRE_ROS=1 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 .venv/bin/ruff check .
 .venv/bin/python -m pytest -q "$@"
+# the API reference from the docstrings (pdoc), warnings as errors: build/api/index.html
+.venv/bin/python scripts/build_api_docs.py build/api
 # the package installed from its wheel into a fresh venv, used from outside the repository
 bash scripts/check_wheel.sh

@@ -119,9 +119,9 @@ def test_every_public_name_exists():
         assert hasattr(core, name), name
 
 
-def test_conventions_written_once_and_rendered_in_the_readme():
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    assert core.CONVENTIONS in readme
+def test_conventions_written_once_and_rendered_in_the_guide():
+    guide = open(os.path.join(ROOT, "docs", "guide.md"), encoding="utf-8").read()
+    assert core.CONVENTIONS in guide
     out = subprocess.run([sys.executable, "-m", "core.conventions"], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
     assert out == core.CONVENTIONS
