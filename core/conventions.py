@@ -1,6 +1,6 @@
 """The conventions of mechnode, written once.
 
-:data:`CONVENTIONS` is the one source: the README's "Conventions" section is this text (a test
+:data:`CONVENTIONS` is the one source: the "Conventions" section of docs/guide.md is this text (a test
 checks it; ``python -m core.conventions`` prints it), and the node's ``GetModel`` service
 answers it in ``conventions``. Module docstrings refer here instead of restating it.
 """

@@ -8,7 +8,7 @@ derivatives are third derivatives of ``L`` at ``xi`` (and the constraint terms
 ``lam . D3h(q_k)``, ``D2h(q_k+1)``), taken in the slot variables ``w = (q_k, q_k+1)`` as one
 packed symmetric ``2n x 2n`` matrix per residual row (:func:`_pair_tensors`), combined into
 the output rows by one product and contracted with ``J = dw/dz`` (:func:`second_order`). The
-README's design section describes the layout and the shortcuts.
+docs/design.md describes the layout and the shortcuts.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Loading a :class:`System` from a model description: a YAML file, a YAML string or a dict.
 
-The keys mirror :class:`System`'s building methods (see the README's "Model files").
+The keys mirror :class:`System`'s building methods (see "Models" in docs/guide.md).
 """
 from __future__ import annotations
 

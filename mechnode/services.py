@@ -37,8 +37,8 @@ from .feasibility import make_feasible
 from .gains import STATE_Q_P, STATE_Q_QDOT, gain_schedule, schedule_in_qdot
 from .weights import Weights
 
-#: What GetModel answers in ``conventions``: core's conventions (the one source, also the
-#: README's) followed by what only the node adds.
+#: What GetModel answers in ``conventions``: core's conventions (the one source, also in
+#: docs/guide.md) followed by what only the node adds.
 NODE_CONVENTIONS = (
     "Node: JointState/JointTrajectory map joints to q by name (joint_map). Linearize: continuous "
     "-> (A, B) of xdot = f(x, u); discrete -> (A, B) of x_next = F(x, u) with x = [q, p, v] "
