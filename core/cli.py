@@ -295,6 +295,12 @@ def to_dict(r: Linearization) -> dict:
     return d
 
 
+def to_json(r: Linearization) -> str:
+    """:func:`to_dict` as JSON, one key a line."""
+    items = [f" {json.dumps(k)}: {json.dumps(v)}" for k, v in to_dict(r).items()]
+    return "{\n" + ",\n".join(items) + "\n}\n"
+
+
 def write_npz(r: Linearization, path: str) -> None:
     """Arrays ``A``, ``B`` (``H``), ``eigenvalues``, ``state_names``, ``input_names``, ``q``,
     ``dq``, ``u`` (``x``, ``dt``), ``controllability_rank``, ``kind``, ``convention``."""
@@ -372,8 +378,7 @@ def main(argv=None) -> int:
     if args.format == "npz":
         write_npz(r, args.output)
         return 0
-    text = format_text(r, args.precision) if args.format == "text" else \
-        json.dumps(to_dict(r), indent=1) + "\n"
+    text = format_text(r, args.precision) if args.format == "text" else to_json(r)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)
