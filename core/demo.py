@@ -3,6 +3,9 @@
     python -m core.demo [MODEL]      (a file, or a packaged model's name: python -m core.demo
                                       arm7.urdf; default double_pendulum.yaml)
 
+A fixed use of ``mechnode-linearize`` (:mod:`core.cli`, which linearizes at any state given on
+the command line) at a state chosen for the model, continuous and discrete.
+
 The operating point: the paper's for the default model (Johnson & Murphey 2010, Sec. IV; its
 printed q is rounded, 3.5 mm off the constraint, so the constraint check is skipped for it), the
 hanging rest state for the marionette, otherwise ``q = 0`` moved onto the holonomic constraints
@@ -64,6 +67,7 @@ def main(argv=None) -> int:
 
     t0 = time.perf_counter()
     import core
+    from core import cli
     system = core.load_system(args.model)
     print(f"model {args.model}: {system}")
     print(f"  q = {system.config_names}, u = {system.continuous_input_names}")
@@ -71,20 +75,23 @@ def main(argv=None) -> int:
     try:
         q, dq, u, limit, note = operating_point(system, args.model)
         print(f"operating point: {note}")
-        A, B = system.linearize(q, dq, u, residual_limit=limit)
+        c = cli.linearize(system, q, dq, u, residual_limit=limit, model=args.model)
         t1 = time.perf_counter()
         print(f"\ncontinuous linearization at q={q}, dq={dq}, u={u}  (x = [q, dq])")
-        print("A =\n", A, "\nB =\n", B)
+        print("A =\n" + cli.matrix_text(c.A, c.state_names, c.state_names)
+              + "\nB =\n" + cli.matrix_text(c.B, c.state_names, c.input_names))
         print("qdd =", system.qdd(q, dq, u), " lambda =", system.constraint_forces(q, dq, u))
+        print(f"eigenvalues of A: {np.sort_complex(c.eigenvalues)}; controllability rank "
+              f"{c.controllability_rank} of {len(c.state_names)}")
 
-        vi = core.MidpointVI(system, args.dt)
-        x = vi.discrete_state(q, dq)
         # discrete input: the forces, then the kinematic variables held where they are
-        ud = np.concatenate([u[:system.nu], q[vi.kinematic_index]])
-        Ad, Bd = vi.linearize(x, ud)
-        print(f"\nmidpoint variational integrator, dt = {args.dt}: x = {vi.state_names}")
-        print("x_next =", vi.step(x, ud))
-        print("A_d =\n", Ad, "\nB_d =\n", Bd)
+        kin = [system.config_names.index(n) for n in system.kinematic_names]
+        ud = np.concatenate([u[:system.nu], q[kin]])
+        d = cli.linearize(system, q, dq, ud, discrete=True, dt=args.dt, model=args.model)
+        print(f"\nmidpoint variational integrator, dt = {args.dt}: x = {d.state_names}")
+        print("x_next =", core.MidpointVI(system, args.dt).step(d.x, ud))
+        print("A_d =\n" + cli.matrix_text(d.A, d.state_names, d.state_names)
+              + "\nB_d =\n" + cli.matrix_text(d.B, d.state_names, d.input_names))
     except (core.CoreError, ValueError, ArithmeticError) as exc:
         print(f"\ncannot linearize {args.model} at the chosen operating point: "
               f"{type(exc).__name__}: {exc}", file=sys.stderr)

@@ -463,7 +463,8 @@ class MidpointVI:
         x1 = np.concatenate([q1, p1, (rho - q[self.kinematic_index]) / self.dt])
         return (x1, A, B, H) if second_order else (x1, A, B)
 
-    def linearize_trajectory(self, X, U, second_order: bool = False, threads: int | None = None):
+    def linearize_trajectory(self, X, U, second_order: bool = False, threads: int | None = None,
+                             progress=None):
         """Linearizations along a trajectory ``X`` (N+1, nx), ``U`` (N, nu), each step
         re-solved from ``X[k]``. Returns ``(A, B)`` stacks (N, nx, nx), (N, nx, nu), plus ``H``
         (N, nx, nz, nz) with ``second_order``.
@@ -471,9 +472,32 @@ class MidpointVI:
         ``threads``: chunks linearized in parallel (default: numba's thread count). With
         ``threads=1`` everything runs in one compiled serial call without the GIL and without
         numba's threading layer, which is what a caller that is itself multi-threaded (a ROS
-        node's executor) should use."""
+        node's executor) should use.
+
+        ``progress``: None (one compiled call), True (a progress bar on stderr) or a callable
+        ``progress(done, N)``; the trajectory is then linearized in about 50 blocks (the same
+        kernels and results, one call each) and reported after each."""
         X = float_stack("X", X, (None, self.nx))
         U = float_stack("U", U, (X.shape[0] - 1, self.nu))
+        if progress is None or progress is False:
+            return self._linearize_stack(X, U, second_order, threads, 0)
+        report = _ProgressBar() if progress is True else progress
+        N, nz = U.shape[0], self.nx + self.nu
+        As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
+        Hs = np.empty((N, self.nx, nz, nz) if second_order else (N, 0, 0, 0))
+        block = max(1, -(-N // 50))
+        report(0, N)
+        for start in range(0, N, block):
+            end = min(N, start + block)
+            out = self._linearize_stack(X[start:end + 1], U[start:end], second_order, threads, start)
+            As[start:end], Bs[start:end] = out[0], out[1]
+            if second_order:
+                Hs[start:end] = out[2]
+            report(end, N)
+        return (As, Bs, Hs) if second_order else (As, Bs)
+
+    def _linearize_stack(self, X, U, second_order, threads, offset):
+        """:meth:`linearize_trajectory` of checked stacks; errors name step ``k + offset``."""
         N, n, nd, m = U.shape[0], self.nq, self.nd, self._m
         model = self.system.model
         dyn, kin = self.dynamic_index, self.kinematic_index
@@ -487,7 +511,7 @@ class MidpointVI:
                    self.max_iterations, Q1, LAM, DH1, status, info)
         if status[0] != OK:
             k = int(status[2])
-            self._raise_solve(status, info, k, self._step_inputs(Q[k], P[k], Uf[k], rho[k]))
+            self._raise_solve(status, info, k + offset, self._step_inputs(Q[k], P[k], Uf[k], rho[k]))
         nz = self.nx + self.nu
         As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
         Hs = np.empty((N, self.nx, nz, nz) if second_order else (N, 0, 0, 0))
@@ -502,7 +526,7 @@ class MidpointVI:
         bad = np.flatnonzero(stat != OK)
         if bad.size:
             k = int(bad[0])
-            self._raise_singular(int(stat[k]), conds[k], k)
+            self._raise_singular(int(stat[k]), conds[k], k + offset)
         return (As, Bs, Hs) if second_order else (As, Bs)
 
     # ---------------------------------------------------------------- compilation
@@ -541,3 +565,22 @@ class MidpointVI:
             self.simulate(Q[0], P[0], U)
         except IntegratorError:
             pass
+
+
+class _ProgressBar:
+    """``progress=True``: a one-line bar on stderr, redrawn in place, ended at 100 %."""
+
+    def __init__(self, width: int = 40):
+        import sys
+        import time
+        self.stream, self.width, self.clock = sys.stderr, width, time.perf_counter
+        self.t0 = self.clock()
+
+    def __call__(self, done: int, total: int) -> None:
+        frac = done / total if total else 1.0
+        filled = int(round(frac * self.width))
+        self.stream.write(f"\rlinearizing {done}/{total} steps [{'#' * filled}"
+                          f"{'.' * (self.width - filled)}] {self.clock() - self.t0:.1f} s")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()

@@ -19,7 +19,8 @@ entries and the input ``u = [next values of the 18 kinematic variables]`` 18.
    the other dynamic variables are then moved by a minimum-norm correction so that the strings
    are satisfied again, ``h(q) = 0``), simulated with the feedback (Eq. 37) and without it.
 
-Run ``python examples/marionette_lqr.py [--quick] [--plot DIR]``; the functions are importable
+Run ``python examples/marionette_lqr.py [--quick] [--plot DIR]`` (``--plot`` needs matplotlib, the
+``plot`` extra: ``pip install 'mechnode[plot]'``); the functions are importable
 (``tests/test_examples.py`` runs a shorter horizon).
 """
 from __future__ import annotations
@@ -171,7 +172,7 @@ def plot(run: MarionetteRun, directory: str, variable: str = PERTURBED) -> list:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: skipping the plots")
+        print("matplotlib is not installed: skipping the plots (pip install 'mechnode[plot]')")
         return []
     os.makedirs(directory, exist_ok=True)
     t = run.ref.t
@@ -243,7 +244,8 @@ def main(argv=None) -> int:
     parser.add_argument("--duration", type=float, default=None, help="seconds (default 10)")
     parser.add_argument("--dt", type=float, default=None, help="time step (default 0.01)")
     parser.add_argument("--delta", type=float, default=0.1, help="torso perturbation [rad]")
-    parser.add_argument("--plot", metavar="DIR", default=None, help="save PNG figures in DIR")
+    parser.add_argument("--plot", metavar="DIR", default=None,
+                        help="save PNG figures in DIR (needs matplotlib: the mechnode[plot] extra)")
     args = parser.parse_args(argv)
     duration = args.duration or (3.0 if args.quick else 10.0)
     dt = args.dt or (0.02 if args.quick else 0.01)

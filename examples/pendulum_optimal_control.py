@@ -17,8 +17,9 @@ variational integrator, dt = 0.1, N = 100 steps, state ``x = [theta, p]``:
 3. LQR about the optimal (feasible) trajectory (weights ``Q = I``, ``R = 1`` as in the authors'
    closed-loop script), then the closed loop (Eq. 37) and the open loop from ``x(0) = [1, 1]``.
 
-Run ``python examples/pendulum_optimal_control.py [--quick] [--plot DIR]``. The functions are
-importable (``tests/test_examples.py`` runs reduced versions).
+Run ``python examples/pendulum_optimal_control.py [--quick] [--plot DIR]`` (``--plot`` needs
+matplotlib, the ``plot`` extra: ``pip install 'mechnode[plot]'``). The functions are importable
+(``tests/test_examples.py`` runs reduced versions).
 
 About the methods: ``second_order`` is the projection-operator Newton method that needs the
 second-order linearization (Sec. V); ``first_order`` is its Gauss-Newton sibling (the cost's own
@@ -186,7 +187,7 @@ def plot(problem: PendulumProblem, runs: dict, feedback: FeedbackRun, directory:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: skipping the plots")
+        print("matplotlib is not installed: skipping the plots (pip install 'mechnode[plot]')")
         return []
     os.makedirs(directory, exist_ok=True)
     paths = []
@@ -287,7 +288,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max-iterations", type=int, default=None,
                         help="iteration cap of each method (default 2000)")
     parser.add_argument("--tol", type=float, default=1e-6)
-    parser.add_argument("--plot", metavar="DIR", default=None, help="save PNG figures in DIR")
+    parser.add_argument("--plot", metavar="DIR", default=None,
+                        help="save PNG figures in DIR (needs matplotlib: the mechnode[plot] extra)")
     parser.add_argument("--verbose", action="store_true", help="one line per iteration")
     parser.add_argument("--no-paper", action="store_true",
                         help="skip the two runs under the paper's set-up")

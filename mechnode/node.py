@@ -168,6 +168,8 @@ class MechNode(LifecycleNode):
             self.params.limits(plant, joint_map.joint_names)     # checked here, applied at activate
             t1 = time.perf_counter()
             if value("warm_up"):
+                log.info(f"warm-up: loading the numba kernels of {plant.system.name} from the cache "
+                         "(a first run compiles them: minutes; core names each kernel on stderr)")
                 plant.warm_up()
             t2 = time.perf_counter()
             # after the warm-up: the command process loads the control kernel from the cache
