@@ -205,14 +205,10 @@ def linearize(system, q=None, dq=None, u=None, *, discrete: bool = False, dt: fl
                              H[0] if H else None, q, dq, u, x=x, dt=dt,
                              convention=CONVENTION["discrete"], seconds=time.perf_counter() - t0)
     if minimal:
-        if system.kinematic_names:
-            raise UsageError("--minimal: System.linearize_minimal takes force inputs only and "
-                             f"refuses a model with kinematic variables ({system.name}: "
-                             f"{', '.join(system.kinematic_names)})")
-        u = _vector("--u", u, system.input_names)
+        u = _vector("--u", u, system.continuous_input_names)
         A, B, info = system.linearize_minimal(q, dq, u, independent,
                                               residual_limit=residual_limit)
-        inputs = system.input_names if B.shape[1] == system.nu else system.continuous_input_names
+        inputs = system.continuous_input_names
         return Linearization(model, "minimal", info.state_names, list(inputs), A, B, None, q, dq,
                              u, convention=CONVENTION["minimal"], seconds=time.perf_counter() - t0)
     u = _vector("--u", u, system.continuous_input_names)

@@ -282,7 +282,9 @@ def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: 
     """Linearization in independent coordinates and speeds only: ``(A, B, info)``.
 
     ``x_i' = A x_i + B u`` with ``x_i = [q_i, dq_i]`` (each group in model order), ``A`` of size
-    ``p = (n - nh) + (n - nh - nv)``, ``B`` (p x inputs); ``info`` is a :class:`MinimalInfo`
+    ``p = (n - nh) + (n - nh - nv)``, ``B`` (p x inputs), ``u`` as in :meth:`System.linearize`
+    (:attr:`System.continuous_input_names`: force inputs, then the accelerations of kinematic
+    variables); ``info`` is a :class:`MinimalInfo`
     (choice of variables, maps ``C0, C1, C2, T`` back to all coordinates, conditioning).
 
     ``(q, dq)`` must satisfy the constraints (``h = 0``, ``Dh dq = 0``, ``A_v dq = 0``) to within
@@ -301,7 +303,8 @@ def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: 
     names = system.config_names
     q = check_vector("q", q, n, names)
     dq = check_vector("dq", dq, n, names)
-    u = check_vector("u", u, model.nu, system.input_names)
+    unames = system.continuous_input_names      # [force inputs, kinematic accelerations]
+    u = check_vector("u", u, len(unames), unames)
     if not (np.isfinite(condition_limit) and condition_limit >= 1.0):
         raise ValueError(f"condition_limit must be a finite number >= 1, got {condition_limit!r}")
     ni_q, ni_v = n - nh, n - nh - nv

@@ -548,3 +548,19 @@ def test_unconstrained_and_degenerate():
     q = solve_dependent(core.load_system(dict(spec, constraints=spec["constraints"][:1])), [0.3, 0.1], [1])
     with pytest.raises(ValueError, match="linearly dependent"):
         linearize_minimal(twice, q, np.zeros(2), [0.0])
+
+
+def test_kinematic_variable_accelerations_are_inputs(fourbar):
+    """A prescribed (kinematic) crank: its acceleration is an input of the minimal dynamics as of
+    System.linearize (continuous_input_names), checked by finite differences."""
+    driven = core.load_system(FOURBAR)
+    driven.set_kinematic([driven.config_names[0]])
+    names = driven.continuous_input_names
+    assert len(names) == driven.nu + 1 and names[-1].endswith("_ddot")
+    q = fourbar_state(driven, 2.3)
+    dq = tangent_speed(driven.constraint(q, 1)[1], np.random.default_rng(5)) * 2.0
+    u = np.linspace(0.4, -0.3, len(names))
+    A, B, info = check_moving(driven, q, dq, u, holonomic_rows(driven))
+    assert B.shape == (2, len(names))
+    with pytest.raises(ValueError, match=rf"u must be a vector of {len(names)} entries"):
+        linearize_minimal(driven, q, dq, np.zeros(driven.nu))
