@@ -2,7 +2,8 @@
 # The package outside the repository: builds the wheel from pyproject.toml, installs it into a
 # fresh venv (its dependencies from the package registry) and, from a directory outside the
 # repository, loads every packaged model by name, finds the node's parameter files, and runs the
-# library demo on the default model and on the URDF arm. Called by scripts/test.sh.
+# library demo on the default model and on the URDF arm, and the command line on the arm.
+# Called by scripts/test.sh.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 py=${PYTHON:-python3}
@@ -40,4 +41,9 @@ PY
 tail -n 2 "$work/demo.log"
 "$work/venv/bin/mechnode-demo" arm7.urdf >"$work/demo_arm.log" 2>&1 || { cat "$work/demo_arm.log"; exit 1; }
 tail -n 2 "$work/demo_arm.log"
+# the command line, on a packaged URDF, as JSON
+"$work/venv/bin/mechnode-linearize" arm7.urdf --format json >"$work/cli.json" 2>"$work/cli.err" \
+  || { cat "$work/cli.err"; exit 1; }
+"$work/venv/bin/python" -c "import json, sys; d = json.load(open(sys.argv[1])); \
+print(f'check_wheel: mechnode-linearize arm7.urdf: A {len(d[\"A\"])}x{len(d[\"A\"][0])}, controllability rank {d[\"controllability_rank\"]}')" "$work/cli.json"
 echo "check_wheel: $(basename "$wheel") installed and used outside the repository ($(( $(date +%s) - t0 )) s)"
