@@ -17,7 +17,6 @@ State ``x = [q, dq]`` (2n), input ``u`` (m): ``A_lin`` is 2n x 2n, ``B_lin`` is 
 """
 from __future__ import annotations
 
-import math
 from collections import namedtuple
 
 import numpy as np
@@ -86,9 +85,9 @@ def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_
     ``[q, dq, u]``; ``h_out`` (nh) and ``A_out`` (nc x n) receive ``h(q)`` and the constraint
     rows ``A(q)`` (for the consistency check of the front-end).
     ``status[0]`` is OK, SINGULAR_MASS, SINGULAR_CONSTRAINTS, NONFINITE_INPUT or
-    NONFINITE_INTERMEDIATE, ``status[1]`` the index of the offending variable or constraint row
-    (of ``[q, dq, u]`` for a non-finite entry; checked here rather than in Python, where it costs
-    more than it does in the kernel).
+    NONFINITE_INTERMEDIATE (also a non-finite ``ddq``, ``A_lin`` or ``B_lin``), ``status[1]``
+    the index of the offending variable or constraint row (of ``[q, dq, u]`` for a non-finite
+    entry). Both checks are here rather than in Python, where they cost more than in the kernel.
 
     The tree terms come from :mod:`core.rnea`: ``M`` from composite inertias, the bias forces
     from a Newton-Euler pass, their derivatives in O(n d). Without kinematic variables ``M`` is
@@ -196,6 +195,9 @@ def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_
         ddq[dyn[a]] = ddq_d[a]
     for j in range(nk):
         ddq[kin[j]] = acc[j]
+    if not np.isfinite(np.sum(ddq)):
+        status[0], status[1] = NONFINITE_INTERMEDIATE, -1
+        return
     status[0], status[1] = OK, -1
     if not linearize:
         return
@@ -247,6 +249,8 @@ def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_
             B_lin[n + i, r] = X[a, 2 * n + r]
     for j in range(nk):
         B_lin[n + kin[j], m + j] = 1.0
+    if not np.isfinite(np.sum(X)):      # A_lin, B_lin hold X and constants
+        status[0], status[1] = NONFINITE_INTERMEDIATE, -1
 
 
 @njit(cache=True, nogil=True)
@@ -379,10 +383,7 @@ def _dynamics(system, q, dq, u, linearize, residual_limit=None, what=""):
     if status[0] == NONFINITE_INPUT:
         refuse_nonfinite((("q", q, names), ("dq", dq, names), ("u", u, unames)))
     inputs = (("q", q, names), ("dq", dq, names), ("u", u, unames))
-    raise_for_status(system, status, "continuous dynamics", inputs)
-    if not (math.isfinite(ddq.sum()) and (not linearize or math.isfinite(A.sum() + B.sum()))):
-        status[0] = NONFINITE_INTERMEDIATE
-        raise_for_status(system, status, "continuous dynamics", inputs)
+    raise_for_status(system, status, "continuous dynamics", inputs)     # (non-finite results too)
     if residual_limit is not None and nc > 0:
         tol = number("residual_limit", residual_limit, positive=True)
         check_consistent(system, h, Arows, dq, tol, what)
