@@ -29,10 +29,16 @@ bicycle minutes) and is ~10x faster per point on large systems (bicycle ~140 us 
 
 Differences from SymPy's ``Linearizer.linearize``:
 
-* the operating point must be numeric: every coordinate, speed, input and parameter symbol needs
-  a value (values may be SymPy expressions of other op_point entries, as in SymPy's tests);
-  missing rates ``q'``, ``u'`` and multipliers are solved from the equations (SymPy would leave
-  them symbolic); keys that are not part of the system are ignored, as in SymPy;
+* the operating point must be numeric: every parameter symbol, and every coordinate, speed and
+  input that some part of the general form depends on, needs a value (values may be SymPy
+  expressions of other op_point entries, as in SymPy's tests). As in SymPy, a coordinate, speed
+  or input that no part depends on (e.g. the rolling disc's contact-point coordinates ``q4, q5``)
+  may be left out: which symbols each part depends on is recorded when the functions are
+  generated (``needed_by``), the ones left out are read by no function and get an inert
+  placeholder, and leaving out any other one raises a LinearizerError naming it and the parts
+  that need it. Missing rates ``q'``, ``u'`` and multipliers are solved from the equations
+  (SymPy would leave them symbolic); keys that are not part of the system are ignored, as in
+  SymPy;
 * the results are numpy arrays; without inputs ``B`` has shape ``(rows, 0)`` instead of SymPy's
   ``0 x 0`` ``Matrix()``;
 * ``simplify`` and ``linear_solver`` are accepted and ignored (numeric LU with pivoting is used);
@@ -56,6 +62,9 @@ from .linearizer import PART_ORDER, PART_VARIABLES, Linearizer
 __all__ = ["from_sympy", "SympyLinearizer"]
 
 BACKENDS = ("python", "numba")
+#: Value given to a coordinate, speed or input that the op_point leaves out because no part of
+#: the general form depends on it (it is read by no generated function, so it cannot matter).
+UNUSED_PLACEHOLDER = 0.0
 _source_counter = itertools.count()
 
 
@@ -230,6 +239,19 @@ class _SystemSymbols:
         self.plain_expressions = {name: e.xreplace(replace) for name, e in self.expressions.items()}
         self.time_dependent = any(t in e.free_symbols for e in self.plain_expressions.values())
         self._check_part_dependencies()
+        # The parts that read each coordinate, speed, input and parameter (free symbols of the
+        # part's value; its Jacobians cannot depend on more). A coordinate, speed or input that
+        # no part reads may be left out of an op_point: it enters no generated function, so its
+        # placeholder (UNUSED_PLACEHOLDER) is inert.
+        original = {plain: self.dynamic[key][i] for key, symbols in self._plain.items()
+                    for i, plain in enumerate(symbols)}
+        original.update(zip(self.p, self.params, strict=True))
+        self.needed_by = {}
+        for name in PART_ORDER:
+            for plain in self.plain_expressions[name].free_symbols:
+                symbol = original.get(plain)
+                if symbol is not None:
+                    self.needed_by.setdefault(symbol, []).append(name)
 
     def part_expressions(self, name):
         expressions = self.plain_expressions[name]
@@ -268,19 +290,23 @@ class _SystemSymbols:
         arrays, missing = {}, []
         for key, symbols in self.dynamic.items():
             optional = key in ("qd", "vd", "lam")
-            arrays[key] = np.array([values.get(x, math.nan) for x in symbols])
+            # a coordinate, speed or input that no part reads gets an inert placeholder
+            default = math.nan if optional else UNUSED_PLACEHOLDER
+            arrays[key] = np.array([values.get(x, default) for x in symbols])
             if not optional:
-                missing += [x for x in symbols if x not in values]
+                missing += [x for x in symbols if x not in values and x in self.needed_by]
         for j, i in enumerate(self.qd_is_v):
             if i is not None:
                 arrays["qd"][j] = arrays["v"][i]
         arrays["p"] = np.array([values.get(x, math.nan) for x in self.params])
         missing += [x for x in self.params if x not in values]
         if missing:
+            lacking = ", ".join(f"{x} (needed by {', '.join(self.needed_by[x])})" for x in missing)
             raise LinearizerError(
-                f"op_point lacks values for {', '.join(map(str, missing))}; coordinates, speeds, "
-                "inputs and parameters must be given (the time derivatives of coordinates and "
-                "speeds, and the multipliers, may be omitted)")
+                f"op_point lacks values for {lacking}; "
+                "coordinates, speeds, inputs and parameters that a part of the general form "
+                "depends on must be given (the time derivatives of coordinates and speeds, and "
+                "the multipliers, may be omitted)")
         if self.time_dependent and self.time not in values:
             raise LinearizerError("the equations depend on time explicitly: op_point needs "
                                   f"a value for {self.time}")
