@@ -23,9 +23,11 @@ generalized speeds ``v`` (``v_ind``, ``v_dep``, ``vd``), SymPy's ``lin.r`` feed 
 ``lin.q`` its ``q`` and ``lin.lams`` its ``lam``.
 
 Backends (measured on a loaded 2-core machine, see ``bench/bench_linearizer.py``):
-``"python"`` builds fast (rolling disc 0.4 s, bicycle ~10-20 s) and is fine for small systems
-(~150 us per point for the rolling disc); ``"numba"`` compiles the same source (disc ~7 s,
-bicycle minutes) and is ~10x faster per point on large systems (bicycle ~140 us vs ~1.2 ms).
+``"python"`` compiles nothing (plain Python functions, numpy for the per-point algebra), builds
+fast (rolling disc 0.4 s, bicycle ~10-20 s) and is fine for small systems (~150 us per point for
+the rolling disc); ``"numba"`` compiles the same source and mechnode's linearizer kernels
+(disc ~7 s, bicycle minutes) and is ~10x faster per point on large systems (bicycle ~140 us vs
+~1.2 ms).
 
 Differences from SymPy's ``Linearizer.linearize``:
 
@@ -86,9 +88,13 @@ def from_sympy(method, *to_linearizer_args, backend: str = "python",
     ----------
     method : a ``KanesMethod`` (after ``kanes_equations``), a ``LagrangesMethod`` (after
         ``form_lagranges_equations``), or a ``sympy.physics.mechanics.Linearizer`` itself.
-    backend : ``"python"`` (plain Python + ``math``, no compile step) or ``"numba"``
-        (``numba.njit`` of the same source: slower to build, faster per operating point on
-        large systems).
+    backend : ``"python"`` or ``"numba"``. ``"python"`` compiles nothing: the generated
+        functions are plain Python (+ ``math``) and the per-point algebra of the numeric
+        Linearizer uses numpy (its ``kernels="numpy"``), so the first ``linearize`` costs about
+        what the next ones do. ``"numba"`` compiles, while building, the generated functions with
+        ``numba.njit`` and uses the Linearizer's compiled kernels (``numba.njit(cache=True)``:
+        compiled once per numba cache, seconds, then loaded): slower to build, faster per
+        operating point on large systems.
     *to_linearizer_args, **to_linearizer_kwargs : passed unchanged to ``method.to_linearizer``;
         SymPy 1.14 accepts ``linear_solver`` for both methods and ``q_ind, qd_ind, q_dep,
         qd_dep`` (in that positional order) for ``LagrangesMethod``.
@@ -145,7 +151,8 @@ class SympyLinearizer:
             len(q), len(v), **functions,
             q_ind=[q.index(x) for x in lin.q_i], q_dep=[q.index(x) for x in lin.q_d],
             v_ind=[v.index(x) for x in lin.u_i], v_dep=[v.index(x) for x in lin.u_d],
-            n_u=len(lin.r), n_lam=len(lin.lams), n_p=len(self.params))
+            n_u=len(lin.r), n_lam=len(lin.lams), n_p=len(self.params),
+            kernels="numba" if backend == "numba" else "numpy")
         self.perm_mat = self.linearizer.perm_mat
         if backend == "numba":
             self._warm_up()

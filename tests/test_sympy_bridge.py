@@ -13,6 +13,7 @@ import functools
 import math
 import sys
 from collections import namedtuple
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,6 +37,7 @@ from core.examples import sympy_rolling_disc  # noqa: E402
 from core.linearizer import LinearizerError  # noqa: E402
 from core.sympy_bridge import SympyLinearizer, from_sympy  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 RTOL = 1e-10
 System = namedtuple("System", "method kwargs random_point")
 t = dynamicsymbols._t
@@ -471,6 +473,22 @@ def test_numba_backend_equals_python_backend():
     point = with_dependent_speeds(system.method.to_linearizer(**system.kwargs), point)
     for a, b in zip(python.linearize(op_point=point), compiled.linearize(op_point=point), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
+
+
+def test_python_backend_compiles_nothing():
+    """No numba function of core is compiled (or loaded from numba's cache) by a build and a
+    first linearize with the python backend, in a fresh process."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from numba.core.dispatcher import Dispatcher\n"
+        "from tests.test_sympy_bridge import cart_pole_kane, compare_with_sympy\n"
+        "compare_with_sympy(cart_pole_kane(), n_points=1)\n"
+        "compiled = [f'{m}.{n}' for m, mod in list(sys.modules.items()) if m.startswith('core')\n"
+        "            for n, f in vars(mod).items() if isinstance(f, Dispatcher) and f.signatures]\n"
+        "assert not compiled, compiled\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 def test_a_sympy_linearizer_can_be_passed_directly():
