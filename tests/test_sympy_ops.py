@@ -376,3 +376,48 @@ def test_kane_rolling_disc():
     A_upright, _ = lin.linearize(op_point={r: 1, g: 1, m: 1, q1: 0, q2: 0, q3: 0, u1: 0, u3: 0,
                                            u2: 1 / math.sqrt(3)}, A_and_B=True)
     np.testing.assert_allclose(np.linalg.matrix_power(A_upright, 6), 0.0, atol=1e-10)
+
+
+# ---------------------------------------------------------------------- test_kane3.py
+def _bench_bicycle():
+    """The bicycle of test_kane3 as built by bench/bench_linearizer.py: (KM, parameter values)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "bench_linearizer.py"
+    spec = importlib.util.spec_from_file_location("bench_linearizer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    KM, random_point = module.bicycle()
+    return KM, random_point(np.random.default_rng(0))
+
+
+@pytest.mark.slow  # ~20 s: the bicycle's kanes_equations and from_sympy's build
+def test_kane3_bicycle():
+    """test_bicycle's linearize call, op_point as written (symbolic speed v), CRAMER; SymPy's
+    own linearization takes minutes, so the result is checked as SymPy's test checks its own:
+    against the Meijaard et al. lean/steer values to 1e-12 for v = 0..5."""
+    KM, values = _bench_bicycle()
+    q1, q2, q4, q5 = dynamicsymbols('q1 q2 q4 q5')
+    u1, u2, u3, u4, u5, u6 = dynamicsymbols('u1 u2 u3 u4 u5 u6')
+    v = symbols('v')
+    PaperRadRear = 0.3
+    PaperRadFront = 0.35
+    op_point = {
+        u1.diff(): 0, u2.diff(): 0, u3.diff(): 0, u4.diff(): 0, u5.diff(): 0, u6.diff(): 0,
+        u1: 0, u2: 0, u3: v / PaperRadRear, u4: 0, u5: 0, u6: v / PaperRadFront,
+        q1: 0, q2: 0, q4: 0, q5: 0,
+    }
+    lin = from_sympy(KM, linear_solver="CRAMER")
+    parameters = {p: values[p] for p in lin.params}
+    for speed in range(6):
+        A, _ = lin.linearize(op_point=[op_point, parameters, {v: speed}], A_and_B=True)
+        Res = np.array([
+            [0, 0, 1.0, 0],
+            [0, 0, 0, 1.0],
+            [9.48977444677355, -0.891197738059089*speed**2 - 0.571523173729245,
+             -0.105522449805691*speed, -0.330515398992311*speed],
+            [11.7194768719633, -1.97171508499972*speed**2 + 30.9087533932407,
+             3.67680523332152*speed, -3.08486552743311*speed]])
+        np.testing.assert_allclose(A[np.ix_([1, 2, 3, 5], [1, 2, 3, 5])], Res, rtol=0,
+                                   atol=1e-12)
