@@ -126,6 +126,9 @@ class SympyLinearizer:
         notation (``u`` generalized speeds, ``r`` inputs); the state is ``[q_i, u_i]``, the
         columns of ``M`` are ``[q', u', lams]`` in ``q``/``u`` order.
     params : tuple of the parameter symbols (every free symbol other than time).
+    needed_by : dict symbol -> names of the parts of the general form that depend on it, for the
+        coordinates, speeds, their rates, inputs, multipliers and parameters that some part
+        depends on; a coordinate, speed or input not in it may be left out of an op_point.
     linearizer : the numeric :class:`core.linearizer.Linearizer` doing the work, in mechnode's
         notation: its speeds ``v`` are SymPy's ``u`` and its inputs ``u`` are SymPy's ``r``.
     perm_mat : numpy version of SymPy's ``perm_mat``.
@@ -143,6 +146,7 @@ class SympyLinearizer:
             setattr(self, name, getattr(lin, name))
         self._symbols = _SystemSymbols(sympy, lin)
         self.params = self._symbols.params
+        self.needed_by = self._symbols.needed_by
         self.sources = {}
         functions = {name: self._build_part(sympy, name) for name in PART_ORDER}
         # SymPy's speeds lin.u are our v, SymPy's inputs lin.r are our u.
@@ -162,7 +166,9 @@ class SympyLinearizer:
         """Like SymPy's ``Linearizer.linearize``, with a numeric operating point.
 
         ``op_point`` is a dict or an iterable of dicts mapping coordinates, speeds, their time
-        derivatives, inputs, multipliers and parameter symbols to numbers. Returns numpy arrays
+        derivatives, inputs, multipliers and parameter symbols to numbers (or to expressions of
+        other entries); coordinates, speeds and inputs that no part depends on may be left out
+        (see the module docstring). Returns numpy arrays
         ``(M, A, B)`` of ``M [q'; u'; lams] = A [q_i; u_i] + B r`` or, with ``A_and_B=True``,
         ``(A, B)`` of ``[q_i'; u_i'] = A [q_i; u_i] + B r`` (SymPy's notation: ``u`` speeds,
         ``r`` inputs). ``simplify`` is ignored.

@@ -122,8 +122,8 @@ def test_omitted_rolling_disc_contact_coordinates_are_inert(monkeypatch):
     KM = sympy_rolling_disc()
     lin = from_sympy(KM)
     q4, q5 = KM.q[3:5]
-    assert q4 not in lin._symbols.needed_by and q5 not in lin._symbols.needed_by
-    assert lin._symbols.needed_by[KM.q[1]]  # the lean is needed
+    assert q4 not in lin.needed_by and q5 not in lin.needed_by
+    assert lin.needed_by[KM.q[1]]  # the lean is needed
     op_point = rolling_disc_op_point(KM) + [rolling_disc_numbers(KM)]
     omitted = lin.linearize(op_point=op_point)
     for values in ({q4: 12.5, q5: -3.25}, {q4: 0.0, q5: 1e6}):
