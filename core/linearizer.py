@@ -143,8 +143,9 @@ class Linearizer:
         and ``_solve_rows`` with the helpers they call): fastest per point, but their first use
         with an empty numba cache compiles them (seconds; later processes load them from the
         cache in well under a second). ``"numpy"`` does the same algebra with numpy (same
-        results to rounding, same singularity checks) and compiles nothing: tens of
-        microseconds more per point from numpy's per-call overhead.
+        results to rounding, same singularity checks) and compiles nothing, at numpy's per-call
+        overhead: about 0.1-0.25 ms more per point (measured with from_sympy's generated
+        functions: rolling disc 170 us vs 64 us, bicycle 1.09 ms vs 0.89 ms).
 
     Attributes
     ----------

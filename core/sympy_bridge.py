@@ -24,10 +24,10 @@ generalized speeds ``v`` (``v_ind``, ``v_dep``, ``vd``), SymPy's ``lin.r`` feed 
 
 Backends (measured on a loaded 2-core machine, see ``bench/bench_linearizer.py``):
 ``"python"`` compiles nothing (plain Python functions, numpy for the per-point algebra), builds
-fast (rolling disc 0.4 s, bicycle ~10-20 s) and is fine for small systems (~150 us per point for
-the rolling disc); ``"numba"`` compiles the same source and mechnode's linearizer kernels
-(disc ~7 s, bicycle minutes) and is ~10x faster per point on large systems (bicycle ~140 us vs
-~1.2 ms).
+fast (rolling disc 0.4 s, bicycle ~10-20 s), has no slow first call and is fine for small
+systems (~0.2 ms per point for the rolling disc, ~1.2 ms for the bicycle, against ~17 s for
+SymPy's ``linearize`` of the bicycle); ``"numba"`` compiles the same source and mechnode's
+linearizer kernels (disc ~7 s, bicycle minutes) and is faster per point (bicycle ~140 us).
 
 Differences from SymPy's ``Linearizer.linearize``:
 
