@@ -23,16 +23,24 @@ generalized speeds ``v`` (``v_ind``, ``v_dep``, ``vd``), SymPy's ``lin.r`` feed 
 ``lin.q`` its ``q`` and ``lin.lams`` its ``lam``.
 
 Backends (measured on a loaded 2-core machine, see ``bench/bench_linearizer.py``):
-``"python"`` builds fast (rolling disc 0.4 s, bicycle ~10-20 s) and is fine for small systems
-(~150 us per point for the rolling disc); ``"numba"`` compiles the same source (disc ~7 s,
-bicycle minutes) and is ~10x faster per point on large systems (bicycle ~140 us vs ~1.2 ms).
+``"python"`` compiles nothing (plain Python functions, numpy for the per-point algebra), builds
+fast (rolling disc 0.4 s, bicycle ~10-20 s), has no slow first call and is fine for small
+systems (~0.2 ms per point for the rolling disc, ~1.2 ms for the bicycle, against ~17 s for
+SymPy's ``linearize`` of the bicycle); ``"numba"`` compiles the same source and mechnode's
+linearizer kernels (disc ~7 s, bicycle minutes) and is faster per point (bicycle ~140 us).
 
 Differences from SymPy's ``Linearizer.linearize``:
 
-* the operating point must be numeric: every coordinate, speed, input and parameter symbol needs
-  a value (values may be SymPy expressions of other op_point entries, as in SymPy's tests);
-  missing rates ``q'``, ``u'`` and multipliers are solved from the equations (SymPy would leave
-  them symbolic); keys that are not part of the system are ignored, as in SymPy;
+* the operating point must be numeric: every parameter symbol, and every coordinate, speed and
+  input that some part of the general form depends on, needs a value (values may be SymPy
+  expressions of other op_point entries, as in SymPy's tests). As in SymPy, a coordinate, speed
+  or input that no part depends on (e.g. the rolling disc's contact-point coordinates ``q4, q5``)
+  may be left out: which symbols each part depends on is recorded when the functions are
+  generated (``needed_by``), the ones left out are read by no function and get an inert
+  placeholder, and leaving out any other one raises a LinearizerError naming it and the parts
+  that need it. Missing rates ``q'``, ``u'`` and multipliers are solved from the equations
+  (SymPy would leave them symbolic); keys that are not part of the system are ignored, as in
+  SymPy;
 * the results are numpy arrays; without inputs ``B`` has shape ``(rows, 0)`` instead of SymPy's
   ``0 x 0`` ``Matrix()``;
 * ``simplify`` and ``linear_solver`` are accepted and ignored (numeric LU with pivoting is used);
@@ -56,6 +64,9 @@ from .linearizer import PART_ORDER, PART_VARIABLES, Linearizer
 __all__ = ["from_sympy", "SympyLinearizer"]
 
 BACKENDS = ("python", "numba")
+#: Value given to a coordinate, speed or input that the op_point leaves out because no part of
+#: the general form depends on it (it is read by no generated function, so it cannot matter).
+UNUSED_PLACEHOLDER = 0.0
 _source_counter = itertools.count()
 
 
@@ -77,9 +88,13 @@ def from_sympy(method, *to_linearizer_args, backend: str = "python",
     ----------
     method : a ``KanesMethod`` (after ``kanes_equations``), a ``LagrangesMethod`` (after
         ``form_lagranges_equations``), or a ``sympy.physics.mechanics.Linearizer`` itself.
-    backend : ``"python"`` (plain Python + ``math``, no compile step) or ``"numba"``
-        (``numba.njit`` of the same source: slower to build, faster per operating point on
-        large systems).
+    backend : ``"python"`` or ``"numba"``. ``"python"`` compiles nothing: the generated
+        functions are plain Python (+ ``math``) and the per-point algebra of the numeric
+        Linearizer uses numpy (its ``kernels="numpy"``), so the first ``linearize`` costs about
+        what the next ones do. ``"numba"`` compiles, while building, the generated functions with
+        ``numba.njit`` and uses the Linearizer's compiled kernels (``numba.njit(cache=True)``:
+        compiled once per numba cache, seconds, then loaded): slower to build, faster per
+        operating point on large systems.
     *to_linearizer_args, **to_linearizer_kwargs : passed unchanged to ``method.to_linearizer``;
         SymPy 1.14 accepts ``linear_solver`` for both methods and ``q_ind, qd_ind, q_dep,
         qd_dep`` (in that positional order) for ``LagrangesMethod``.
@@ -111,6 +126,9 @@ class SympyLinearizer:
         notation (``u`` generalized speeds, ``r`` inputs); the state is ``[q_i, u_i]``, the
         columns of ``M`` are ``[q', u', lams]`` in ``q``/``u`` order.
     params : tuple of the parameter symbols (every free symbol other than time).
+    needed_by : dict symbol -> names of the parts of the general form that depend on it, for the
+        coordinates, speeds, their rates, inputs, multipliers and parameters that some part
+        depends on; a coordinate, speed or input not in it may be left out of an op_point.
     linearizer : the numeric :class:`core.linearizer.Linearizer` doing the work, in mechnode's
         notation: its speeds ``v`` are SymPy's ``u`` and its inputs ``u`` are SymPy's ``r``.
     perm_mat : numpy version of SymPy's ``perm_mat``.
@@ -128,6 +146,7 @@ class SympyLinearizer:
             setattr(self, name, getattr(lin, name))
         self._symbols = _SystemSymbols(sympy, lin)
         self.params = self._symbols.params
+        self.needed_by = self._symbols.needed_by
         self.sources = {}
         functions = {name: self._build_part(sympy, name) for name in PART_ORDER}
         # SymPy's speeds lin.u are our v, SymPy's inputs lin.r are our u.
@@ -136,7 +155,8 @@ class SympyLinearizer:
             len(q), len(v), **functions,
             q_ind=[q.index(x) for x in lin.q_i], q_dep=[q.index(x) for x in lin.q_d],
             v_ind=[v.index(x) for x in lin.u_i], v_dep=[v.index(x) for x in lin.u_d],
-            n_u=len(lin.r), n_lam=len(lin.lams), n_p=len(self.params))
+            n_u=len(lin.r), n_lam=len(lin.lams), n_p=len(self.params),
+            kernels="numba" if backend == "numba" else "numpy")
         self.perm_mat = self.linearizer.perm_mat
         if backend == "numba":
             self._warm_up()
@@ -146,7 +166,9 @@ class SympyLinearizer:
         """Like SymPy's ``Linearizer.linearize``, with a numeric operating point.
 
         ``op_point`` is a dict or an iterable of dicts mapping coordinates, speeds, their time
-        derivatives, inputs, multipliers and parameter symbols to numbers. Returns numpy arrays
+        derivatives, inputs, multipliers and parameter symbols to numbers (or to expressions of
+        other entries); coordinates, speeds and inputs that no part depends on may be left out
+        (see the module docstring). Returns numpy arrays
         ``(M, A, B)`` of ``M [q'; u'; lams] = A [q_i; u_i] + B r`` or, with ``A_and_B=True``,
         ``(A, B)`` of ``[q_i'; u_i'] = A [q_i; u_i] + B r`` (SymPy's notation: ``u`` speeds,
         ``r`` inputs). ``simplify`` is ignored.
@@ -230,6 +252,19 @@ class _SystemSymbols:
         self.plain_expressions = {name: e.xreplace(replace) for name, e in self.expressions.items()}
         self.time_dependent = any(t in e.free_symbols for e in self.plain_expressions.values())
         self._check_part_dependencies()
+        # The parts that read each coordinate, speed, input and parameter (free symbols of the
+        # part's value; its Jacobians cannot depend on more). A coordinate, speed or input that
+        # no part reads may be left out of an op_point: it enters no generated function, so its
+        # placeholder (UNUSED_PLACEHOLDER) is inert.
+        original = {plain: self.dynamic[key][i] for key, symbols in self._plain.items()
+                    for i, plain in enumerate(symbols)}
+        original.update(zip(self.p, self.params, strict=True))
+        self.needed_by = {}
+        for name in PART_ORDER:
+            for plain in self.plain_expressions[name].free_symbols:
+                symbol = original.get(plain)
+                if symbol is not None:
+                    self.needed_by.setdefault(symbol, []).append(name)
 
     def part_expressions(self, name):
         expressions = self.plain_expressions[name]
@@ -268,19 +303,23 @@ class _SystemSymbols:
         arrays, missing = {}, []
         for key, symbols in self.dynamic.items():
             optional = key in ("qd", "vd", "lam")
-            arrays[key] = np.array([values.get(x, math.nan) for x in symbols])
+            # a coordinate, speed or input that no part reads gets an inert placeholder
+            default = math.nan if optional else UNUSED_PLACEHOLDER
+            arrays[key] = np.array([values.get(x, default) for x in symbols])
             if not optional:
-                missing += [x for x in symbols if x not in values]
+                missing += [x for x in symbols if x not in values and x in self.needed_by]
         for j, i in enumerate(self.qd_is_v):
             if i is not None:
                 arrays["qd"][j] = arrays["v"][i]
         arrays["p"] = np.array([values.get(x, math.nan) for x in self.params])
         missing += [x for x in self.params if x not in values]
         if missing:
+            lacking = ", ".join(f"{x} (needed by {', '.join(self.needed_by[x])})" for x in missing)
             raise LinearizerError(
-                f"op_point lacks values for {', '.join(map(str, missing))}; coordinates, speeds, "
-                "inputs and parameters must be given (the time derivatives of coordinates and "
-                "speeds, and the multipliers, may be omitted)")
+                f"op_point lacks values for {lacking}; "
+                "coordinates, speeds, inputs and parameters that a part of the general form "
+                "depends on must be given (the time derivatives of coordinates and speeds, and "
+                "the multipliers, may be omitted)")
         if self.time_dependent and self.time not in values:
             raise LinearizerError("the equations depend on time explicitly: op_point needs "
                                   f"a value for {self.time}")

@@ -63,10 +63,10 @@ PENDULUM_PARTS = dict(f_c=pendulum_f_c, f_v=pendulum_f_v, f_a=pendulum_f_a, f_0=
                       f_1=pendulum_f_1, f_2=pendulum_f_2, f_3=pendulum_f_3, f_4=pendulum_f_4)
 
 
-def pendulum(dependent=0, **parts):
+def pendulum(dependent=0, kernels="numba", **parts):
     """q_dep = v_dep = [dependent]; one input force u, one multiplier, parameters [L, m, g]."""
     return Linearizer(2, 2, **{**PENDULUM_PARTS, **parts}, q_dep=[dependent],
-                      v_dep=[dependent], n_u=1, n_lam=1, n_p=3)
+                      v_dep=[dependent], n_u=1, n_lam=1, n_p=3, kernels=kernels)
 
 
 def hanging_at_rest():
@@ -241,25 +241,42 @@ def test_missing_speeds_and_inputs_are_named_with_their_meaning():
         pendulum().linearize({"q": [L, 0.0], "v": [0.0, 0.0], "p": PARAMS})
 
 
-def test_singular_dependent_coordinate_choice_names_the_matrix():
+@pytest.mark.parametrize("kernels", ["numba", "numpy"])
+def test_singular_dependent_coordinate_choice_names_the_matrix(kernels):
     # q2 dependent while hanging (q2 = 0): df_c/dq2 = 2 q2 = 0.
     with pytest.raises(SingularMatrixError, match=r"df_c/dq_dep") as error:
-        pendulum(dependent=1).linearize(hanging_at_rest())
+        pendulum(dependent=1, kernels=kernels).linearize(hanging_at_rest())
     assert error.value.matrix.startswith("df_c/dq_dep")
     # numerically (not exactly) singular: q2 = L cos(pi/2) ~ 1e-16 relative to q1 = L
     point = {**hanging_at_rest(), "q": [L, L * math.cos(math.pi / 2)]}
     with pytest.raises(SingularMatrixError, match=r"df_c/dq_dep"):
-        pendulum(dependent=1).linearize(point)
+        pendulum(dependent=1, kernels=kernels).linearize(point)
 
 
-def test_singular_mass_matrix_is_named():
+@pytest.mark.parametrize("kernels", ["numba", "numpy"])
+def test_singular_mass_matrix_is_named(kernels):
     massless = dict(f_2=lambda q, v, vd, t, p: (0 * vd, np.zeros((2, 2)), np.zeros((2, 2)),
                                                 np.zeros((2, 2))))
     point = {**hanging_at_rest(), "qd": [0.0, 0.0], "vd": [0.0, 0.0], "lam": [1.0]}
     with pytest.raises(SingularMatrixError, match="mass matrix M"):
-        pendulum(**massless).linearize(point, A_and_B=True)
+        pendulum(kernels=kernels, **massless).linearize(point, A_and_B=True)
     with pytest.raises(SingularMatrixError, match=r"solving the missing vd, lam"):
-        pendulum(**massless).linearize({**hanging_at_rest(), "qd": [0.0, 0.0]})
+        pendulum(kernels=kernels, **massless).linearize({**hanging_at_rest(), "qd": [0.0, 0.0]})
+
+
+@pytest.mark.parametrize("dependent", [0, 1])
+def test_numpy_kernels_equal_the_compiled_kernels(dependent):
+    compiled, plain = pendulum(dependent), pendulum(dependent, kernels="numpy")
+    for angle, rate in [(0.4, -0.7), (1.3, 2.0), (-2.5, 0.1)]:
+        point = swinging(angle, rate)
+        assert compiled.complete_op_point(point)["lam"] == pytest.approx(
+            plain.complete_op_point(point)["lam"], rel=1e-13)
+        for A_and_B in (False, True):
+            for a, b in zip(plain.linearize(point, A_and_B=A_and_B),
+                            compiled.linearize(point, A_and_B=A_and_B), strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
+    with pytest.raises(LinearizerError, match="kernels must be one of"):
+        pendulum(kernels="fortran")
 
 
 def test_wrong_callable_outputs_raise_clear_errors():
