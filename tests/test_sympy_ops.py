@@ -9,7 +9,8 @@ the same numbers, to 1e-10 relative (the bicycle, whose SymPy linearization take
 against the Meijaard et al. values SymPy's test checks its result with).
 
 SymPy's rolling-disc operating point omits the contact-point coordinates ``q4, q5``, which no
-part of the general form depends on; from_sympy accepts that and nothing else.
+part of the general form depends on; from_sympy accepts that and nothing else. The systems are
+those of tests/sympy_systems.py, built as in SymPy's tests.
 """
 import math
 
@@ -17,11 +18,9 @@ import numpy as np
 import pytest
 
 sp = pytest.importorskip("sympy")
-from sympy import Matrix, atan, cos, sin, symbols  # noqa: E402
+from sympy import Matrix, cos, sin, symbols  # noqa: E402
 from sympy.physics.mechanics import (  # noqa: E402
     KanesMethod,
-    LagrangesMethod,
-    Lagrangian,
     Particle,
     Point,
     ReferenceFrame,
@@ -29,6 +28,13 @@ from sympy.physics.mechanics import (  # noqa: E402
     dot,
     dynamicsymbols,
     inertia,
+)
+from sympy_systems import (  # noqa: E402
+    pendulum_kane_minimal,
+    pendulum_kane_nonminimal,
+    pendulum_lagrange_minimal,
+    pendulum_lagrange_nonminimal,
+    rolling_disc_lagrange,
 )
 
 import core.sympy_bridge as bridge  # noqa: E402
@@ -155,29 +161,8 @@ def test_omitting_a_value_a_part_depends_on_still_raises_naming_it_and_the_parts
         lin.linearize(op_point={k: v for k, v in point.items() if k != g})
 
 
-def pendulum_kane_minimal():
-    q1 = dynamicsymbols('q1')                     # angle of pendulum
-    u1 = dynamicsymbols('u1')                     # Angular velocity
-    q1d = dynamicsymbols('q1', 1)                 # Angular velocity
-    L, m = symbols('L, m')
-    g = 9.8
-    N = ReferenceFrame('N')
-    pN = Point('N*')
-    pN.set_vel(N, 0)
-    A = N.orientnew('A', 'axis', [q1, N.z])
-    A.set_ang_vel(N, u1*N.z)
-    P = pN.locatenew('P', L*A.x)
-    P.v2pt_theory(pN, N, A)
-    pP = Particle('pP', P, m)
-    kde = Matrix([q1d - u1])
-    R = m*g*N.x
-    KM = KanesMethod(N, q_ind=[q1], u_ind=[u1], kd_eqs=kde)
-    KM.kanes_equations([pP], [(P, R)])
-    return KM
-
-
 def test_linearize_pendulum_kane_minimal():
-    KM = pendulum_kane_minimal()
+    KM = pendulum_kane_minimal().method
     q1, u1 = dynamicsymbols('q1 u1')
     numbers = {q1: 0.7, u1: -0.3, symbols('L'): 1.4, symbols('m'): 0.6}
     A, B, _ = KM.linearize(A_and_B=True, simplify=True)
@@ -186,39 +171,9 @@ def test_linearize_pendulum_kane_minimal():
     assert_matches_sympy((lin, ours), (A, B), {}, numbers)
 
 
-def pendulum_kane_nonminimal():
-    q1, q2 = dynamicsymbols('q1:3')
-    q1d, q2d = dynamicsymbols('q1:3', level=1)
-    u1, u2 = dynamicsymbols('u1:3')
-    L, m = symbols('L, m')
-    g = 9.8
-    N = ReferenceFrame('N')
-    pN = Point('N*')
-    pN.set_vel(N, 0)
-    theta1 = atan(q2/q1)
-    A = N.orientnew('A', 'axis', [theta1, N.z])
-    P = pN.locatenew('P1', q1*N.x + q2*N.y)
-    pP = Particle('pP', P, m)
-    kde = Matrix([q1d - u1,
-                  q2d - u2])
-    dq_dict = sp.solve(kde, [q1d, q2d])
-    P.set_vel(N, P.pos_from(pN).dt(N).subs(dq_dict))
-    f_c = Matrix([P.pos_from(pN).magnitude() - L])
-    f_v = Matrix([P.vel(N).express(A).dot(A.x)])
-    f_v.simplify()
-    f_a = f_v.diff(t)
-    f_a.simplify()
-    R = m*g*N.x
-    KM = KanesMethod(N, q_ind=[q2], u_ind=[u2], q_dependent=[q1],
-                     u_dependent=[u1], configuration_constraints=f_c,
-                     velocity_constraints=f_v, acceleration_constraints=f_a, kd_eqs=kde)
-    KM.kanes_equations([pP], [(P, R)])
-    return KM
-
-
 @pytest.mark.parametrize("linear_solver", ["LU", "GJ", "function"])
 def test_linearize_pendulum_kane_nonminimal(linear_solver):
-    KM = pendulum_kane_nonminimal()
+    KM = pendulum_kane_nonminimal().method
     q1, q2 = dynamicsymbols('q1:3')
     u1, u2 = dynamicsymbols('u1:3')
     u1d, u2d = dynamicsymbols('u1:3', level=1)
@@ -235,27 +190,9 @@ def test_linearize_pendulum_kane_nonminimal(linear_solver):
     assert_matches_sympy((lin, ours), (A, B), [q_op, u_op, ud_op], numbers)
 
 
-def pendulum_lagrange_minimal():
-    q1 = dynamicsymbols('q1')
-    q1d = dynamicsymbols('q1', 1)
-    L, m = symbols('L, m')
-    g = 9.8
-    N = ReferenceFrame('N')
-    pN = Point('N*')
-    pN.set_vel(N, 0)
-    A = N.orientnew('A', 'axis', [q1, N.z])
-    A.set_ang_vel(N, q1d*N.z)
-    P = pN.locatenew('P', L*A.x)
-    P.v2pt_theory(pN, N, A)
-    pP = Particle('pP', P, m)
-    LM = LagrangesMethod(Lagrangian(N, pP), [q1], forcelist=[(P, m*g*N.x)], frame=N)
-    LM.form_lagranges_equations()
-    return LM
-
-
 @pytest.mark.parametrize("linear_solver", ["LU", "GJ"])
 def test_linearize_pendulum_lagrange_minimal(linear_solver):
-    LM = pendulum_lagrange_minimal()
+    LM = pendulum_lagrange_minimal().method
     q1, q1d = dynamicsymbols('q1'), dynamicsymbols('q1', 1)
     A, B, _ = LM.linearize([q1], [q1d], A_and_B=True, linear_solver=linear_solver)
     numbers = {q1: -0.4, q1d: 1.1, symbols('L'): 0.8, symbols('m'): 2.0}
@@ -264,28 +201,9 @@ def test_linearize_pendulum_lagrange_minimal(linear_solver):
                          numbers)
 
 
-def pendulum_lagrange_nonminimal():
-    q1, q2 = dynamicsymbols('q1:3')
-    L, m = symbols('L, m')
-    g = 9.8
-    N = ReferenceFrame('N')
-    pN = Point('N*')
-    pN.set_vel(N, 0)
-    theta1 = atan(q2/q1)
-    N.orientnew('A', 'axis', [theta1, N.z])
-    P = pN.locatenew('P1', q1*N.x + q2*N.y)
-    P.set_vel(N, P.pos_from(pN).dt(N))
-    pP = Particle('pP', P, m)
-    f_c = Matrix([q1**2 + q2**2 - L**2])
-    LM = LagrangesMethod(Lagrangian(N, pP), [q1, q2], hol_coneqs=f_c,
-                         forcelist=[(P, m*g*N.x)], frame=N)
-    LM.form_lagranges_equations()
-    return LM
-
-
 @pytest.mark.parametrize("linear_solver", ["LU", "function"])
 def test_linearize_pendulum_lagrange_nonminimal(linear_solver):
-    LM = pendulum_lagrange_nonminimal()
+    LM = pendulum_lagrange_nonminimal().method
     q1, q2 = dynamicsymbols('q1:3')
     q1d, q2d = dynamicsymbols('q1:3', level=1)
     L, m = symbols('L, m')
@@ -305,19 +223,7 @@ def test_linearize_rolling_disc_lagrange():
     q1, q2, q3 = q = dynamicsymbols('q1 q2 q3')
     q1d, q2d, q3d = qd = dynamicsymbols('q1 q2 q3', 1)
     r, m, g = symbols('r m g')
-    N = ReferenceFrame('N')
-    Y = N.orientnew('Y', 'Axis', [q1, N.z])
-    L = Y.orientnew('L', 'Axis', [q2, Y.x])
-    R = L.orientnew('R', 'Axis', [q3, L.y])
-    C = Point('C')
-    C.set_vel(N, 0)
-    Dmc = C.locatenew('Dmc', r * L.z)
-    Dmc.v2pt_theory(C, N, R)
-    I = inertia(L, m / 4 * r**2, m / 2 * r**2, m / 4 * r**2)  # noqa: E741
-    BodyD = RigidBody('BodyD', Dmc, R, m, (I, Dmc))
-    BodyD.potential_energy = - m * g * r * cos(q2)
-    lag = LagrangesMethod(Lagrangian(N, BodyD), q)
-    lag.form_lagranges_equations()
+    lag = rolling_disc_lagrange().method
     op_point = {q1: 0, q2: 0, q3: 0,
                 q1d: 0, q2d: 0,
                 q1d.diff(): 0, q2d.diff(): 0, q3d.diff(): 0}
