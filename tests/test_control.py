@@ -584,13 +584,19 @@ def test_tvlqr_about_the_optimum_stabilizes_a_perturbed_start(swing_up_results):
     np.testing.assert_allclose(u_cl[0], u_d[0] - K[0] @ (x0 - x_d[0]))
 
 
+def _random_linear_problem(rng, nx, nu, spectral_radius):
+    """A random LinearSystem whose A has the given spectral radius, and random SPD Q, R, Q_N."""
+    A = rng.normal(size=(nx, nx))
+    A *= spectral_radius / max(abs(np.linalg.eigvals(A)))
+    system = LinearSystem(A, rng.normal(size=(nx, nu)))
+    return system, random_spd(rng, nx), random_spd(rng, nu), random_spd(rng, nx)
+
+
 def test_linear_quadratic_problem_is_solved_in_one_step_and_matches_tvlqr():
     rng = np.random.default_rng(8)
     nx, nu, N = 3, 2, 15
-    A = rng.normal(size=(nx, nx))
-    A *= 1.1 / max(abs(np.linalg.eigvals(A)))
-    system = LinearSystem(A, rng.normal(size=(nx, nu)))
-    Q, R, Q_N = random_spd(rng, nx), random_spd(rng, nu), random_spd(rng, nx)
+    system, Q, R, Q_N = _random_linear_problem(rng, nx, nu, 1.1)
+    A = system.A
     x0 = rng.normal(size=nx)
     K, _ = tvlqr(np.repeat(A[None], N, 0), np.repeat(system.B[None], N, 0), Q, R, Q_N)
     zeros_x, zeros_u = np.zeros((N + 1, nx)), np.zeros((N, nu))
@@ -719,10 +725,8 @@ def test_optimize_ic_solves_a_linear_problem_over_initial_state_and_inputs():
     is exact on linear systems; the slope is the derivative along the projected path."""
     rng = np.random.default_rng(11)
     nx, nu, N = 3, 2, 12
-    A = rng.normal(size=(nx, nx))
-    A *= 1.05 / max(abs(np.linalg.eigvals(A)))
-    system = LinearSystem(A, rng.normal(size=(nx, nu)))
-    Q, R, Q_N = random_spd(rng, nx), random_spd(rng, nu), random_spd(rng, nx)
+    system, Q, R, Q_N = _random_linear_problem(rng, nx, nu, 1.05)
+    A = system.A
     x_ref, u_ref = rng.normal(size=(N + 1, nx)), rng.normal(size=(N, nu))
     # x = M w with w = [x_0, u_0 .. u_{N-1}]
     M = np.zeros((N + 1, nx, nx + N * nu))
