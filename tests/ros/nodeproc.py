@@ -36,6 +36,13 @@ inputs:
 """
 
 
+def write_params(path, params: dict) -> str:
+    """``params`` as a node parameter file at ``path`` (for any node named mechnode); its path."""
+    import yaml
+    path.write_text(yaml.safe_dump({"/**/mechnode": {"ros__parameters": params}}))
+    return str(path)
+
+
 class NodeProcess:
     """A running ``python -m mechnode`` in namespace ``ns`` plus a client node ``client``."""
 

@@ -16,11 +16,10 @@ import time
 
 import numpy as np
 import pytest
-import yaml
 
 import core
 
-from nodeproc import POLAR_YAML, TIMEOUT, NodeProcess
+from nodeproc import POLAR_YAML, TIMEOUT, NodeProcess, write_params
 
 # slow: starts node processes (they load the numba kernels)
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
@@ -38,8 +37,7 @@ def _params_file(path, **extra):
               "Q": [10.0, 10.0, 1.0, 1.0], "R": [0.1, 0.1], "state_timeout": STATE_TIMEOUT,
               "timeout_action": "zero", "command_limit": COMMAND_LIMIT,
               "state_velocity_limit": VELOCITY_LIMIT, "diagnostics_period": 0.2, **extra}
-    path.write_text(yaml.safe_dump({"/**/mechnode": {"ros__parameters": params}}))
-    return str(path)
+    return write_params(path, params)
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,8 @@ import time
 
 import numpy as np
 import pytest
-import yaml
 
-from nodeproc import NodeProcess
+from nodeproc import NodeProcess, write_params
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
 
@@ -48,8 +47,7 @@ def _params_file(path, **extra):
     params = {"robot_description_topic": "robot_description", "robot_description_timeout": 1.0,
               "dt": 0.01, "Q": [10.0, 10.0, 1.0, 1.0], "R": [0.1, 0.1], "state_timeout": 0.3,
               "command_limit": COMMAND_LIMIT, "diagnostics_period": 0.2, **extra}
-    path.write_text(yaml.safe_dump({"/**/mechnode": {"ros__parameters": params}}))
-    return str(path)
+    return write_params(path, params)
 
 
 @pytest.fixture(scope="module")
