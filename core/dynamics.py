@@ -40,9 +40,10 @@ from .lagrangian import (
     spring_potential_derivatives,
     third_order,
 )
-from .linalg import cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
+from .linalg import PIVOT_TOLERANCE, cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
 from .rnea import (
     add_joint_accelerations,
+    articulated_body,
     inverse_dynamics_derivatives,
     mass_matrix,
     newton_euler,
@@ -75,6 +76,42 @@ def _m_solve(tree_path, Lm, tree, X):
 
 
 @njit(cache=True, nogil=True)
+def _articulated(model, data, Ib, has_mass, q, dq, u, ddq, status):
+    """``ddq`` of a system without constraints or kinematic variables in O(n) by
+    :func:`core.rnea.articulated_body`; False (nothing set) when a pivot is too small, so that
+    the caller's factorization of ``M`` names it."""
+    n = model.nq
+    Vs_q = np.empty(n)
+    spring_potential_derivatives(model, data, q, Vs_q, np.empty((n, n)))
+    F, e2, e3 = np.empty(n), np.empty((0, 0)), np.empty((0, 0, 0))
+    generalized_force(model, data, dq, u[:model.nu], 0, F, e2, e2, e2, e3, e3)
+    tau = F - Vs_q
+    if not np.isfinite(np.sum(tau)):
+        status[0], status[1] = NONFINITE_INTERMEDIATE, -1
+        return True
+    if articulated_body(model, data, Ib, has_mass, dq, tau, ddq, PIVOT_TOLERANCE) >= 0:
+        return False
+    status[0], status[1] = (OK, -1) if np.isfinite(np.sum(ddq)) else (NONFINITE_INTERMEDIATE, -1)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def forward_dynamics(model, data, q, dq, u, ddq, status):
+    """``ddq`` of a system without constraints or kinematic variables, in O(n): the lean entry
+    of :func:`continuous_dynamics` for ``qdd`` (seven arguments: numba's call overhead grows
+    with their number). ``status`` as there; False (nothing set) when a pivot of ``M`` is too
+    small, and :func:`continuous_dynamics` then names it."""
+    bad = _first_nonfinite(q, dq, u)
+    if bad >= 0:
+        status[0], status[1] = NONFINITE_INPUT, bad
+        return True
+    forward_kinematics(model, q, dq, data)
+    Ib, has_mass = np.empty((model.nf, 6, 6)), np.empty(model.nf, np.bool_)
+    body_inertias(model, data, Ib, has_mass)
+    return _articulated(model, data, Ib, has_mass, q, dq, u, ddq, status)
+
+
+@njit(cache=True, nogil=True)
 def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_lin, B_lin, dlam,
                         h_out, A_out, status):
     """Solve for ``ddq`` and ``lam``; with ``linearize``, fill ``A_lin`` and ``B_lin``.
@@ -91,7 +128,9 @@ def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_
 
     The tree terms come from :mod:`core.rnea`: ``M`` from composite inertias, the bias forces
     from a Newton-Euler pass, their derivatives in O(n d). Without kinematic variables ``M`` is
-    factored along the tree; with them its dynamic block ``M_DD`` densely.
+    factored along the tree; with them its dynamic block ``M_DD`` densely. Without constraints,
+    kinematic variables and ``linearize``, ``ddq`` comes from the articulated-body algorithm in
+    O(n) instead (:func:`core.rnea.articulated_body`; ``M`` is then not formed).
     """
     n, m, nf = model.nq, model.nu, model.nf
     nd, nk = dyn.shape[0], kin.shape[0]
@@ -105,6 +144,8 @@ def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_
     forward_kinematics(model, q, dq, data)
     Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
     body_inertias(model, data, Ib, has_mass)
+    if not linearize and nc == 0 and nk == 0 and _articulated(model, data, Ib, has_mass, q, dq, u, ddq, status):
+        return
     composites_from_bodies(model, data, Ib, has_mass)
     M = np.empty((n, n))
     mass_matrix(model, data, M)
@@ -361,29 +402,41 @@ def check_configuration(system, q, residual_limit: float = 1e-6, what: str = "th
     check_consistent(system, h, Dh, None, tol, what)
 
 
+def _arguments(system, q, dq, u, nk):
+    """``(q, dq, u)`` checked for shape (finiteness is the kernels' check), as the
+    ``(name, vector, entry names)`` triples that error messages use; ``nk`` kinematic variables."""
+    n, mu = system.model.nq, system.model.nu + nk
+    names = system._config_names     # not the property: it copies the list on every call
+    unames = system._input_names if mu == system.model.nu else continuous_input_names(system)
+    return (("q", check_vector("q", q, n, names, finite=False), names),
+            ("dq", check_vector("dq", dq, n, names, finite=False), names),
+            ("u", check_vector("u", u, mu, unames, finite=False), unames))
+
+
+def _raise_for(system, status, inputs) -> None:
+    if status[0] == NONFINITE_INPUT:
+        refuse_nonfinite(inputs)
+    raise_for_status(system, status, "continuous dynamics", inputs)     # (non-finite results too)
+
+
 def _dynamics(system, q, dq, u, linearize, residual_limit=None, what=""):
     model = system.model
     n, m = model.nq, model.nu
     dyn, kin = _indices(system)
     mu = m + kin.shape[0]
-    names = system._config_names     # not the property: it copies the list on every call
-    unames = system._input_names if mu == m else continuous_input_names(system)
-    q = check_vector("q", q, n, names, finite=False)
-    dq = check_vector("dq", dq, n, names, finite=False)
-    u = check_vector("u", u, mu, unames, finite=False)
+    inputs = _arguments(system, q, dq, u, kin.shape[0])
+    q, dq, u = inputs[0][1], inputs[1][1], inputs[2][1]
     data, der = system.workspace.get()
     nc = model.nh + model.nv
     ddq, lam = np.empty(n), np.zeros(nc)
-    A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, mu))
-    dlam = np.zeros((nc, 2 * n + mu))
+    k = 1 if linearize else 0      # (the kernel writes A, B and dlam only when linearizing)
+    A, B = np.empty((2 * n * k, 2 * n * k)), np.empty((2 * n * k, mu * k))
+    dlam = np.zeros((nc * k, (2 * n + mu) * k))
     h, Arows = np.empty(model.nh), np.empty((nc, n))
     status = np.zeros(2, np.int64)
     continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A, B, dlam, h, Arows,
                         status)
-    if status[0] == NONFINITE_INPUT:
-        refuse_nonfinite((("q", q, names), ("dq", dq, names), ("u", u, unames)))
-    inputs = (("q", q, names), ("dq", dq, names), ("u", u, unames))
-    raise_for_status(system, status, "continuous dynamics", inputs)     # (non-finite results too)
+    _raise_for(system, status, inputs)
     if residual_limit is not None and nc > 0:
         tol = number("residual_limit", residual_limit, positive=True)
         check_consistent(system, h, Arows, dq, tol, what)
@@ -392,7 +445,16 @@ def _dynamics(system, q, dq, u, linearize, residual_limit=None, what=""):
 
 def qdd(system, q, dq, u=None) -> np.ndarray:
     """Accelerations ``ddq`` of the constrained, forced system; ``u`` = [force inputs,
-    accelerations of the kinematic variables] (which ``ddq`` repeats on their rows)."""
+    accelerations of the kinematic variables] (which ``ddq`` repeats on their rows).
+    Without constraints and kinematic variables: the articulated-body algorithm, O(n)."""
+    model = system.model
+    if model.nh + model.nv == 0 and _indices(system)[1].shape[0] == 0:
+        inputs = _arguments(system, q, dq, u, 0)
+        ddq, status = np.empty(model.nq), np.zeros(2, np.int64)
+        if forward_dynamics(model, system.workspace.get()[0], inputs[0][1], inputs[1][1], inputs[2][1],
+                            ddq, status):
+            _raise_for(system, status, inputs)
+            return ddq
     return _dynamics(system, q, dq, u, False)[0]
 
 

@@ -253,3 +253,103 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
                 Sa = S[a]
                 dtau_dq[a, j] = ((Sa[0] * f0 + Sa[1] * f1 + Sa[2] * f2) + (Sa[3] * f3 + Sa[4] * f4 + Sa[5] * f5))
                 dtau_dv[a, j] = ((Sa[0] * h0 + Sa[1] * h1 + Sa[2] * h2) + (Sa[3] * h3 + Sa[4] * h4 + Sa[5] * h5))
+
+
+@njit(cache=True, nogil=True)
+def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
+    """Forward dynamics ``ddq = M^-1 (tau - bias)`` in O(n): Featherstone's articulated-body
+    algorithm, in world coordinates (no transforms between frames: every quantity already shares
+    one frame). Needs :func:`core.kinematics.forward_kinematics` and the body inertias ``Ib``;
+    ``tau`` is the applied generalized force (gravity and velocity terms are added here).
+
+    Backward pass, leaves first, with articulated inertias ``IA`` and bias wrenches ``pA`` that
+    start as each body's ``I_f`` and ``V_f ×* I_f V_f``; for the frame of joint ``j``::
+
+        U = IA S_j,  D_j = S_j·U,  u_j = tau_j - S_j·pA,  c_j = [Vp_j, S_j] dq_j
+        parent += (IA - U Uᵀ / D_j,  pA + (IA - U Uᵀ / D_j) c_j + U u_j / D_j)
+
+    Forward pass, root first, from the world's acceleration ``(-g, 0)``: with ``a = A_parent +
+    c_j``, ``ddq_j = (u_j - U·a) / D_j`` and ``A_f = a + S_j ddq_j``.
+
+    ``D_j`` is the pivot of ``M``'s leaves-first (tree) factorization at ``j``; returns a ``j``
+    whose ``D_j`` is not above ``rel_tol`` times ``M``'s largest diagonal entry (the test of
+    :func:`core.linalg.tree_cholesky`; ``ddq`` is then unset), or -1. A variable that drives no
+    frame has a zero row in ``M``: it is returned as singular. (Callers name the offending
+    pivot by factoring ``M`` itself.)
+    """
+    nf, n = model.nf, model.nq
+    frame_parent, frame_qindex, joint_frame = model.frame_parent, model.frame_qindex, model.joint_frame
+    S, V, Vp = data.S, data.V, data.Vp
+    g = model.gravity
+    for j in range(n):
+        if joint_frame[j] < 0:
+            return j
+    IA, pA, Ic = np.empty((nf, 6, 6)), np.empty((nf, 6)), np.empty((nf, 6, 6))
+    U, D, uj, c = np.empty((n, 6)), np.empty(n), np.empty(n), np.empty((n, 6))
+    h, t = np.empty(6), np.empty(6)
+    live = has_mass.copy()      # frames whose subtree has a body
+    for f in range(nf):
+        if has_mass[f]:
+            for i in range(6):
+                for k in range(6):
+                    IA[f, i, k] = Ib[f, i, k]
+                    Ic[f, i, k] = Ib[f, i, k]
+            matvec6(Ib[f], V[f], h)
+            cross_force(V[f], h, pA[f])
+        else:
+            IA[f, :, :] = 0.0
+            Ic[f, :, :] = 0.0
+            pA[f, :] = 0.0
+    mdiag = 0.0
+    for f in range(nf - 1, -1, -1):
+        j = frame_qindex[f]
+        par = frame_parent[f]
+        if j >= 0:
+            Sj, IAf = S[j], IA[f]
+            matvec6(IAf, Sj, U[j])
+            d = dot6(Sj, U[j])
+            D[j] = d
+            uj[j] = tau[j] - dot6(Sj, pA[f])
+            matvec6(Ic[f], Sj, t)
+            mdiag = max(mdiag, dot6(Sj, t))
+            bracket(Vp[j], Sj, c[j])
+            for i in range(6):
+                c[j, i] *= dq[j]
+            if par >= 0 and d != 0.0:
+                inv = 1.0 / d
+                Uj = U[j]
+                for i in range(6):       # IA <- IA - U Uᵀ / D (in place), then its action on c
+                    for k in range(6):
+                        IAf[i, k] -= Uj[i] * Uj[k] * inv
+                matvec6(IAf, c[j], t)
+                for i in range(6):
+                    pA[f, i] += t[i] + Uj[i] * uj[j] * inv
+        if par >= 0 and (live[f] or j >= 0):     # (nothing to add from a subtree without bodies)
+            live[par] = True
+            for i in range(6):
+                for k in range(6):
+                    IA[par, i, k] += IA[f, i, k]
+                    Ic[par, i, k] += Ic[f, i, k]
+                pA[par, i] += pA[f, i]
+    tol = rel_tol * max(mdiag, 1e-300)
+    for j in range(n):
+        if not D[j] > tol:
+            return j
+    A = np.empty((nf, 6))
+    for f in range(nf):
+        par = frame_parent[f]
+        if par < 0:
+            A[f, 0], A[f, 1], A[f, 2] = -g[0], -g[1], -g[2]
+            A[f, 3] = A[f, 4] = A[f, 5] = 0.0
+        else:
+            for i in range(6):
+                A[f, i] = A[par, i]
+        j = frame_qindex[f]
+        if j >= 0:
+            for i in range(6):
+                A[f, i] += c[j, i]
+            x = (uj[j] - dot6(U[j], A[f])) / D[j]
+            ddq[j] = x
+            for i in range(6):
+                A[f, i] += S[j, i] * x
+    return -1

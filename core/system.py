@@ -26,6 +26,7 @@ import numpy as np
 
 from . import dynamics, minimal
 from .errors import ModelError
+from .inertia import MergedBody
 from .linalg import tree_index
 from .model import (
     HC_COINCIDE,
@@ -537,6 +538,33 @@ def _plane_frames(system: System) -> list[dict]:
     return extra
 
 
+def _kernel_bodies(frames: list[dict], parent, kind, qindex) -> dict:
+    """The model's per-frame bodies (``frame_mass``, ``frame_com``, ``frame_inertia``), with the
+    body of every frame rigidly fixed to its parent frame (a constant offset and nothing else)
+    merged exactly into the parent's body (:class:`core.inertia.MergedBody`), leaves first so
+    that chains of such frames collapse. The kernels then skip the emptied frames, which cost as
+    much as a moving body in every recursion (a frame per centre of mass in a hand-built model).
+    The frames themselves stay: constraints, inputs and springs may refer to them."""
+    nf = len(frames)
+    bodies = []
+    for f in frames:
+        b = MergedBody()
+        b.add(float(f["mass"]), np.asarray(f["com"], float).reshape(3),
+              np.asarray(f["inertia"], float).reshape(3, 3), np.eye(3), np.zeros(3))
+        bodies.append(b)
+    for fi in range(nf - 1, -1, -1):
+        par = parent[fi]
+        if par >= 0 and qindex[fi] < 0 and kind[fi] == KIND_CONST and not bodies[fi].is_empty():
+            m, c, I = bodies[fi].mass_com_inertia()
+            R = np.asarray(frames[fi]["offset_R"], float).reshape(3, 3)
+            bodies[par].add(m, c, I, R, np.asarray(frames[fi]["offset_p"], float).reshape(3))
+            bodies[fi] = MergedBody()
+    merged = [b.mass_com_inertia() for b in bodies]
+    return dict(frame_mass=np.array([b[0] for b in merged]).reshape(nf),
+                frame_com=np.array([b[1] for b in merged]).reshape(nf, 3),
+                frame_inertia=np.array([b[2] for b in merged]).reshape(nf, 3, 3))
+
+
 def _compile(system: System) -> _Compiled:
     """The model record and the names of a system's description (reads, never writes, it)."""
     if not system._frames:
@@ -704,10 +732,8 @@ def _compile(system: System) -> _Compiled:
         frame_parent=frame_parent, frame_kind=frame_kind, frame_qindex=frame_qindex, frame_value=frame_value,
         frame_offset_R=np.array([f["offset_R"] for f in frames]).reshape(nf, 3, 3),
         frame_offset_p=np.array([f["offset_p"] for f in frames]).reshape(nf, 3),
-        frame_mass=np.array([f["mass"] for f in frames]),
-        frame_inertia=np.array([f["inertia"] for f in frames]).reshape(nf, 3, 3),
+        **_kernel_bodies(frames, frame_parent, frame_kind, frame_qindex),
         frame_joint=frame_joint,
-        frame_com=np.array([f["com"] for f in frames]).reshape(nf, 3),
         joint_frame=joint_frame, anc_ptr=anc_ptr, anc_idx=anc_idx, joint_depth=joint_depth,
         tree_order=tree_order, tree_anc_ptr=tree_anc_ptr, tree_anc_idx=tree_anc_idx,
         tree_desc_ptr=tree_desc_ptr, tree_desc_idx=tree_desc_idx,

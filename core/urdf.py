@@ -52,6 +52,7 @@ import os
 import numpy as np
 
 from .errors import ModelError
+from .inertia import MergedBody
 from .model import WORLD
 from .system import System
 
@@ -359,29 +360,6 @@ def _alignment(axis: np.ndarray):
     return 2, np.eye(3) + s * K + (1.0 - c) * K @ K
 
 
-class _Body:
-    """Mass, first moment and inertia (about the body frame's origin) of merged links."""
-
-    def __init__(self):
-        self.m, self.mc, self.J = 0.0, np.zeros(3), np.zeros((3, 3))
-
-    def add(self, mass, com, inertia_com, R, p):
-        """Add a link with ``(mass, com, inertia about com)`` in link coordinates, placed at
-        ``(R, p)`` in the body frame (parallel axis theorem about the body origin)."""
-        c = R @ com + p
-        self.m += mass
-        self.mc += mass * c
-        self.J += R @ inertia_com @ R.T + mass * (c @ c * np.eye(3) - np.outer(c, c))
-
-    def mass_com_inertia(self):
-        """``(m, c, I about c)``: the centre of mass and the inertia about it."""
-        if self.m <= 0.0:
-            return 0.0, np.zeros(3), 0.5 * (self.J + self.J.T)
-        c = self.mc / self.m
-        I = self.J - self.m * (c @ c * np.eye(3) - np.outer(c, c))
-        return self.m, c, 0.5 * (I + I.T)
-
-
 # ------------------------------------------------------------------------------- building
 def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
     links, joints, root, children = _tree(robot)
@@ -393,7 +371,7 @@ def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
                 "load with mimic='independent' to give each mimic joint its own coordinate")
     system = System(gravity=gravity, name=robot.get("name") or "robot")
     placement = {}          # link -> (frame, R, p): where the link sits in its body's frame
-    bodies = {}             # frame -> _Body
+    bodies = {}             # frame -> MergedBody
     order = []              # frames in creation order: (name, parent, kind, value, R_off, p_off)
     if floating_base:
         if root == WORLD:
@@ -408,10 +386,10 @@ def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
             order.append((frame, parent, kind, var, np.eye(3), np.zeros(3)))
             parent = frame
         placement[root] = (root, np.eye(3), np.zeros(3))
-        bodies[root] = _Body()
+        bodies[root] = MergedBody()
     else:
         placement[root] = (WORLD, np.eye(3), np.zeros(3))
-        bodies[WORLD] = _Body()
+        bodies[WORLD] = MergedBody()
     coords = [v for v in FLOATING_BASE] if floating_base else []
     # depth first from the root, children in name order (urdfdom's, hence Pinocchio's and KDL's)
     stack = [root]
@@ -433,7 +411,7 @@ def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
                 kind = ("r" if j["type"] != "prismatic" else "t") + "xyz"[axis_index]
                 order.append((child, frame, kind, jn, R_j @ R_a, p_j))
                 placement[child] = (child, R_a.T, np.zeros(3))
-                bodies[child] = _Body()
+                bodies[child] = MergedBody()
             stack.append(child)
     # sort frames by depth-first visit of their child links (joints are pushed in reverse)
     rank = {link: i for i, link in enumerate(visit)}

@@ -380,3 +380,37 @@ def test_redundant_constraints_are_reported(double_pendulum_spec):
             call()
         assert info.value.matrix == "constraint Jacobian"
         assert info.value.index == 1
+
+
+def test_bodies_of_rigidly_attached_frames_are_merged_exactly():
+    """The compiler folds the body of a frame fixed to its parent (a constant offset) into the
+    parent's body; the dynamics equal those of the same body written by hand in the parent's
+    coordinates (centre of mass ``p + R c``, inertia ``R I Rᵀ``), through a chain of two fixed
+    frames."""
+    from randsys import random_inertia, random_rotation
+    rng = np.random.default_rng(7)
+    R1, R2 = random_rotation(rng), random_rotation(rng)
+    p1, p2, c = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+    inertia = random_inertia(rng, 0.5)
+
+    def robot(by_hand):
+        R, p = R1 @ R2, p1 + R1 @ p2
+        link = dict(mass=1.5, com=list(p + R @ c), inertia=(R @ inertia @ R.T).tolist()) if by_hand else {}
+        tip = {} if by_hand else dict(mass=1.5, com=list(c), inertia=inertia.tolist())
+        s = core.System(gravity=[0.1, -0.4, -9.8])
+        s.add_frame("base", rz="q0", mass=2.0, inertia=[0.1, 0.2, 0.3], com=[0.1, 0, 0])
+        s.add_frame("link", parent="base", offset={"translation": [0.5, 0.1, 0.0]}, rx="q1", **link)
+        s.add_frame("mid", parent="link", offset={"translation": list(p1), "rotation": R1})
+        s.add_frame("tip", parent="mid", offset={"translation": list(p2), "rotation": R2}, **tip)
+        for q in ("q0", "q1"):
+            s.add_input("torque", config=q)
+        return s
+
+    merged, by_hand = robot(False), robot(True)
+    assert merged.model.frame_mass[merged.frame_index("tip")] == 0.0       # folded into "link"
+    assert merged.model.frame_mass[merged.frame_index("link")] == 1.5
+    q, dq, u = np.array([0.4, -0.7]), np.array([0.3, 0.9]), np.array([0.2, -0.1])
+    np.testing.assert_allclose(merged.qdd(q, dq, u), by_hand.qdd(q, dq, u), rtol=1e-12, atol=1e-12)
+    for x, y in zip(merged.linearize(q, dq, u), by_hand.linearize(q, dq, u), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+    assert merged.energy(q, dq) == pytest.approx(by_hand.energy(q, dq), rel=1e-13)

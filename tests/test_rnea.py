@@ -4,6 +4,7 @@ in test_derivatives check them again through A and B).
 * ``newton_euler`` equals the Euler-Lagrange form ``M ddq + L_vq dq - L_q`` built from the
   independent composite-bracket derivatives of core.lagrangian (springs removed);
 * ``mass_matrix`` equals ``L_vv``;
+* ``articulated_body`` (O(n) forward dynamics) inverts ``newton_euler``;
 * ``inverse_dynamics_derivatives`` equals central finite differences of ``newton_euler``
   along q and dq, on random trees with every transform kind, full inertias and massless frames.
 """
@@ -14,7 +15,13 @@ import pytest
 
 from core.kinematics import body_inertias, composites_from_bodies, create_data, forward_kinematics
 from core.lagrangian import spring_potential_derivatives
-from core.rnea import add_joint_accelerations, inverse_dynamics_derivatives, mass_matrix, newton_euler
+from core.rnea import (
+    add_joint_accelerations,
+    articulated_body,
+    inverse_dynamics_derivatives,
+    mass_matrix,
+    newton_euler,
+)
 
 from randsys import assert_close, fd, random_system
 
@@ -95,3 +102,31 @@ def test_inverse_dynamics_derivatives_match_finite_differences(seed):
     # the spring Hessian is the derivative of the spring gradient
     grad_of = lambda x: _pass(system, x, dq, ddq, derivatives=True)[4]  # noqa: E731
     assert_close(spring_hess, fd(grad_of, q), "spring Hessian")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_articulated_body_inverts_newton_euler(seed):
+    """``articulated_body`` (O(n) forward dynamics) returns the ``ddq`` at which the
+    Newton-Euler pass needs exactly the applied ``tau``, on random trees (every transform kind,
+    full inertias, massless frames, centres of mass off the frames)."""
+    system, q, dq, _ = random_system(seed, n_frames=(15, 15) if seed >= 200 else (3, 15),
+                                      constraints=0, velocity_constraints=0, com=True)
+    model, data, Ib, has_mass = _kinematics(system, q, dq)
+    tau = np.random.default_rng(seed + 3).normal(size=model.nq)
+    ddq = np.full(model.nq, np.nan)
+    bad = articulated_body(model, data, Ib, has_mass, dq, tau, ddq, 1e-12)
+    M = _pass(system, q, dq, np.zeros(model.nq), derivatives=True)[1]
+    if bad >= 0:        # a variable without inertia below it: M is singular there
+        assert np.linalg.eigvalsh(M).min() <= 1e-9 * np.abs(M).max()
+        return
+    assert_close(_pass(system, q, dq, ddq), tau, "tau(ddq)", tol=1e-10)
+    assert_close(ddq, np.linalg.solve(M, tau - _pass(system, q, dq, np.zeros(model.nq))), "ddq", tol=1e-8)
+
+
+def test_articulated_body_reports_a_variable_without_inertia():
+    import core
+    s = core.System(gravity=[0, 0, -9.8])
+    s.add_frame("a", rz="q0", mass=1.0, inertia=[1, 1, 1])
+    s.add_frame("b", parent="a", offset={"translation": [1, 0, 0]}, rz="q1")   # nothing below q1
+    model, data, Ib, has_mass = _kinematics(s, np.zeros(2), np.zeros(2))
+    assert articulated_body(model, data, Ib, has_mass, np.zeros(2), np.zeros(2), np.empty(2), 1e-12) == 1
