@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
 import time
 
@@ -115,6 +116,26 @@ def _core_kernel(data) -> str | None:
     if module != "core" and not module.startswith("core."):
         return None
     return f"{module}.{fn.__name__}"
+
+
+def is_cached(kernel) -> bool:
+    """Whether numba's on-disk cache holds an index for ``kernel`` (a ``cache=True`` dispatcher);
+    False when that cannot be told. A cold cache has none: that is all this is for."""
+    try:
+        return os.path.exists(kernel._cache._cache_file._index_path)
+    except AttributeError:
+        return False
+
+
+def compile_in_background(*args: str) -> subprocess.Popen | None:
+    """Start ``python -m core.warmup *args`` (kernels compiled into the shared cache by a second
+    process, its compile messages on this process's stderr); None if it cannot start, and the
+    caller compiles everything itself."""
+    try:
+        return subprocess.Popen([sys.executable, "-m", "core.warmup", *args], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, cwd=os.path.dirname(SOURCE_DIR))
+    except OSError:
+        return None
 
 
 _reporter: _CompileReporter | None = None

@@ -24,6 +24,7 @@ import threading
 import numba
 import numpy as np
 
+from .cache import compile_in_background, is_cached
 from .del_first_order import del_linearize
 from .del_inverse import del_inverse_dynamics, discrete_momenta
 from .del_second_order import second_order_scratch
@@ -530,15 +531,35 @@ class MidpointVI:
         return (As, Bs, Hs) if second_order else (As, Bs)
 
     # ---------------------------------------------------------------- compilation
-    def warm_up(self) -> None:
+    def warm_up(self, processes: int = 1, part: str = "all") -> None:
         """Compile (or load from numba's cache) every kernel this integrator and its system
         use, by running each once at ``q = 0``. Without it the first call of each compiles
-        (seconds to minutes on a cold cache); a controller calls it before it starts."""
+        (seconds to minutes on a cold cache); a controller calls it before it starts.
+
+        ``processes=2``: the integrator's kernels compile in a second process (``python -m
+        core.warmup``, on a small model of its own: a kernel's types do not depend on the
+        model) while this one compiles the continuous ones, then load from the cache here
+        (only when the cache is cold: a warm one just loads).
+        ``part``: ``"continuous"``, ``"discrete"`` or ``"all"``."""
+        if part not in ("all", "continuous", "discrete"):
+            raise ValueError(f"warm_up: part must be 'all', 'continuous' or 'discrete', got {part!r}")
+        cold = processes > 1 and part == "all" and not is_cached(linearize_chunk)
+        helper = compile_in_background("discrete") if cold else None
+        if part in ("all", "continuous"):
+            self._warm_up_continuous()
+        if helper is not None:
+            helper.wait()
+        if part in ("all", "discrete"):
+            self._warm_up_discrete()
+
+    def _warm_up_continuous(self) -> None:
+        """The system's continuous dynamics, the Legendre transforms and the feedback law."""
         n = self.nq
         q, dq = np.zeros(n), np.zeros(n)
         x = self.discrete_state(q, dq)
         self.state_jacobian(q, dq)
         for call in (lambda: self.system.linearize(q, dq, residual_limit=None),
+                     lambda: self.system.qdd(q, dq),
                      lambda: self.continuous_state(x)):
             try:
                 call()
@@ -552,6 +573,10 @@ class MidpointVI:
         for a in (x, u, K):          # read-only arrays are a numba type of their own
             a.setflags(write=False)
         self.feedback(q, dq, x, u, K)
+
+    def _warm_up_discrete(self) -> None:
+        """DEL inverse dynamics, steps, first- and second-order linearizations, simulation."""
+        n = self.nq
         Q = np.zeros((3, n))
         U, P, _ = self.inverse_dynamics(Q, np.zeros(self.nd))
         X = np.hstack([Q, P, np.zeros((3, self.nk))])

@@ -207,6 +207,6 @@ class Plant:
     # ------------------------------------------------------------------ warm-up
     def warm_up(self) -> None:
         """Load or compile every kernel the node uses (see :meth:`core.MidpointVI.warm_up`)."""
-        self.vi.warm_up()
+        self.vi.warm_up(processes=2)
         A, B = np.tile(np.eye(self.nx), (2, 1, 1)), np.tile(np.eye(self.nx, self.nu), (2, 1, 1))
         core.tvlqr(A, B, np.eye(self.nx), np.eye(self.nu), np.eye(self.nx))

@@ -134,3 +134,26 @@ def test_an_overflowing_step_raises_instead_of_returning_nan():
     X[1] = x
     with pytest.raises(core.IntegratorError, match="at step 1"):
         vi.linearize_trajectory(X, np.zeros((2, vi.nu)))
+
+
+def test_warm_up_parts_and_the_second_process():
+    """``warm_up`` runs its parts; ``processes=2`` hands the integrator's kernels to ``python -m
+    core.warmup discrete`` only while the cache is cold (here it is warm: nothing is started)."""
+    import subprocess
+    import sys
+
+    from core.cache import is_cached
+    from core.del_trajectory import linearize_chunk
+
+    vi = core.MidpointVI(chain(2), 0.01)
+    vi.warm_up(part="continuous")
+    vi.warm_up(processes=2)
+    assert is_cached(linearize_chunk)
+    with pytest.raises(ValueError, match="part must be"):
+        vi.warm_up(part="everything")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = [sys.executable, "-m", "core.warmup"]
+    ok = subprocess.run(run + ["discrete"], cwd=root, capture_output=True, text=True, timeout=600)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run(run + ["nothing"], cwd=root, capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and "usage: python -m core.warmup discrete" in bad.stderr
