@@ -113,6 +113,7 @@ def tree_cholesky(A, tree, L, rel_tol=PIVOT_TOLERANCE):
     n = A.shape[0]
     tol = _diagonal_tolerance(A, rel_tol)
     L[:, :] = 0.0
+    Lf = L.reshape(n * n)          # (a view: L is C-contiguous)
     for k in range(n):
         L[k, k] = A[k, k]
         for t in range(anc_ptr[k], anc_ptr[k + 1]):
@@ -128,10 +129,16 @@ def tree_cholesky(A, tree, L, rel_tol=PIVOT_TOLERANCE):
         inv = 1.0 / lkk           # one division per pivot, not per entry
         for t in range(lo, hi):
             L[k, anc_idx[t]] *= inv
+        run = True                  # ancestors numbered consecutively (a chain of variables)?
+        for t in range(lo + 1, hi):
+            run = run and anc_idx[t] == anc_idx[t - 1] + 1
         for t in range(lo, hi):     # A_ij -= L_ki L_kj for i above k and j at or above i
             i = anc_idx[t]
             lki = L[k, i]
             L[i, i] -= lki * lki
+            if run:                 # a contiguous run of row i: vectorized
+                add_run(Lf, i * n + anc_idx[lo], Lf, k * n + anc_idx[lo], t - lo, -lki)
+                continue
             for s in range(lo, t):
                 j = anc_idx[s]
                 L[i, j] -= lki * L[k, j]
