@@ -10,7 +10,8 @@ from .errors import ModelError
 from .model import WORLD
 from .system import System
 
-_TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "inputs", "kinematic"}
+_TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "inputs", "wrenches",
+             "kinematic"}
 
 
 def load_system(source) -> System:
@@ -71,6 +72,10 @@ def load_system(source) -> System:
         if not isinstance(d, dict) or "config" not in d or "coefficient" not in d:
             raise ModelError(f"damping[{i}]: needs 'config' and 'coefficient'")
         system.add_damping(d["config"], d["coefficient"])
+    for i, w in enumerate(spec.get("wrenches") or []):
+        if not isinstance(w, dict) or set(w) - {"frame", "wrench", "name"} or not {"frame", "wrench"} <= set(w):
+            raise ModelError(f"wrenches[{i}]: needs 'frame' and 'wrench' (and an optional 'name'), got {w!r}")
+        system.add_wrench(w["frame"], w["wrench"], w.get("name"))
     for i, u in enumerate(spec.get("inputs") or []):
         if not isinstance(u, dict):
             raise ModelError(f"inputs[{i}]: must be a mapping")

@@ -48,6 +48,8 @@ MODEL_FIELDS = [
     "fspring_f1", "fspring_f2", "fspring_k", "fspring_rest",
     # inputs
     "input_kind", "input_q", "input_frame", "input_comp",
+    # constant wrenches: one entry per nonzero component (frame, component 0-5 as fx..mz, value)
+    "cwrench_frame", "cwrench_comp", "cwrench_value",
     # holonomic constraints h(q) = 0
     "hc_kind", "hc_f1", "hc_f2", "hc_axis", "hc_value", "hc_lenvar",
     # velocity constraints: origin of frame has zero velocity along that frame's axis

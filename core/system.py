@@ -136,6 +136,7 @@ class System:
         self._velocity_constraints: list[dict] = []
         self._springs: list[dict] = []
         self._damping: dict[str, float] = {}
+        self._wrenches: list[dict] = []
         self._inputs: list[dict] = []
         self._kinematic: list[str] = []
         self._extra_configs: list[str] = []
@@ -245,6 +246,15 @@ class System:
     def add_damping(self, config: str, coefficient: float) -> "System":
         """Viscous damping on a configuration variable: F = -c dq."""
         self._damping[config] = _number(coefficient, f"damping on {config!r}", nonnegative=True)
+        self._model = None
+        return self
+
+    def add_wrench(self, frame: str, wrench, name: str | None = None) -> "System":
+        """A constant wrench ``[fx, fy, fz, mx, my, mz]`` at ``frame``, in that frame's
+        coordinates (force through the frame's origin, moment), as an input wrench held at these
+        values (trep's wrenches with constant components): it moves with the frame, so it is
+        not a potential force. An input wrench on the same frame adds to it."""
+        self._wrenches.append(dict(frame=frame, wrench=wrench, name=name))
         self._model = None
         return self
 
@@ -721,6 +731,18 @@ def _compile(system: System) -> _Compiled:
         dup = sorted({n for n in input_names if input_names.count(n) > 1})
         raise ModelError(f"inputs: duplicate input names {dup}; give each a distinct 'name'")
 
+    cwrenches = []
+    for wi, w in enumerate(system._wrenches):
+        where = f"wrench {wi}" + (f" ({w['name']!r})" if w["name"] else "")
+        f = frame_ref(w["frame"], where)
+        if f < 0:
+            raise ModelError(f"{where}: a wrench on the world frame does nothing")
+        value = np.asarray(w["wrench"], dtype=float) if _is_numeric_list(w["wrench"]) else None
+        if value is None or value.shape != (6,) or not np.all(np.isfinite(value)):
+            raise ModelError(f"{where}: wrench must be six finite numbers [fx, fy, fz, mx, my, mz], "
+                             f"got {w['wrench']!r}")
+        cwrenches += [(f, comp, float(value[comp])) for comp in range(6) if value[comp] != 0.0]
+
     for k in system._kinematic:
         if k not in cidx:
             raise ModelError(f"kinematic: unknown configuration variable {k!r}")
@@ -745,6 +767,8 @@ def _compile(system: System) -> _Compiled:
         fspring_k=col(fsprings, 2, float), fspring_rest=col(fsprings, 3, float),
         input_kind=col(inputs, 0, np.int64), input_q=col(inputs, 1, np.int64),
         input_frame=col(inputs, 2, np.int64), input_comp=col(inputs, 3, np.int64),
+        cwrench_frame=col(cwrenches, 0, np.int64), cwrench_comp=col(cwrenches, 1, np.int64),
+        cwrench_value=col(cwrenches, 2, float),
         hc_kind=col(hc, 0, np.int64), hc_f1=col(hc, 1, np.int64), hc_f2=col(hc, 2, np.int64),
         hc_axis=col(hc, 3, np.int64), hc_value=col(hc, 4, float), hc_lenvar=col(hc, 5, np.int64),
         vc_frame=col(vc, 0, np.int64), vc_axis=col(vc, 1, np.int64),
@@ -753,6 +777,14 @@ def _compile(system: System) -> _Compiled:
         if isinstance(value, np.ndarray):
             value.setflags(write=False)  # the model is immutable: shared by every evaluation
     return _Compiled(Model(*[model[f] for f in MODEL_FIELDS]), config_names, input_names, names)
+
+
+def _is_numeric_list(value) -> bool:
+    try:
+        np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _req(d: dict, key: str, where: str):
