@@ -30,10 +30,10 @@ import numpy as np
 from numba import njit
 
 from .del_second_order import second_order
-from .del_solve import constraint_rows, midpoint_terms, slot_jacobians
+from .del_solve import constraint_rows, midpoint_terms, slot_jacobians, sparse_newton
 from .errors import OK, SINGULAR_CONSTRAINT_STEP, SINGULAR_M_NEXT
 from .forces import has_wrench_inputs
-from .linalg import add_product, condition_from_lu, lu_checked, norm1
+from .linalg import add_product, condition_from_lu, lu_checked, norm1, tree_lu, tree_lu_solve
 
 
 @njit(cache=True, nogil=True)
@@ -125,7 +125,18 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     LUm = np.empty((nd, nd))
     pivm = np.empty(nd, np.int64)
     Minv = np.empty((nd, nd))
-    if nd > 0 and lu_checked(Mk, LUm, pivm) >= 0:
+    # M_k+1 is the DEL Newton matrix at the solution: with the tree's pattern (see
+    # core.del_solve.sparse_newton) its LU has no fill-in, and so its inverse costs n solves
+    # of O(sum of depths) each; the pivoted dense LU otherwise (or where the tree LU declines)
+    tree = (model.tree_order, model.tree_anc_ptr, model.tree_anc_idx, model.tree_desc_ptr,
+            model.tree_desc_idx)
+    if nd > 0 and sparse_newton(model, nk) and tree_lu(Mk, tree, LUm) < 0:
+        Minv[:, :] = 0.0
+        for a in range(nd):
+            Minv[a, a] = 1.0
+        tree_lu_solve(LUm, tree, Minv)
+        conds[0] = max(norm1(Mk), _term_scale(der, dt, Fq, Fv, dyn)) * norm1(Minv)
+    elif nd > 0 and lu_checked(Mk, LUm, pivm) >= 0:
         conds[0] = np.inf
     elif nd > 0:
         condition_from_lu(Mk, LUm, pivm, Minv)

@@ -25,7 +25,7 @@ from .errors import NEWTON_FAILED, OK, OVERFLOW, SINGULAR_JACOBIAN
 from .forces import generalized_force
 from .kinematics import composites, forward_kinematics
 from .lagrangian import gradient_hessian, prepare, third_order
-from .linalg import lu_checked, lu_solve
+from .linalg import lu_checked, lu_solve, tree_cholesky, tree_cholesky_solve, tree_lu, tree_lu_solve
 from .rnea import mass_matrix
 
 
@@ -36,10 +36,19 @@ def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, Fqq, F
     qm = 0.5 * (q0 + q1)
     v = (q1 - q0) / dt
     prepare(model, data, qm, v)
-    gradient_hessian(model, data, qm, min(order, 2), der)
+    gradient_hessian(model, data, qm, min(order, 2), der, False)
     if order >= 3:
         third_order(model, data, True, v, v, der)
     generalized_force(model, data, v, u, min(order - 1, 2), F, Fq, Fv, Fu, Fqq, Fqu)
+
+
+@njit(cache=True, nogil=True)
+def hessian_at(model, data, der, dt, q0, q1, u, F, Fq, Fv, Fu):
+    """:func:`midpoint_terms` of order 2 right after one of order 1 at the same (q0, q1): the
+    kinematics are prepared, so only the Hessian and the force derivatives are added."""
+    gradient_hessian(model, data, 0.5 * (q0 + q1), 2, der, False)
+    e3 = np.empty((0, 0, 0))
+    generalized_force(model, data, (q1 - q0) / dt, u, 1, F, Fq, Fv, Fu, e3, e3)
 
 
 @njit(cache=True, nogil=True)
@@ -68,6 +77,42 @@ def slot_jacobians(der, dt, Fq, Fv, Fu):
 
 
 @njit(cache=True, nogil=True)
+def newton_matrix(der, dt, Fq, Fv, dyn, tree, on_tree, Ry):
+    """``Ry[:nd, :nd] = dG/dq1`` on the dynamic rows and columns (:func:`slot_jacobians`'
+    ``Gq1``, alone). With ``on_tree`` (every variable dynamic, ``dyn`` the identity) only the
+    tree's pattern is written: the entries of comparable pairs, the only nonzero ones when
+    there are no frame springs (see :func:`del_step`); the others keep their zeros. Returns
+    whether every entry written is finite."""
+    total = 0.0
+    if on_tree:
+        anc_ptr, anc_idx = tree[1], tree[2]
+        for k in range(dyn.shape[0]):
+            g = _newton_entry(der, dt, Fq, Fv, k, k)
+            Ry[k, k] = g
+            total += g
+            for t in range(anc_ptr[k], anc_ptr[k + 1]):
+                i = anc_idx[t]
+                g, h = _newton_entry(der, dt, Fq, Fv, i, k), _newton_entry(der, dt, Fq, Fv, k, i)
+                Ry[i, k], Ry[k, i] = g, h
+                total += g + h
+        return np.isfinite(total)
+    for a in range(dyn.shape[0]):
+        for c in range(dyn.shape[0]):
+            g = _newton_entry(der, dt, Fq, Fv, dyn[a], dyn[c])
+            Ry[a, c] = g
+            total += g
+    return np.isfinite(total)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _newton_entry(der, dt, Fq, Fv, i, j):
+    """``Gq1[i, j]`` of :func:`slot_jacobians`."""
+    half = 0.5 * dt
+    return (0.5 * (half * der.Lqq[i, j] - der.Lqv[j, i] + dt * Fq[i, j])
+            + (half * der.Lqv[i, j] - der.Lvv[i, j] + dt * Fv[i, j]) / dt)
+
+
+@njit(cache=True, nogil=True)
 def constraint_rows(model, data, q, order, lam, h, H1, H2, H2lam, H3lam):
     """Holonomic constraints at ``q`` (positions and joint screws are all they need); nothing
     to do, not even the kinematics, without constraints. See :func:`holonomic` for which of
@@ -79,6 +124,28 @@ def constraint_rows(model, data, q, order, lam, h, H1, H2, H2lam, H3lam):
 
 
 # ------------------------------------------------------------------------------ one step
+@njit(cache=True, nogil=True)
+def sparse_newton(model, nk):
+    """Whether the DEL Newton matrix has the variables' tree pattern (nonzero only between a
+    variable and its ancestors, as ``M``), so that :func:`core.linalg.tree_lu` factors it
+    without fill-in: no holonomic constraints (their rows and columns are dense), no
+    kinematic variables (the dynamic ones are then a sub-tree only in general), no springs
+    between frames (they couple the two frames' branches). Everything else keeps the pattern:
+    ``L``'s second derivatives and ``M`` are nonzero only for comparable pairs, damping and
+    springs on variables are diagonal, and a wrench at a frame couples only the joints above
+    it (:mod:`core.forces`). The dense path is used otherwise, and for trees too deep to pay."""
+    if model.hc_kind.shape[0] > 0 or nk > 0 or model.fspring_f1.shape[0] > 0:
+        return False
+    # and only when the tree is large and sparse enough to pay: elimination costs
+    # sum(depth^2) against the dense LU's n^3 / 3 (a chain is all fill: its dense LU is faster
+    # than the indexed one), and below 8 variables the dense LU costs next to nothing
+    n, work = model.nq, 0
+    for k in range(n):
+        d = model.tree_anc_ptr[k + 1] - model.tree_anc_ptr[k]
+        work += d * d
+    return n >= 8 and 6 * work <= n * n * n
+
+
 @njit(cache=True, nogil=True)
 def _displacement(q0, q1, info):
     """``info[2:4] = (max |q1 - q0|, its index)``; inf where an entry is not finite."""
@@ -100,7 +167,10 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     Newton's method in its chord form: the Jacobian (the Hessian of L and its LU) is computed
     at the first iterate and kept while the residual falls at least fourfold per iteration;
     otherwise it is recomputed at the current iterate (a plain Newton step). Each chord step
-    needs only L's gradient, O(n), and no factorization.
+    needs only L's gradient, O(n), and no factorization. When the Newton matrix has the tree's
+    pattern (:func:`sparse_newton`) it is factored without fill-in (:func:`core.linalg.tree_lu`,
+    the pivoted dense LU where that declines), cheaply enough that the Jacobian is also
+    recomputed when the chord's rate would need more than two further steps.
     Converged when every momentum row is below ``tol`` relative to the largest term of the
     equation and every constraint row below ``tol`` absolutely.
     ``status``: OK, NEWTON_FAILED, SINGULAR_JACOBIAN (``status[1]`` = row) or OVERFLOW
@@ -112,6 +182,9 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     m = model.nu
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     e3, e2 = np.empty((0, 0, 0)), np.empty((0, 0))
+    tree = (model.tree_order, model.tree_anc_ptr, model.tree_anc_idx, model.tree_desc_ptr,
+            model.tree_desc_idx)
+    on_tree = sparse_newton(model, nk)
     h0, Dh0 = np.empty(nc), np.zeros((nc, n))
     constraint_rows(model, data, q0, 1, lam, h0, Dh0, e3, e2, e3)
     # initial guess: q1_dyn = q0 + dt M^-1 (p0 - M_dk v_kin) at q0 (M = L_vv from composites)
@@ -132,8 +205,15 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
             Mdd[a, b] = M[dyn[a], dyn[b]]
     LU0 = np.empty((nd, nd))
     piv0 = np.empty(nd, np.int64)
-    if lu_checked(Mdd, LU0, piv0) < 0:
-        lu_solve(LU0, piv0, rhs)
+    if on_tree:     # M has the tree's pattern: its Cholesky factor has no fill-in
+        solved = tree_cholesky(Mdd, tree, LU0) < 0
+        if solved:
+            tree_cholesky_solve(LU0, tree, rhs)
+    else:
+        solved = lu_checked(Mdd, LU0, piv0) < 0
+        if solved:
+            lu_solve(LU0, piv0, rhs)
+    if solved:
         for a in range(nd):
             q1[dyn[a]] = q0[dyn[a]] + dt * rhs[a, 0]
     lam[:] = 0.0
@@ -147,8 +227,14 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     fresh = True            # evaluate the Jacobian at this iterate
     last_res = np.inf
     alpha = 1.0             # scale of the constraint rows and multiplier columns of R_y
+    tree_factor = False     # LU holds tree_lu's factors (else lu_checked's)
+    # On the tree path the first step takes -M(q_k)/dt, factored for the guess, as the Jacobian
+    # (its leading term): it needs only the gradient, and the full Jacobian is then formed
+    # nearer the solution, which saves a Newton step
+    guess_step = on_tree and solved
     while True:
-        midpoint_terms(model, data, der, dt, q0, q1, u_force, 2 if fresh else 1, F, Fq, Fv, Fu, e3, e3)
+        order = 2 if fresh and not guess_step else 1
+        midpoint_terms(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, e3, e3)
         Lq, Lv = der.Lq, der.Lv
         for a in range(nd):
             i = dyn[a]
@@ -182,14 +268,40 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
         if it >= max_iter or not np.isfinite(res):
             status[0], status[1] = NEWTON_FAILED, -1
             return
-        if not fresh and not res <= 0.25 * last_res:
-            fresh = True    # the chord stalls: a Newton step from here (same iterate)
-            continue
-        if fresh:
-            Gq1 = slot_jacobians(der, dt, Fq, Fv, Fu)[1]
+        # The chord stalls (the residual falls less than fourfold): a Newton step from here.
+        # With the tree factorization a new Jacobian costs under twice a chord step, so it is
+        # also taken when two more chord steps at the last rate would not converge
+        if guess_step:
+            tree_cholesky_solve(LU0, tree, R)
             for a in range(nd):
-                for b in range(nd):
-                    Ry[a, b] = Gq1[dyn[a], dyn[b]]
+                q1[a] += dt * R[a, 0]
+            it += 1
+            last_res = res
+            guess_step = False
+            continue
+        ratio = res / last_res
+        if not fresh and (not ratio <= 0.25 or (on_tree and res * ratio * ratio > tol)):
+            fresh = True
+            if nc == 0:     # (the constraint rows evaluated the kinematics at q1 since)
+                hessian_at(model, data, der, dt, q0, q1, u_force, F, Fq, Fv, Fu)
+            else:
+                midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, e3, e3)
+        if fresh:
+            finite = newton_matrix(der, dt, Fq, Fv, dyn, tree, on_tree, Ry)
+            if on_tree:
+                if not finite:
+                    status[0], status[1] = OVERFLOW, 1
+                    return
+                # unpivoted, without fill-in; the pivoted dense LU where that is unstable
+                # (it also names the row of a singular matrix)
+                tree_factor = tree_lu(Ry, tree, LU) < 0
+                if not tree_factor:
+                    bad = lu_checked(Ry, LU, piv)
+                    if bad >= 0:
+                        status[0], status[1] = SINGULAR_JACOBIAN, bad
+                        return
+        if fresh and not on_tree:
+            for a in range(nd):
                 for r in range(nc):
                     Ry[a, nd + r] = -Dh0[r, dyn[a]]
             for r in range(nc):
@@ -220,7 +332,10 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
                 return
         for r in range(nc):          # the scaled system: rows times alpha, lam / alpha
             R[nd + r, 0] *= alpha
-        lu_solve(LU, piv, R)
+        if tree_factor:
+            tree_lu_solve(LU, tree, R)
+        else:
+            lu_solve(LU, piv, R)
         for a in range(nd):
             q1[dyn[a]] -= R[a, 0]
         for r in range(nc):

@@ -48,6 +48,30 @@ def solve_each(model, data, der, dt, dyn, kin, Q, P, u_force, rho, tol, max_iter
     status[2] = -1
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def solve_parallel(model, data_proto, der_proto, dt, dyn, kin, Q, P, u_force, rho, tol, max_iter,
+                   Q1, LAM, DH1, status, info, nchunks):
+    """:func:`solve_each` over ``nchunks`` interleaved chunks in parallel (the steps are
+    independent; each chunk has its own scratch). Every knot is solved; ``status`` and
+    ``info`` report the first knot that failed (``status[2]``, -1 if none), as the serial
+    kernel does."""
+    N = u_force.shape[0]
+    stat = np.zeros((N, 2), np.int64)
+    infos = np.zeros((N, 4))
+    for c in prange(nchunks):
+        data, der = copy_data(data_proto), copy_derivs(der_proto)
+        p1 = np.empty(P.shape[1])
+        for k in range(c, N, nchunks):
+            del_step(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], tol,
+                     max_iter, Q1[k], p1, LAM[k], DH1[k], stat[k], infos[k])
+    status[0], status[1], status[2] = OK, -1, -1
+    for k in range(N):
+        if stat[k, 0] != OK:
+            status[0], status[1], status[2] = stat[k, 0], stat[k, 1], k
+            info[:] = infos[k]
+            return
+
+
 @njit(cache=True, nogil=True)
 def linearize_chunk(model, data, der, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force, rho, second,
                     cond_limit, As, Bs, Hs, stat, conds, first, stride):

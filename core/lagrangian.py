@@ -141,10 +141,11 @@ def lagrangian_value(model, data, q):
 
 
 @njit(cache=True, nogil=True)
-def gradient_hessian(model, data, q, order, out):
+def gradient_hessian(model, data, q, order, out, value=True):
     """Fill ``out.L`` (order 0), ``Lq, Lv`` (order >= 1), ``Lqq, Lqv, Lvv`` (order >= 2)
-    (after :func:`prepare`)."""
-    out.L[0] = lagrangian_value(model, data, q)
+    (after :func:`prepare`); without ``value`` ``out.L`` is left meaningless (the DEL solve
+    and its linearizations need only the derivatives, and L costs a gradient's time)."""
+    out.L[0] = lagrangian_value(model, data, q) if value else 0.0
     if order >= 1:
         _tree_gradient_hessian(model, data, order, out)
         for s in range(model.spring_q.shape[0]):

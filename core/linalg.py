@@ -189,6 +189,88 @@ def _subtract_rows(L, B, k, rows, lo, hi, transposed):
         B[k, c] *= inv
 
 
+#: :func:`tree_lu` gives up (the caller falls back to a pivoted LU) when a pivot is below this
+#: fraction of the largest entry left in its row or column: a multiplier beyond 1e6 would be
+#: the growth that partial pivoting exists to avoid.
+TREE_LU_THRESHOLD = 1e-6
+
+
+@njit(cache=True, nogil=True)
+def tree_lu(A, tree, F, rel_tol=PIVOT_TOLERANCE, threshold=TREE_LU_THRESHOLD):
+    """Unpivoted LU factors of a (not necessarily symmetric) matrix with a tree's sparsity.
+
+    ``A[i, k]`` and ``A[k, i]`` may be nonzero only when ``i`` is ``k`` or an ancestor of ``k``
+    in ``tree`` (from :func:`tree_index`); other entries are not read. Gaussian elimination in
+    the order leaves first has no fill-in (the update of pivot ``k`` touches only pairs of
+    ``k``'s ancestors, which are comparable): O(n d^2) for depth d. ``F`` receives, on the
+    pattern only, the pivots ``F[k, k]``, the multipliers ``F[i, k]`` and the rows of U
+    ``F[k, i]`` (``i`` above ``k``) for :func:`tree_lu_solve`.
+
+    Returns -1, or the first index (leaves first) whose pivot is not above ``rel_tol`` times
+    the largest entry of ``A`` (singular there, :func:`lu_checked`'s test) or below
+    ``threshold`` times the largest entry left in its row or column (unpivoted elimination
+    would be unstable there): the caller then factors with :func:`lu_checked`, which pivots.
+    """
+    order, anc_ptr, anc_idx = tree[0], tree[1], tree[2]
+    n = A.shape[0]
+    scale = 0.0
+    for k in range(n):
+        F[k, k] = A[k, k]
+        scale = max(scale, abs(A[k, k]))
+        for t in range(anc_ptr[k], anc_ptr[k + 1]):
+            i = anc_idx[t]
+            F[k, i] = A[k, i]
+            F[i, k] = A[i, k]
+            scale = max(scale, abs(A[k, i]), abs(A[i, k]))
+    tol = rel_tol * max(scale, 1e-300)
+    for idx in range(n - 1, -1, -1):
+        k = order[idx]
+        lo, hi = anc_ptr[k], anc_ptr[k + 1]
+        d = F[k, k]
+        big = 0.0
+        for t in range(lo, hi):
+            i = anc_idx[t]
+            big = max(big, abs(F[i, k]), abs(F[k, i]))
+        if not abs(d) > tol or not abs(d) >= threshold * big:
+            return k
+        inv = 1.0 / d
+        for t in range(lo, hi):     # A_ij -= l_ik A_kj for i, j above k (comparable pairs)
+            i = anc_idx[t]
+            lik = F[i, k] * inv
+            F[i, k] = lik
+            if lik != 0.0:
+                for s in range(lo, hi):
+                    j = anc_idx[s]
+                    F[i, j] -= lik * F[k, j]
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def tree_lu_solve(F, tree, B):
+    """Solve ``A X = B`` in place from :func:`tree_lu`'s factors (B is n x m, C-ordered):
+    the multipliers leaves first (each row minus its descendants' rows), then U root first
+    (each row minus its ancestors' rows, over its pivot)."""
+    order, anc_ptr, anc_idx, desc_ptr, desc_idx = tree
+    n, m = B.shape
+    for idx in range(n - 1, -1, -1):
+        k = order[idx]
+        for t in range(desc_ptr[k], desc_ptr[k + 1]):
+            r = desc_idx[t]
+            c1 = F[k, r]
+            for c in range(m):
+                B[k, c] -= c1 * B[r, c]
+    for idx in range(n):
+        k = order[idx]
+        for t in range(anc_ptr[k], anc_ptr[k + 1]):
+            r = anc_idx[t]
+            c1 = F[k, r]
+            for c in range(m):
+                B[k, c] -= c1 * B[r, c]
+        inv = 1.0 / F[k, k]
+        for c in range(m):
+            B[k, c] *= inv
+
+
 @njit(cache=True, nogil=True)
 def add_product(A, B, C, alpha):
     """``C += alpha A B`` in loops: for products with a few rows or columns, where a BLAS call

@@ -34,6 +34,7 @@ from .del_trajectory import (
     linearize_parallel,
     simulate_kernel,
     solve_each,
+    solve_parallel,
 )
 from .errors import (
     NEWTON_FAILED,
@@ -470,7 +471,7 @@ class MidpointVI:
         re-solved from ``X[k]``. Returns ``(A, B)`` stacks (N, nx, nx), (N, nx, nu), plus ``H``
         (N, nx, nz, nz) with ``second_order``.
 
-        ``threads``: chunks linearized in parallel (default: numba's thread count). With
+        ``threads``: chunks solved and linearized in parallel (default: numba's thread count). With
         ``threads=1`` everything runs in one compiled serial call without the GIL and without
         numba's threading layer, which is what a caller that is itself multi-threaded (a ROS
         node's executor) should use.
@@ -508,8 +509,13 @@ class MidpointVI:
         Q1, LAM, DH1 = np.empty((N, n)), np.zeros((N, model.nh)), np.empty((N, model.nh, n))
         data, der = self.system.workspace.get(third_order=second_order)
         status, info = np.zeros(3, np.int64), np.zeros(4)
-        solve_each(model, data, der, self.dt, dyn, kin, Q, P, Uf, rho, self.tolerance,
-                   self.max_iterations, Q1, LAM, DH1, status, info)
+        nchunks = max(1, min(N, threads or numba.get_num_threads()))
+        if nchunks == 1:
+            solve_each(model, data, der, self.dt, dyn, kin, Q, P, Uf, rho, self.tolerance,
+                       self.max_iterations, Q1, LAM, DH1, status, info)
+        else:   # (the steps from the knots are independent)
+            solve_parallel(model, data, der, self.dt, dyn, kin, Q, P, Uf, rho, self.tolerance,
+                           self.max_iterations, Q1, LAM, DH1, status, info, nchunks)
         if status[0] != OK:
             k = int(status[2])
             self._raise_solve(status, info, k + offset, self._step_inputs(Q[k], P[k], Uf[k], rho[k]))
@@ -517,7 +523,6 @@ class MidpointVI:
         As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
         Hs = np.empty((N, self.nx, nz, nz) if second_order else (N, 0, 0, 0))
         stat, conds = np.zeros(N, np.int64), np.zeros((N, 2))
-        nchunks = max(1, min(N, threads or numba.get_num_threads()))
         if nchunks == 1:
             linearize_chunk(model, data, der, self.dt, dyn, kin, Q, Q1, P, LAM, DH1, Uf, rho,
                             second_order, self.condition_limit, As, Bs, Hs, stat, conds, 0, 1)

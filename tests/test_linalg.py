@@ -1,12 +1,22 @@
 """The small factorizations of core.linalg, checked against numpy on random matrices: the tree
 Cholesky (``M = L^T L`` without fill-in) on random trees whose indices are not parents-first,
-and the pivots it names when the matrix is singular."""
+and the pivots it names when the matrix is singular; the unpivoted tree LU of non-symmetric
+matrices with that pattern, and where it gives up to the pivoted dense LU."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.linalg import cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve, tree_index
+from core.linalg import (
+    cholesky_checked,
+    cholesky_solve,
+    lu_checked,
+    tree_cholesky,
+    tree_cholesky_solve,
+    tree_index,
+    tree_lu,
+    tree_lu_solve,
+)
 
 
 def random_tree(rng, n):
@@ -86,6 +96,53 @@ def test_tree_cholesky_names_the_singular_pivot():
     S[:, 1] = S[:, 2]
     S[1, 1] = S[2, 2]
     assert tree_cholesky(S, tree, np.empty((5, 5))) == 1
+
+
+def tree_patterned(rng, parent):
+    """A random non-symmetric matrix with the tree pattern and a dominant diagonal (as the DEL
+    Newton matrix, -M/dt plus smaller terms); NaN off the pattern (the LU must not read it)."""
+    n = parent.shape[0]
+    A = np.full((n, n), np.nan)
+    for k in range(n):
+        for i in ancestors_or_self(parent, k):
+            A[k, i], A[i, k] = rng.normal(), rng.normal()
+        A[k, k] = rng.choice([-1.0, 1.0]) * rng.uniform(n, 2 * n)
+    return A
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_tree_lu_solves_like_numpy(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30))
+    parent, tree = random_tree(rng, n)
+    A = tree_patterned(rng, parent)
+    dense = np.nan_to_num(A, nan=0.0)
+    F = np.full((n, n), np.nan)
+    assert tree_lu(A, tree, F) == -1
+    B = rng.normal(size=(n, 5))
+    X = B.copy()
+    tree_lu_solve(F, tree, X)
+    np.testing.assert_allclose(X, np.linalg.solve(dense, B), rtol=1e-10, atol=1e-12)
+
+
+def test_tree_lu_gives_up_where_pivoting_is_needed():
+    """A singular matrix: the index of the vanishing pivot (leaves first), as the dense LU
+    reports one; a regular matrix whose leaf pivot is tiny next to its column (unpivoted
+    elimination would grow by 1e8): the index too, and the pivoted LU then factors it."""
+    rng = np.random.default_rng(3)
+    parent = np.array([-1, 0, 1, 0, 3], np.int64)
+    tree = tree_index(parent)
+    A = np.nan_to_num(tree_patterned(rng, parent), nan=0.0)
+    S = A.copy()
+    S[4, :] = S[:, 4] = 0.0
+    assert tree_lu(S, tree, np.empty((5, 5))) == 4
+    assert lu_checked(S, np.empty((5, 5)), np.empty(5, np.int64)) >= 0
+    T = A.copy()
+    T[2, 2] = 1e-7
+    T[1, 2] = T[2, 1] = 10.0
+    assert tree_lu(T, tree, np.empty((5, 5))) == 2
+    F, piv = np.empty((5, 5)), np.empty(5, np.int64)
+    assert lu_checked(T, F, piv) == -1
 
 
 def test_dense_cholesky_solve_agrees():
