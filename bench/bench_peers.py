@@ -9,8 +9,7 @@ mechnode, Pinocchio and MuJoCo; agreement of ``qdd`` (and A, B with Pinocchio) i
 Rows:
 
 1. ``System.qdd`` vs ``pinocchio.aba``;
-2. ``System.linearize`` vs ``pinocchio.computeABADerivatives`` alone, with new arrays and with
-   ``out=(A, B)`` (Pinocchio writes into its ``Data``);
+2. ``System.linearize`` vs ``pinocchio.computeABADerivatives`` alone;
 3. ``MidpointVI.step`` from a new state (the integrator caches its last solve: calls alternate
    two states), and the growth exponent from 40 to 80 links;
 4. ``MidpointVI.step_linearize`` (step + first order) from a new state vs MuJoCo's
@@ -143,11 +142,10 @@ def continuous_rows(spec, total_s):
     err_ab = max(np.abs(A[n:, :n] - d.ddq_dq).max() / max(1.0, np.abs(d.ddq_dq).max()),
                  np.abs(B[n:] - Minv).max() / max(1.0, np.abs(Minv).max()))
     err_qdd = np.abs(s.qdd(q, v, tau) - pin.aba(m, d, q, v, tau)).max()
-    ns = dict(s=s, q=q, v=v, tau=tau, pin=pin, m=m, d=d, out=(A, B))
+    ns = dict(s=s, q=q, v=v, tau=tau, pin=pin, m=m, d=d)
     return dict(err_qdd=err_qdd, err_ab=err_ab,
                 qdd=timed("s.qdd(q, v, tau)", ns, total_s), aba=timed("pin.aba(m, d, q, v, tau)", ns, total_s),
                 lin=timed("s.linearize(q, v, tau)", ns, total_s),
-                lin_out=timed("s.linearize(q, v, tau, out=out)", ns, total_s),
                 abad=timed("pin.computeABADerivatives(m, d, q, v, tau)", ns, total_s))
 
 
@@ -228,10 +226,9 @@ def main(argv=None):
     print("\n1. qdd vs pinocchio.aba")
     for name, r in cont.items():
         print(f"   {name:11s} {r['qdd']:8.1f} vs {r['aba']:8.1f}  {ratio(r['qdd'], r['aba'])}")
-    print("2. linearize vs computeABADerivatives alone (which fills pinocchio's Data): new arrays / out=(A, B)")
+    print("2. linearize vs computeABADerivatives alone")
     for name, r in cont.items():
-        print(f"   {name:11s} {r['lin']:8.1f} / {r['lin_out']:8.1f} vs {r['abad']:8.1f}  "
-              f"{ratio(r['lin'], r['abad'])} / {ratio(r['lin_out'], r['abad'])}")
+        print(f"   {name:11s} {r['lin']:8.1f} vs {r['abad']:8.1f}  {ratio(r['lin'], r['abad'])}")
     vis = {spec.name: vi_rows(spec, total, second_order=spec.nv <= 40) for spec in specs[1:]}
     print("3. MidpointVI.step from a new state")
     for name, r in vis.items():

@@ -419,24 +419,7 @@ def _raise_for(system, status, inputs) -> None:
     raise_for_status(system, status, "continuous dynamics", inputs)     # (non-finite results too)
 
 
-def _out_arrays(out, shapes):
-    """``out`` = (A, B) checked: writable C-contiguous float64 arrays of ``shapes``."""
-    try:
-        arrays = tuple(out)
-    except TypeError:
-        raise ValueError(f"out must be a pair (A, B) of arrays, got {type(out).__name__}") from None
-    if len(arrays) != 2:
-        raise ValueError(f"out must be a pair (A, B) of arrays, got {len(arrays)} items")
-    for name, a, shape in zip("AB", arrays, shapes, strict=True):
-        if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == shape
-                and a.flags.c_contiguous and a.flags.writeable):
-            got = f"{a.dtype} array of shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
-            raise ValueError(f"out: {name} must be a writable C-contiguous float64 array of shape {shape}, "
-                             f"got {got}")
-    return arrays
-
-
-def _dynamics(system, q, dq, u, linearize, residual_limit=None, what="", out=None):
+def _dynamics(system, q, dq, u, linearize, residual_limit=None, what=""):
     model = system.model
     n, m = model.nq, model.nu
     dyn, kin = _indices(system)
@@ -447,10 +430,7 @@ def _dynamics(system, q, dq, u, linearize, residual_limit=None, what="", out=Non
     nc = model.nh + model.nv
     ddq, lam = np.empty(n), np.zeros(nc)
     k = 1 if linearize else 0      # (the kernel writes A, B and dlam only when linearizing)
-    if out is not None:
-        A, B = _out_arrays(out, ((2 * n, 2 * n), (2 * n, mu)))
-    else:
-        A, B = np.empty((2 * n * k, 2 * n * k)), np.empty((2 * n * k, mu * k))
+    A, B = np.empty((2 * n * k, 2 * n * k)), np.empty((2 * n * k, mu * k))
     dlam = np.zeros((nc * k, (2 * n + mu) * k))
     h, Arows = np.empty(model.nh), np.empty((nc, n))
     status = np.zeros(2, np.int64)
@@ -484,17 +464,15 @@ def constraint_forces(system, q, dq, u=None) -> np.ndarray:
 
 
 def linearize(system, q, dq, u=None, multipliers: bool = False,
-              residual_limit: float | None = 1e-6, out=None):
+              residual_limit: float | None = 1e-6):
     """Exact ``(A, B)`` of ``d/dt [q, dq] = f(q, dq, u)`` about the given point; ``u`` =
     [force inputs, accelerations of the kinematic variables] (:mod:`core.conventions`).
 
     ``(q, dq)`` must satisfy the constraints (``h = 0``, ``A dq = 0``) to within
     ``residual_limit`` (as in :func:`core.minimal.linearize_minimal`; ``None`` skips the check).
     With ``multipliers=True`` also returns ``dlam/dx`` (nc x 2n) and ``dlam/du`` (nc x nu).
-    ``out=(A, B)``: C-contiguous float64 arrays of shapes 2n x 2n and 2n x nu that receive the
-    result and are returned (no allocation: a control loop's buffers, as Pinocchio's ``Data``).
     """
-    _, _, A, B, dlam = _dynamics(system, q, dq, u, True, residual_limit, "the linearization", out)
+    _, _, A, B, dlam = _dynamics(system, q, dq, u, True, residual_limit, "the linearization")
     if multipliers:
         n2 = A.shape[0]
         return A, B, dlam[:, :n2], dlam[:, n2:]

@@ -350,13 +350,12 @@ class System:
         return dynamics.constraint_forces(self, q, dq, u)
 
     def linearize(self, q, dq, u=None, multipliers: bool = False, *,
-                  residual_limit: float | None = 1e-6, out=None):
+                  residual_limit: float | None = 1e-6):
         """Exact continuous linearization ``(A, B)`` for ``x = [q, dq]``, ``u`` as
         :attr:`continuous_input_names` (and the multipliers' derivatives with
         ``multipliers=True``); a state off the constraints by more than ``residual_limit`` is
-        refused (``None`` skips the check); ``out=(A, B)`` fills given arrays (see
-        :func:`core.dynamics.linearize`)."""
-        return dynamics.linearize(self, q, dq, u, multipliers, residual_limit, out)
+        refused (``None`` skips the check; see :func:`core.dynamics.linearize`)."""
+        return dynamics.linearize(self, q, dq, u, multipliers, residual_limit)
 
     def linearize_minimal(self, q, dq, u=None, independent=None, condition_limit: float = 1e8, *,
                           residual_limit: float = 1e-6):

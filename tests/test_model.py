@@ -414,20 +414,3 @@ def test_bodies_of_rigidly_attached_frames_are_merged_exactly():
     for x, y in zip(merged.linearize(q, dq, u), by_hand.linearize(q, dq, u), strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
     assert merged.energy(q, dq) == pytest.approx(by_hand.energy(q, dq), rel=1e-13)
-
-
-def test_linearize_fills_given_arrays():
-    from core.examples import chain
-    s = chain(2)
-    n, m = s.nq, len(s.continuous_input_names)
-    q, dq, u = np.array([0.3, -0.2]), np.array([0.1, 0.4]), np.zeros(m)
-    A0, B0 = s.linearize(q, dq, u)
-    A, B = np.full((2 * n, 2 * n), np.nan), np.full((2 * n, m), np.nan)
-    A1, B1 = s.linearize(q, dq, u, out=(A, B))
-    assert A1 is A and B1 is B
-    np.testing.assert_array_equal(A, A0)
-    np.testing.assert_array_equal(B, B0)
-    for out, match in (((A, B, B), "pair"), (A, "pair"), ((A[:, :1], B), "A must be"),
-                       ((A, B.astype(np.float32)), "B must be.*float32"), ((np.asfortranarray(A), B), "A must be")):
-        with pytest.raises(ValueError, match=match):
-            s.linearize(q, dq, u, out=out)
