@@ -157,3 +157,19 @@ def test_add_mimic_on_a_system():
     s2.add_mimic("y", "x").add_mimic("z", "y")
     with pytest.raises(core.ModelError, match="mimic 'z': its leader 'y' mimics 'x'"):
         s2.compile()
+
+
+def test_the_node_plant_loads_panda_coupled():
+    """The node's model parameter or ``/robot_description`` text (mechnode.plant, ROS-free):
+    Panda with its default mimic handling, fully actuated, its gains from the exact
+    linearization."""
+    from mechnode.plant import Plant
+    with open(PANDA) as fh:
+        text = fh.read()
+    for plant in (Plant.load(PANDA, 0.01), Plant.from_text(text, 0.01)):
+        assert plant.config_names == [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1"]
+        assert plant.fully_actuated and plant.nx == 16 and plant.nu == 8
+    x = plant.vi.state(np.full(8, 0.2), np.zeros(8))
+    _, A, B = plant.vi.step_linearize(x, np.zeros(8))
+    K, _ = core.dlqr(A, B, np.eye(16), np.eye(8))
+    assert np.all(np.isfinite(K)) and np.max(np.abs(np.linalg.eigvals(A - B @ K))) < 1.0
