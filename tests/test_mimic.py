@@ -173,3 +173,100 @@ def test_the_node_plant_loads_panda_coupled():
     _, A, B = plant.vi.step_linearize(x, np.zeros(8))
     K, _ = core.dlqr(A, B, np.eye(16), np.eye(8))
     assert np.all(np.isfinite(K)) and np.max(np.abs(np.linalg.eigvals(A - B @ K))) < 1.0
+
+
+def carts(coupled: bool) -> core.System:
+    """Two carts on parallel rails along x, a pendulum on each; the second cart at ``x2 = x1 +
+    0.3``: coupled (``add_mimic``), or independent with that as a plane constraint."""
+    s = core.System(gravity=[0.0, -9.81, 0.0])
+    s.add_frame("c1", tx="x1", mass=2.0, inertia=[0.1, 0.1, 0.1])
+    s.add_frame("p1", parent="c1", rz="th", mass=0.0)
+    s.add_frame("b1", parent="p1", ty=-0.8, mass=0.7, inertia=[0.01, 0.02, 0.03])
+    s.add_frame("c2", offset={"translation": [0.0, 1.0, 0.0]}, tx="x2", mass=1.5, inertia=[0.1, 0.1, 0.1])
+    s.add_frame("p2", parent="c2", rz="ph", mass=0.0)
+    s.add_frame("b2", parent="p2", ty=-0.5, mass=1.1, inertia=[0.02, 0.01, 0.03])
+    s.add_input("torque", config="x1").add_input("torque", config="th").add_input("torque", config="ph")
+    if coupled:
+        s.add_mimic("x2", "x1", 1.0, 0.3)
+    else:
+        s.add_constraint("plane", frame="c2", plane_frame="c1", normal="x", offset=0.3)
+    return s
+
+
+def test_coupled_equals_the_independent_system_with_the_coupling_as_a_constraint():
+    """x2 - x1 - 0.3 = 0 as a holonomic (plane) constraint of the independent system: the same
+    accelerations, the continuous linearization equals its minimal linearization in the
+    independent coordinates, and the integrator takes the same steps (a linear constraint's
+    multiplier only adds ``Dh^T lam`` to the momenta, which ``T^T`` removes)."""
+    cs, fs = carts(True), carts(False)
+    assert cs.config_names == ["x1", "th", "ph"] and fs.config_names == ["x1", "th", "x2", "ph"]
+    T = np.array([[1.0, 0, 0], [0, 1, 0], [1, 0, 0], [0, 0, 1]])
+    c = np.array([0.0, 0.0, 0.3, 0.0])
+    q, dq, u = np.array([0.2, 0.5, -0.4]), np.array([-0.3, 0.8, 1.1]), np.array([0.4, -0.2, 0.3])
+    qf, vf = T @ q + c, T @ dq
+    assert_close(T @ cs.qdd(q, dq, u), fs.qdd(qf, vf, u), "qdd", 1e-11)
+    A, B = cs.linearize(q, dq, u)
+    Am, Bm, _ = fs.linearize_minimal(qf, vf, u, independent=["x1", "th", "ph"])
+    assert_close(A, Am, "A", 1e-10)
+    assert_close(B, Bm, "B", 1e-10)
+    vc, vf_ = core.MidpointVI(cs, 0.01), core.MidpointVI(fs, 0.01)
+    xc, xf = vc.discrete_state(q, dq), vf_.discrete_state(qf, vf)
+    for _ in range(5):
+        xc, xf = vc.step(xc, u), vf_.step(xf, u)
+        assert_close(T @ xc[:3] + c, xf[:4], "q_k", 1e-11)
+        assert_close(xc[3:], T.T @ xf[4:], "p_k", 1e-9)
+
+
+def test_holonomic_constraint_on_a_coupled_system():
+    """A distance constraint between the bobs of the coupled carts: continuous and discrete
+    linearizations against finite differences (the constraint rows contracted with T)."""
+    q = np.array([0.2, 0.5, -0.4])
+    s0 = carts(True)
+    s0.add_constraint("distance", frame1="b1", frame2="b2", distance=0.0)
+    d = float(np.sqrt(s0.constraint(q)[0]))           # h = |p1 - p2|^2 - 0^2
+    s = carts(True)
+    s.add_constraint("distance", frame1="b1", frame2="b2", distance=d)
+    h, Dh = s.constraint(q, 1)
+    assert abs(h[0]) < 1e-12 and Dh.shape == (1, 3)
+    N = np.linalg.svd(Dh)[2][1:].T
+    dq = N @ np.array([0.6, -0.9])
+    u = np.array([0.4, -0.2, 0.3])
+    n = 3
+    A, B = s.linearize(q, dq, u)
+    x = np.concatenate([q, dq])
+    f = lambda x_, u_=u: np.concatenate([x_[n:], s.qdd(x_[:n], x_[n:], u_)])  # noqa: E731
+    assert_close(A, fd(f, x, 1e-5), "A", 1e-7)
+    assert_close(B, fd(lambda u_: f(x, u_), u, 1e-5), "B", 1e-7)
+    vi = core.MidpointVI(s, 0.01)
+    xk = vi.discrete_state(q, dq)
+    x1, Ad, Bd, H = vi.step_linearize(xk, u, second_order=True)
+    assert_close(Ad, fd(lambda x_: vi.step(x_, u), xk, 1e-5), "VI A", 1e-7)
+    assert_close(Bd, fd(lambda u_: vi.step(xk, u_), u, 1e-5), "VI B", 1e-7)
+    nx = xk.size
+    z = np.concatenate([xk, u])
+    dA = fd(lambda z_: vi.step_linearize(z_[:nx], z_[nx:])[1], z, 1e-5)
+    assert_close(H[:, :nx, :], dA, "VI H", 1e-6)
+
+
+def test_state_transforms_inverse_dynamics_and_holding_inputs_on_panda():
+    """What the node runs besides the step: Legendre transforms, inverse dynamics along a
+    simulated trajectory (recovers its inputs), the inputs that hold a configuration."""
+    s = core.load_urdf(PANDA)
+    vi = core.MidpointVI(s, 0.01)
+    rng = np.random.default_rng(3)
+    q, dq = 0.3 * rng.standard_normal(8), 0.2 * rng.standard_normal(8)
+    x = vi.discrete_state(q, dq)
+    q2, dq2 = vi.continuous_state(x)
+    assert_close(q2, q, "q", 1e-14)
+    assert_close(dq2, dq, "dq", 1e-10)
+    U = rng.standard_normal((4, 8))
+    X = [x]
+    for k in range(4):
+        X.append(vi.step(X[-1], U[k]))
+    X = np.array(X)
+    U2, P, residual = vi.inverse_dynamics(X[:, :8], X[0, 8:])
+    assert_close(U2, U, "U", 1e-7)
+    assert_close(P, X[:, 8:], "P", 1e-9)
+    u, res = core.holding_inputs(s, q)
+    assert res < 1e-9
+    assert_close(s.qdd(q, np.zeros(8), u), np.zeros(8), "held", 1e-8)
