@@ -296,8 +296,8 @@ class System:
         return {n: self._mimic[n] for n in self._joint_names if n in self._mimic}
 
     def mimic_positions(self, q) -> dict[str, float]:
-        """``{name: value}`` of the coupled (mimic) variables at the configuration ``q`` (also
-        their velocities when given ``dq``: the coupling is linear in it, without offset)."""
+        """``{name: value}`` of the coupled (mimic) variables at the configuration ``q`` (their
+        velocities are ``multiplier * dq[leader]``, see :attr:`mimic_joints`)."""
         from .validation import check_vector
         q = check_vector("q", q, self.nq, self._config_names)
         model = self.model

@@ -197,6 +197,8 @@ class Plant:
     dyn = property(lambda self: self.vi.dynamic_index, doc="indices of the dynamic variables in q")
     kin = property(lambda self: self.vi.kinematic_index, doc="indices of the kinematic variables in q")
     config_names = property(lambda self: self.system.config_names)
+    mimic_names = property(lambda self: list(self.system.mimic_joints),
+                           doc="joints that follow a variable (mimic joints): no state of their own")
     dynamic_names = property(lambda self: self.vi.dynamic_names)
     kinematic_names = property(lambda self: self.vi.kinematic_names)
     force_input_names = property(lambda self: self.system.input_names)

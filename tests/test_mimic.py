@@ -169,6 +169,13 @@ def test_the_node_plant_loads_panda_coupled():
     for plant in (Plant.load(PANDA, 0.01), Plant.from_text(text, 0.01)):
         assert plant.config_names == [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1"]
         assert plant.fully_actuated and plant.nx == 16 and plant.nu == 8
+    # joint_states carry the mimic joint too: known, not read, not reported as unknown
+    from mechnode.joint_map import JointMap
+    assert plant.mimic_names == ["panda_finger_joint2"]
+    names = plant.config_names + ["panda_finger_joint2"]
+    q, _, unknown = JointMap(plant.config_names, (), plant.mimic_names).state(names, np.arange(9.0), np.zeros(9))
+    assert unknown == () and q.tolist() == list(range(8))
+    assert JointMap(plant.config_names).state(names, np.arange(9.0), np.zeros(9))[2] == ("panda_finger_joint2",)
     x = plant.vi.state(np.full(8, 0.2), np.zeros(8))
     _, A, B = plant.vi.step_linearize(x, np.zeros(8))
     K, _ = core.dlqr(A, B, np.eye(16), np.eye(8))
