@@ -127,10 +127,12 @@ def _joint_size(model, k):
 
 @njit(cache=True, nogil=True)
 def _derivs(n, third):
+    """Scratch for the tree's derivatives (unset: the kernels set what they fill, and only that
+    is read)."""
     n3 = n if third else 0
-    return LagrangianDerivs(np.zeros(1), np.zeros(n), np.zeros(n), np.zeros((n, n)), np.zeros((n, n)),
-                            np.zeros((n, n)), np.zeros((n3, n3, n3)), np.zeros((n3, n3, n3)),
-                            np.zeros((n3, n3, n3)), np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n)))
+    return LagrangianDerivs(np.empty(1), np.empty(n), np.empty(n), np.empty((n, n)), np.empty((n, n)),
+                            np.empty((n, n)), np.empty((n3, n3, n3)), np.empty((n3, n3, n3)),
+                            np.empty((n3, n3, n3)), np.empty((n, n)), np.empty((n, n)), np.empty((n, n)))
 
 
 # ------------------------------------------------------------------------------ kinematics
