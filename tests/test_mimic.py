@@ -5,7 +5,8 @@ with no coordinate of its own.
 References: the coupled system is the independent one (``mimic="independent"``) restricted to
 ``q_joints = T q + c``, so its equations of motion are ``T^T M T ddq = T^T (L_q - L_qv^T T dq +
 F)`` with the independent system's Lagrangian derivatives (a code path other than the recursive
-dynamics the coupled ``qdd`` runs); the continuous and discrete linearizations against central
+dynamics the coupled ``qdd`` runs), and Pinocchio's own mimic model of Panda; the continuous
+and discrete linearizations against central
 finite differences of ``qdd`` and of the integrator's step. Robots: Panda (its second finger
 mimics the first: siblings) and a random URDF with a revolute mimic (multiplier -1.7, offset 0.3)
 and a prismatic one following a continuous joint (multiplier 0.4, offset -0.2).
@@ -83,6 +84,27 @@ def test_panda_loads_coupled():
     q = np.linspace(0.1, 0.8, 8)
     assert s.mimic_positions(q) == {"panda_finger_joint2": 0.8}
     assert core.load_urdf(PANDA, mimic="independent").nq == 9
+
+
+def test_panda_coupled_against_pinocchio_mimic():
+    """Pinocchio's own mimic model (``buildModelFromUrdf(..., mimic=True)``: eight coordinates,
+    the second finger following the first): the same mass matrix and accelerations (its
+    ``crba`` and ``nonLinearEffects``; its ``aba`` refuses mimic joints)."""
+    import pinocchio as pin
+    pm = pin.buildModelFromUrdf(PANDA, mimic=True)
+    pd = pm.createData()
+    s = core.load_urdf(PANDA)
+    assert pm.nq == pm.nv == s.nq == 8
+    assert [n for n in list(pm.names)[1:] if n not in s.mimic_joints] == s.config_names
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        q, dq, u = 0.5 * rng.standard_normal(8), rng.standard_normal(8), 5.0 * rng.standard_normal(8)
+        q[7] = 0.02
+        M = pin.crba(pm, pd, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        nle = pin.nonLinearEffects(pm, pd, q, dq)
+        assert_close(s.lagrangian_derivatives(q, dq, 2).Lvv, M, "M", 1e-10)
+        assert_close(s.qdd(q, dq, u), np.linalg.solve(M, u - nle), "qdd", 1e-9)
 
 
 def test_qdd_is_the_independent_system_restricted(robot):
