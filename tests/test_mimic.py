@@ -172,6 +172,16 @@ def test_add_mimic_on_a_system():
     expected = (u - 9.81 * (np.sin(th) + 3 * 0.5 * np.sin(phi) * -2.0)) / (1.0 + 3.0)
     assert_close(s.qdd([th], [w], [u]), [expected], "coupled pendulums", 1e-12)
     assert s.mimic_positions([th]) == {"phi": pytest.approx(phi)}
+    # the same model from YAML keys
+    spec = {"gravity": [0.0, -9.81, 0.0],
+            "frames": [{"name": "a", "rz": "th"}, {"name": "A", "parent": "a", "ty": -1.0, "mass": 1.0},
+                       {"name": "b", "offset": {"translation": [2.0, 0.0, 0.0]}, "rz": "phi"},
+                       {"name": "B", "parent": "b", "ty": -0.5, "mass": 3.0}],
+            "mimic": [{"config": "phi", "leader": "th", "multiplier": -2.0, "offset": 0.1}],
+            "inputs": [{"type": "torque", "config": "th"}]}
+    assert_close(core.load_system(spec).qdd([th], [w], [u]), [expected], "from YAML keys", 1e-12)
+    with pytest.raises(core.ModelError, match=r"mimic\[0\]: needs 'config' and 'leader'"):
+        core.load_system(dict(spec, mimic=[{"config": "phi", "lead": "th"}]))
     s2 = core.System()
     s2.add_frame("a", rz="x")
     s2.add_frame("b", parent="a", rz="y")
