@@ -47,8 +47,8 @@ def holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
     non-empty.
     """
     nh = model.hc_kind.shape[0]
-    pos = -np.ones(model.nq, np.int64)
-    idx = np.empty(model.nq, np.int64)
+    pos = -np.ones(model.nj, np.int64)
+    idx = np.empty(model.nj, np.int64)
     frames = np.empty(2, np.int64)
     want_rows2 = order >= 2 and H2.shape[0] > 0
     want_lam2 = order >= 2 and H2lam.shape[0] > 0
@@ -120,8 +120,8 @@ def velocity_rows(model, data, dq, ddq, lam, row0, A, b, Cq, Cv, lam_dA):
     system ``A ddq + b = 0`` (``b = da/dt . dq``), with ``Cq = d(A ddq + b)/dq``,
     ``Cv = db/d(dq)`` and ``lam_dA[i, k] += sum_r lam_r d a_r,i / dq_k``."""
     nv = model.vc_frame.shape[0]
-    pos = -np.ones(model.nq, np.int64)
-    idx = np.empty(model.nq, np.int64)
+    pos = -np.ones(model.nj, np.int64)
+    idx = np.empty(model.nj, np.int64)
     frames = np.empty(1, np.int64)
     origin = np.zeros(3)
     for r in range(nv):

@@ -12,7 +12,8 @@ CONVENTIONS = """\
   its `inertia` is about the `com`, along the frame's axes.
 * Configuration variables `q`: order of first appearance in `frames`, then variables that drive
   no frame (e.g. a string length) in order of appearance in `constraints`, then `kinematic`
-  (`System.config_names`). Inputs `u`: order of `inputs`, a wrench expanding to six inputs
+  (`System.config_names`); a variable coupled to another (`mimic`, e.g. a URDF mimic joint) is
+  none of them (`System.mimic_joints`). Inputs `u`: order of `inputs`, a wrench expanding to six inputs
   `fx, fy, fz, mx, my, mz` (`System.input_names`).
 * Continuous state `x = [q, dq]` (`System.state_names`, all n variables), input
   `u = [force inputs, ddq of the kinematic variables]` (`System.continuous_input_names`: the

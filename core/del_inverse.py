@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .forces import generalized_force
-from .lagrangian import gradient_hessian, prepare
+from .coupling import generalized_force, gradient_hessian, prepare
 
 
 @njit(cache=True, nogil=True)

@@ -20,13 +20,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .constraints import holonomic
+from .coupling import (
+    forward_kinematics,
+    generalized_force,
+    gradient_hessian,
+    holonomic,
+    mass_matrix,
+    prepare,
+    third_order,
+)
 from .errors import NEWTON_FAILED, OK, OVERFLOW, SINGULAR_JACOBIAN
-from .forces import generalized_force
-from .kinematics import composites, forward_kinematics
-from .lagrangian import gradient_hessian, prepare, third_order
+from .kinematics import composites
 from .linalg import lu_checked, lu_solve, tree_cholesky, tree_cholesky_solve, tree_lu, tree_lu_solve
-from .rnea import mass_matrix
 
 
 # ------------------------------------------------------------------------------ midpoint terms
@@ -133,8 +138,10 @@ def sparse_newton(model, nk):
     between frames (they couple the two frames' branches). Everything else keeps the pattern:
     ``L``'s second derivatives and ``M`` are nonzero only for comparable pairs, damping and
     springs on variables are diagonal, and a wrench at a frame couples only the joints above
-    it (:mod:`core.forces`). The dense path is used otherwise, and for trees too deep to pay."""
-    if model.hc_kind.shape[0] > 0 or nk > 0 or model.fspring_f1.shape[0] > 0:
+    it (:mod:`core.forces`). The dense path is used otherwise, and for trees too deep to pay.
+    Coupled (mimic) variables break the pattern too: the tree is that of the joint coordinates,
+    and a variable stands for several of them (:mod:`core.coupling`)."""
+    if model.hc_kind.shape[0] > 0 or nk > 0 or model.fspring_f1.shape[0] > 0 or model.nj != model.nq:
         return False
     # and only when the tree is large and sparse enough to pay: elimination costs
     # sum(depth^2) against the dense LU's n^3 / 3 (a chain is all fill: its dense LU is faster

@@ -22,7 +22,20 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .constraints import holonomic, velocity_rows
+from .constraints import velocity_rows
+from .coupling import (
+    add_joint_accelerations,
+    forward_kinematics,
+    generalized_force,
+    gradient_hessian,
+    holonomic,
+    inverse_dynamics_derivatives,
+    mass_matrix,
+    newton_euler,
+    prepare,
+    spring_potential_derivatives,
+    third_order,
+)
 from .errors import (
     NONFINITE_INPUT,
     NONFINITE_INTERMEDIATE,
@@ -32,22 +45,9 @@ from .errors import (
     NonFiniteError,
     SingularMatrixError,
 )
-from .forces import generalized_force
-from .kinematics import body_inertias, composites_from_bodies, forward_kinematics
-from .lagrangian import (
-    gradient_hessian,
-    prepare,
-    spring_potential_derivatives,
-    third_order,
-)
+from .kinematics import body_inertias, composites_from_bodies
 from .linalg import PIVOT_TOLERANCE, cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
-from .rnea import (
-    add_joint_accelerations,
-    articulated_body,
-    inverse_dynamics_derivatives,
-    mass_matrix,
-    newton_euler,
-)
+from .rnea import articulated_body
 from .validation import check_vector, largest_entry, number, refuse_nonfinite
 
 #: Plain-Python copy of the Lagrangian derivatives returned to users (see core.lagrangian).
@@ -79,8 +79,11 @@ def _m_solve(tree_path, Lm, tree, X):
 def _articulated(model, data, Ib, has_mass, q, dq, u, ddq, status):
     """``ddq`` of a system without constraints or kinematic variables in O(n) by
     :func:`core.rnea.articulated_body`; False (nothing set) when a pivot is too small, so that
-    the caller's factorization of ``M`` names it."""
+    the caller's factorization of ``M`` names it, or when variables are coupled (the recursion
+    is one of the tree's joint coordinates; the caller then factors ``T^T M T``)."""
     n = model.nq
+    if model.nj != n:
+        return False
     Vs_q = np.empty(n)
     spring_potential_derivatives(model, data, q, Vs_q, np.empty((n, n)))
     F, e2, e3 = np.empty(n), np.empty((0, 0)), np.empty((0, 0, 0))
@@ -127,9 +130,10 @@ def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_
     entry). Both checks are here rather than in Python, where they cost more than in the kernel.
 
     The tree terms come from :mod:`core.rnea`: ``M`` from composite inertias, the bias forces
-    from a Newton-Euler pass, their derivatives in O(n d). Without kinematic variables ``M`` is
-    factored along the tree; with them its dynamic block ``M_DD`` densely. Without constraints,
-    kinematic variables and ``linearize``, ``ddq`` comes from the articulated-body algorithm in
+    from a Newton-Euler pass, their derivatives in O(n d) (through :mod:`core.coupling` when
+    variables are coupled). Without kinematic or coupled variables ``M`` is factored along the
+    tree; with them its dynamic block ``M_DD`` densely. Without constraints, kinematic or
+    coupled variables and ``linearize``, ``ddq`` comes from the articulated-body algorithm in
     O(n) instead (:func:`core.rnea.articulated_body`; ``M`` is then not formed).
     """
     n, m, nf = model.nq, model.nu, model.nf
@@ -151,7 +155,7 @@ def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_
     mass_matrix(model, data, M)
     Vs_q, Ks = np.empty(n), np.empty((n, n))
     spring_potential_derivatives(model, data, q, Vs_q, Ks)
-    Ap, Ff, tau0 = np.empty((n, 6)), np.empty((nf, 6)), np.empty(n)
+    Ap, Ff, tau0 = np.empty((model.nj, 6)), np.empty((nf, 6)), np.empty(n)
     newton_euler(model, data, Ib, has_mass, dq, np.zeros(n), Ap, Ff, tau0)
     forder = 1 if linearize else 0
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
@@ -161,7 +165,7 @@ def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_
     if not (np.isfinite(np.sum(M)) and np.isfinite(np.sum(tau))):
         status[0], status[1] = NONFINITE_INTERMEDIATE, -1
         return
-    tree_path = nk == 0
+    tree_path = nk == 0 and model.nj == n     # coupled variables: M = T^T M_joints T, dense
     tree = (model.tree_order, model.tree_anc_ptr, model.tree_anc_idx, model.tree_desc_ptr,
             model.tree_desc_idx)
     Lm = np.empty((nd, nd))
@@ -446,9 +450,9 @@ def _dynamics(system, q, dq, u, linearize, residual_limit=None, what=""):
 def qdd(system, q, dq, u=None) -> np.ndarray:
     """Accelerations ``ddq`` of the constrained, forced system; ``u`` = [force inputs,
     accelerations of the kinematic variables] (which ``ddq`` repeats on their rows).
-    Without constraints and kinematic variables: the articulated-body algorithm, O(n)."""
+    Without constraints, kinematic and coupled variables: the articulated-body algorithm, O(n)."""
     model = system.model
-    if model.nh + model.nv == 0 and _indices(system)[1].shape[0] == 0:
+    if model.nh + model.nv == 0 and _indices(system)[1].shape[0] == 0 and model.nj == model.nq:
         inputs = _arguments(system, q, dq, u, 0)
         ddq, status = np.empty(model.nq), np.zeros(2, np.int64)
         if forward_dynamics(model, system.workspace.get()[0], inputs[0][1], inputs[1][1], inputs[2][1],

@@ -91,7 +91,7 @@ def _frame_wrench(model, data, f, comp, value, r, order, F, Fq, Fu, Fqq, Fqu, Ws
 def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqu):
     """Fill ``F`` and, for ``order`` >= 1, ``Fq, Fv, Fu``; for ``order`` >= 2, ``Fqq, Fqu``
     (which may be empty if the model has no frame wrenches, see :func:`has_wrench_inputs`)."""
-    n = model.nq
+    n = model.nj
     F[:] = -model.damping * dq
     if order >= 1:
         Fq[:, :] = 0.0

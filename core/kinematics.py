@@ -46,7 +46,7 @@ set_constructor(Data, _new_data)
 
 def create_data(model: Model) -> Data:
     """Allocate per-evaluation scratch for ``model`` (one per thread)."""
-    nf, nq = model.nf, model.nq
+    nf, nq = model.nf, model.nj
     return Data(np.zeros((nf, 3, 3)), np.zeros((nf, 3)), np.zeros((nf, 6)),
                 np.zeros((nq, 6)), np.zeros((nq, 6)),
                 np.zeros((nf, 6, 6)), np.zeros((nf, 6)), np.zeros(nf), np.zeros((nf, 3)),
@@ -480,7 +480,7 @@ def jets_max_joints(model, f1s, f2s):
                 j = model.frame_joint[f]
                 k += model.anc_ptr[j + 1] - model.anc_ptr[j]
         kmax = max(kmax, k)
-    return min(kmax, model.nq)
+    return min(kmax, model.nj)
 
 
 @njit(cache=True, nogil=True)

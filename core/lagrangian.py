@@ -80,7 +80,7 @@ def prepare(model, data, q, dq):
     forward_kinematics(model, q, dq, data)
     composites(model, data)
     S, D, Vp, joint_frame = data.S, data.D, data.Vp, model.joint_frame
-    for b in range(model.nq):
+    for b in range(model.nj):
         if joint_frame[b] >= 0:
             bracket(Vp[b], S[b], D[b])
 
@@ -93,7 +93,7 @@ def _pair_tables(model, data):
     # record fields read into locals once (a field read inside a loop costs reference counting)
     S, D, DD, dJ, Ic, IcS, IcD = data.S, data.D, data.DD, data.dJ, data.Ic, data.IcS, data.IcD
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
-    for b in range(model.nq):
+    for b in range(model.nj):
         fb = joint_frame[b]
         if fb < 0:
             continue
@@ -166,7 +166,7 @@ def _tree_gradient_hessian(model, data, order, out):
     t3 = np.empty(3)
     Lq[:] = 0.0
     Lv[:] = 0.0
-    for a in range(model.nq):
+    for a in range(model.nj):
         fa = joint_frame[a]
         if fa < 0:
             continue
@@ -184,7 +184,7 @@ def _tree_gradient_hessian(model, data, order, out):
     #   Lqv[b, a] = S_a . (ID + w),   Lqv[a, b] = D_a . IS   (a != b)
     IS, IDw, SxH = np.empty(6), np.empty(6), np.empty(6)
     g0, g1, g2 = g[0], g[1], g[2]
-    for b in range(model.nq):
+    for b in range(model.nj):
         fb = joint_frame[b]
         if fb < 0:
             continue
@@ -227,8 +227,8 @@ def _frame_springs(model, data, order, full, wq, L, Lq, Lqq, Lqqq, dLqq):
     ns = model.fspring_f1.shape[0]
     if ns == 0:
         return
-    pos = -np.ones(model.nq, np.int64)
-    idx = np.empty(model.nq, np.int64)
+    pos = -np.ones(model.nj, np.int64)
+    idx = np.empty(model.nj, np.int64)
     frames = np.empty(2, np.int64)
     jet_order = 3 if order == 3 else max(order, 1)
     kmax = jets_max_joints(model, model.fspring_f1, model.fspring_f2)
@@ -272,7 +272,7 @@ def _frame_springs(model, data, order, full, wq, L, Lq, Lqq, Lqqq, dLqq):
 def spring_potential_derivatives(model, data, q, grad, hess):
     """Gradient and Hessian of the spring potential alone (springs on variables and between
     frames): ``grad = dV_s/dq``, ``hess = d2V_s/dq2`` (needs forward kinematics)."""
-    n = model.nq
+    n = model.nj
     grad[:] = 0.0
     hess[:, :] = 0.0
     for s in range(model.spring_q.shape[0]):
@@ -356,11 +356,11 @@ def third_order(model, data, full, wq, wv, out):
         dLqq[:, :] = 0.0
         dLqv[:, :] = 0.0
         dLvv[:, :] = 0.0
-    V = np.empty((model.nq, 6))
+    V = np.empty((model.nj, 6))
     t3 = np.empty(3)
     u3 = np.empty(3)
     v3 = np.empty(3)
-    for c in range(model.nq):
+    for c in range(model.nj):
         fc = joint_frame[c]
         if fc < 0:
             continue

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .lagrangian import gradient_hessian, prepare
+from .coupling import gradient_hessian, prepare
 from .linalg import cholesky_checked, cholesky_solve
 
 

@@ -11,7 +11,7 @@ from .model import WORLD
 from .system import System
 
 _TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "inputs", "wrenches",
-             "kinematic"}
+             "kinematic", "mimic"}
 
 
 def load_system(source) -> System:
@@ -76,6 +76,12 @@ def load_system(source) -> System:
         if not isinstance(w, dict) or set(w) - {"frame", "wrench", "name"} or not {"frame", "wrench"} <= set(w):
             raise ModelError(f"wrenches[{i}]: needs 'frame' and 'wrench' (and an optional 'name'), got {w!r}")
         system.add_wrench(w["frame"], w["wrench"], w.get("name"))
+    for i, c in enumerate(spec.get("mimic") or []):
+        if not isinstance(c, dict) or "config" not in c or "leader" not in c or set(c) - {
+                "config", "leader", "multiplier", "offset"}:
+            raise ModelError(f"mimic[{i}]: needs 'config' and 'leader' (and optionally 'multiplier', "
+                             "'offset')")
+        system.add_mimic(c["config"], c["leader"], c.get("multiplier", 1.0), c.get("offset", 0.0))
     for i, u in enumerate(spec.get("inputs") or []):
         if not isinstance(u, dict):
             raise ModelError(f"inputs[{i}]: must be a mapping")

@@ -93,8 +93,8 @@ import scipy.linalg
 from numba import njit
 
 from .constraints import velocity_rows
+from .coupling import prepare
 from .dynamics import check_consistent
-from .lagrangian import prepare
 from .validation import check_vector, number
 
 __all__ = ["MinimalInfo", "linearize_minimal", "velocity_constraint"]

@@ -8,7 +8,14 @@ the robot is and never changes; per-evaluation scratch lives in a separate works
 
 Frames: each frame is placed relative to its parent by a constant offset followed by one simple
 transform ``g_parent,frame = G_offset X_kind(value)``, ``kind`` one of the ``KIND_*`` codes and
-``value`` a constant or the configuration variable ``frame_qindex`` that drives it.
+``value`` a constant or the joint coordinate ``frame_qindex`` that drives it.
+
+Joint coordinates and configuration variables: the kernels of :mod:`core.kinematics`,
+:mod:`core.lagrangian`, :mod:`core.rnea`, :mod:`core.forces` and :mod:`core.constraints` work on
+the ``nj`` joint coordinates of the tree (every per-joint array has ``nj`` rows). They are the
+``nq`` configuration variables unless some are coupled (URDF mimic joints): coordinate ``j`` is
+then the affine function ``mimic_mul[j] q[mimic_src[j]] + mimic_off[j]`` of the variables, and
+:mod:`core.coupling` maps every quantity between the two (``nj == nq`` skips it).
 
 Bodies: a frame carries a rigid body of mass ``frame_mass`` whose centre of mass sits at
 ``frame_com`` (frame coordinates) and whose inertia ``frame_inertia`` is taken about that centre
@@ -31,13 +38,15 @@ HC_DISTANCE, HC_PLANE, HC_COINCIDE = 0, 1, 2
 INPUT_TORQUE, INPUT_WRENCH = 0, 1
 
 MODEL_FIELDS = [
-    "nq", "nf", "nu", "nh", "nv",
+    # nq: the configuration variables (the system's coordinates); nj: the joint coordinates of
+    # the frame tree that the kinematic kernels read, nq of them plus the coupled (mimic) ones
+    "nq", "nj", "nf", "nu", "nh", "nv",
     # frames, in topological order (parents first); parent -1 is the world
     "frame_parent", "frame_kind", "frame_qindex", "frame_value",
     "frame_offset_R", "frame_offset_p", "frame_mass", "frame_inertia", "frame_joint",
     # each frame's body: centre of mass in frame coordinates; frame_inertia is about it
     "frame_com",
-    # joints (configuration variables that drive a frame); -1 where a variable drives none
+    # joints (joint coordinates that drive a frame); -1 where a coordinate drives none
     "joint_frame", "anc_ptr", "anc_idx", "joint_depth",
     # the variables' tree (each variable's parent: the nearest variable above its frame) as
     # core.linalg.tree_index lays it out; M has its pattern, so the tree Cholesky has no fill-in
@@ -54,6 +63,10 @@ MODEL_FIELDS = [
     "hc_kind", "hc_f1", "hc_f2", "hc_axis", "hc_value", "hc_lenvar",
     # velocity constraints: origin of frame has zero velocity along that frame's axis
     "vc_frame", "vc_axis",
+    # coupling (mimic joints): joint coordinate j is mimic_mul[j] q[mimic_src[j]] + mimic_off[j]
+    # (1, 0 for a coordinate that is a configuration variable); without coupled coordinates
+    # (nj == nq) mimic_src is the identity
+    "mimic_src", "mimic_mul", "mimic_off",
 ]
 ModelType, Model = record_type("Model", MODEL_FIELDS, __name__)
 

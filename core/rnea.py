@@ -43,7 +43,7 @@ def mass_matrix(model, data, M):
     # reference counting (about 1 us per kernel here)
     S, Ic = data.S, data.Ic
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
-    for b in range(model.nq):
+    for b in range(model.nj):
         fb = joint_frame[b]
         if fb < 0:
             continue
@@ -95,7 +95,7 @@ def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
         if par >= 0:
             for i in range(6):
                 F[par, i] += F[f, i]
-    for j in range(model.nq):
+    for j in range(model.nj):
         fj = joint_frame[j]
         tau[j] = dot6(S[j], F[fj]) if fj >= 0 else 0.0
 
@@ -183,7 +183,7 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
     ``dFv_a = -(P_a + P_aᵀ) S_a - 2 Ic_a c2 + S_a ×* Hc_a``. Four dot products per comparable
     pair: O(n d).
     """
-    nf, n = model.nf, model.nq
+    nf, n = model.nf, model.nj
     dtau_dq[:, :] = 0.0
     dtau_dv[:, :] = 0.0
     P = np.empty((nf, 6, 6))
@@ -277,7 +277,7 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
     frame has a zero row in ``M``: it is returned as singular. (Callers name the offending
     pivot by factoring ``M`` itself.)
     """
-    nf, n = model.nf, model.nq
+    nf, n = model.nf, model.nj
     frame_parent, frame_qindex, joint_frame = model.frame_parent, model.frame_qindex, model.joint_frame
     S, V, Vp = data.S, data.V, data.Vp
     g = model.gravity

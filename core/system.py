@@ -140,9 +140,11 @@ class System:
         self._inputs: list[dict] = []
         self._kinematic: list[str] = []
         self._extra_configs: list[str] = []
+        self._mimic: dict[str, tuple[str, float, float]] = {}
         self._model: Model | None = None          # set by compile() only
         self._workspace: Workspace | None = None
         self._config_names: list[str] = []
+        self._joint_names: list[str] = []
         self._input_names: list[str] = []
         self._frame_names: list[str] = []
         self._kinematic_set: set[str] = set()
@@ -267,6 +269,40 @@ class System:
         self._inputs.append(dict(kw, type=type, name=name))
         self._model = None
         return self
+
+    def add_mimic(self, config: str, leader: str, multiplier: float = 1.0, offset: float = 0.0) -> "System":
+        """Couple the variable ``config`` (it drives a frame) to the variable ``leader``: its
+        value is ``multiplier * leader + offset`` (a URDF mimic joint). ``config`` is then no
+        configuration variable of the system: it has no coordinate, velocity, input or limits,
+        and is not in :attr:`config_names`; every derivative is that of the reduced system
+        (exact: the coupling is affine). See :attr:`mimic_joints`, :meth:`mimic_positions`.
+        A leader that is itself coupled (a mimic of a mimic) is refused."""
+        where = f"mimic {config!r}"
+        if not isinstance(config, str) or not config or not isinstance(leader, str) or not leader:
+            raise ModelError(f"mimic: expected variable names, got {config!r} and {leader!r}")
+        if config == leader:
+            raise ModelError(f"{where}: a variable cannot mimic itself")
+        self._mimic[config] = (leader, _number(multiplier, f"{where}.multiplier"),
+                               _number(offset, f"{where}.offset"))
+        self._model = None
+        return self
+
+    @property
+    def mimic_joints(self) -> dict[str, tuple[str, float, float]]:
+        """Coupled (mimic) variables: ``{name: (leader, multiplier, offset)}``, the value of
+        ``name`` being ``multiplier * q[leader] + offset`` (its velocity ``multiplier *
+        dq[leader]``). Their values at a configuration: :meth:`mimic_positions`."""
+        self.compile()
+        return {n: self._mimic[n] for n in self._joint_names if n in self._mimic}
+
+    def mimic_positions(self, q) -> dict[str, float]:
+        """``{name: value}`` of the coupled (mimic) variables at the configuration ``q`` (their
+        velocities are ``multiplier * dq[leader]``, see :attr:`mimic_joints`)."""
+        from .validation import check_vector
+        q = check_vector("q", q, self.nq, self._config_names)
+        model = self.model
+        return {n: float(model.mimic_mul[j] * q[model.mimic_src[j]] + model.mimic_off[j])
+                for j, n in enumerate(self._joint_names) if n in self._mimic}
 
     def set_kinematic(self, names) -> "System":
         """Declare configuration variables whose trajectory is prescribed: inputs of the
@@ -399,6 +435,7 @@ class System:
         if self._model is None:
             compiled = _compile(self)
             self._config_names = compiled.config_names
+            self._joint_names = compiled.joint_names
             self._input_names = compiled.input_names
             self._frame_names = compiled.frame_names
             self._kinematic_set = set(self._kinematic)
@@ -485,7 +522,7 @@ class System:
 
 
 # ------------------------------------------------------------------------------- compilation
-_Compiled = namedtuple("_Compiled", ["model", "config_names", "input_names", "frame_names"])
+_Compiled = namedtuple("_Compiled", ["model", "config_names", "input_names", "frame_names", "joint_names"])
 
 
 def _topological_order(frames: list[dict]) -> list[int]:
@@ -645,13 +682,15 @@ def _compile(system: System) -> _Compiled:
             raise ModelError(f"{where}: the world frame cannot move")
         vc.append((f, _axis(_req(c, "axis", where), f"{where}.axis")))
 
-    nq, nf = len(config_names), len(frames)
+    nj, nf = len(config_names), len(frames)       # joint coordinates (all variables, coupled too)
     cidx = {n: i for i, n in enumerate(config_names)}
+    mimic_src, mimic_mul, mimic_off, joint_names, config_names = _coupling(system, config_names, frames, vc)
+    nq = len(config_names)
     frame_parent = np.array([index[f["parent"]] if f["parent"] != WORLD else -1 for f in frames], np.int64)
     frame_kind = np.array([TRANSFORM_KINDS[f["kind"]] if f["kind"] else KIND_CONST for f in frames], np.int64)
     frame_qindex = np.array([cidx[f["value"]] if isinstance(f["value"], str) else -1 for f in frames], np.int64)
     frame_value = np.array([0.0 if isinstance(f["value"], str) else float(f["value"]) for f in frames])
-    joint_frame = -np.ones(nq, np.int64)
+    joint_frame = -np.ones(nj, np.int64)
     for fi, qi in enumerate(frame_qindex):
         if qi >= 0:
             joint_frame[qi] = fi
@@ -664,7 +703,7 @@ def _compile(system: System) -> _Compiled:
             frame_joint[fi] = frame_joint[frame_parent[fi]]
     # ancestor lists of joints, root first, self last
     anc_lists = []
-    for j in range(nq):
+    for j in range(nj):
         chain = []
         f = joint_frame[j]
         while f >= 0:
@@ -672,8 +711,8 @@ def _compile(system: System) -> _Compiled:
                 chain.append(frame_qindex[f])
             f = frame_parent[f]
         anc_lists.append(chain[::-1])
-    anc_ptr = np.zeros(nq + 1, np.int64)
-    for j in range(nq):
+    anc_ptr = np.zeros(nj + 1, np.int64)
+    for j in range(nj):
         anc_ptr[j + 1] = anc_ptr[j] + len(anc_lists[j])
     anc_idx = np.array([a for lst in anc_lists for a in lst], np.int64)
     joint_depth = np.array([len(lst) for lst in anc_lists], np.int64)
@@ -695,7 +734,7 @@ def _compile(system: System) -> _Compiled:
             fsprings.append((frame_ref(_req(s, "frame1", where), where), frame_ref(_req(s, "frame2", where), where),
                              _number(_req(s, "stiffness", where), f"{where}.stiffness", nonnegative=True),
                              _number(s.get("rest_length", 0.0), f"{where}.rest_length", nonnegative=True)))
-    damping = np.zeros(nq)
+    damping = np.zeros(nj)
     for q, c in system._damping.items():
         if q not in cidx:
             raise ModelError(f"damping: unknown configuration variable {q!r}")
@@ -710,6 +749,9 @@ def _compile(system: System) -> _Compiled:
             q = _req(inp, "config", where)
             if q not in cidx:
                 raise ModelError(f"{where}: unknown configuration variable {q!r}")
+            if q in system._mimic:
+                raise ModelError(f"{where}: {q!r} mimics {system._mimic[q][0]!r} (no coordinate of "
+                                 "its own): it takes no input")
             inputs.append((INPUT_TORQUE, cidx[q], -1, 0))
             input_names.append(inp["name"] or q)
         else:
@@ -745,12 +787,14 @@ def _compile(system: System) -> _Compiled:
     for k in system._kinematic:
         if k not in cidx:
             raise ModelError(f"kinematic: unknown configuration variable {k!r}")
+        if k in system._mimic:
+            raise ModelError(f"kinematic: {k!r} mimics {system._mimic[k][0]!r}: it cannot be prescribed")
 
     def col(rows, i, dtype):
         return np.array([r[i] for r in rows], dtype=dtype)
 
     model = dict(
-        nq=nq, nf=nf, nu=len(inputs), nh=len(hc), nv=len(vc),
+        nq=nq, nj=nj, nf=nf, nu=len(inputs), nh=len(hc), nv=len(vc),
         frame_parent=frame_parent, frame_kind=frame_kind, frame_qindex=frame_qindex, frame_value=frame_value,
         frame_offset_R=np.array([f["offset_R"] for f in frames]).reshape(nf, 3, 3),
         frame_offset_p=np.array([f["offset_p"] for f in frames]).reshape(nf, 3),
@@ -771,11 +815,42 @@ def _compile(system: System) -> _Compiled:
         hc_kind=col(hc, 0, np.int64), hc_f1=col(hc, 1, np.int64), hc_f2=col(hc, 2, np.int64),
         hc_axis=col(hc, 3, np.int64), hc_value=col(hc, 4, float), hc_lenvar=col(hc, 5, np.int64),
         vc_frame=col(vc, 0, np.int64), vc_axis=col(vc, 1, np.int64),
+        mimic_src=mimic_src, mimic_mul=mimic_mul, mimic_off=mimic_off,
     )
     for value in model.values():
         if isinstance(value, np.ndarray):
             value.setflags(write=False)  # the model is immutable: shared by every evaluation
-    return _Compiled(Model(*[model[f] for f in MODEL_FIELDS]), config_names, input_names, names)
+    return _Compiled(Model(*[model[f] for f in MODEL_FIELDS]), config_names, input_names, names, joint_names)
+
+
+def _coupling(system: System, joint_names: list[str], frames: list[dict], vc: list):
+    """``(mimic_src, mimic_mul, mimic_off, joint_names, config_names)``: the affine map from the
+    configuration variables to the joint coordinates (see :mod:`core.model`); the variables are
+    the joint coordinates that mimic nothing, in their order."""
+    mimic = system._mimic
+    driving = {f["value"] for f in frames if isinstance(f["value"], str)}
+    for name, (leader, _, _) in mimic.items():
+        where = f"mimic {name!r}"
+        if name not in driving:
+            raise ModelError(f"{where}: not a variable that drives a frame")
+        if leader not in joint_names:
+            raise ModelError(f"{where}: unknown leader variable {leader!r}")
+        if leader in mimic:
+            raise ModelError(f"{where}: its leader {leader!r} mimics {mimic[leader][0]!r} itself "
+                             "(a mimic of a mimic is refused)")
+    if mimic and vc:
+        raise ModelError("velocity constraints on a system with mimic variables are not supported")
+    config_names = [n for n in joint_names if n not in mimic]
+    ridx = {n: i for i, n in enumerate(config_names)}
+    nj = len(joint_names)
+    src, mul, off = np.empty(nj, np.int64), np.ones(nj), np.zeros(nj)
+    for j, n in enumerate(joint_names):
+        if n in mimic:
+            leader, mul[j], off[j] = mimic[n]
+            src[j] = ridx[leader]
+        else:
+            src[j] = ridx[n]
+    return src, mul, off, list(joint_names), config_names
 
 
 def _is_numeric_list(value) -> bool:

@@ -31,10 +31,14 @@ Kinematics and inertia only: visual, collision, transmission and Gazebo elements
   ``Rz(yaw) Ry(pitch) Rx(roll)`` — the URDF's ``rpy = (roll, pitch, yaw)`` — and its position
   ``(x, y, z)``. The chart is singular at ``pitch = ±π/2`` (yaw and roll turn about the same
   axis): there the mass matrix is singular and the dynamics raise :class:`SingularMatrixError`.
-* Mimic joints: ``mimic="independent"`` gives a mimic joint its own coordinate (Pinocchio's
-  default); ``mimic="couple"`` (its value ``multiplier q + offset`` of the joint it follows, no
-  coordinate of its own) is not implemented yet and raises ``NotImplementedError`` naming the
-  joint rather than dropping the coupling. Files without mimic joints load with either.
+* Mimic joints: ``mimic="couple"`` (the default) makes a mimic joint's value ``multiplier q +
+  offset`` of the joint ``q`` it follows (:meth:`System.add_mimic`): it drives its frame but has
+  no coordinate, input or limits of its own and is not in ``config_names``/``input_names``; the
+  dynamics are those of the coupled system, derivatives exact (:mod:`core.coupling`).
+  :attr:`System.mimic_joints` lists the couplings, :meth:`System.mimic_positions` gives their
+  values. A mimic of a mimic joint is refused (``ModelError`` naming it, as Pinocchio does).
+  ``mimic="independent"`` gives a mimic joint its own coordinate and input (Pinocchio's default
+  model). Files without mimic joints load the same with either.
 * ``planar`` and ``floating`` joints inside the tree are refused (``ModelError`` naming the joint).
 
 :attr:`System.links` maps every link to ``(frame, R, p)``: the frame it moves with (``"world"``
@@ -363,12 +367,14 @@ def _alignment(axis: np.ndarray):
 # ------------------------------------------------------------------------------- building
 def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
     links, joints, root, children = _tree(robot)
+    coupled = {}
     if mimic == "couple":
-        coupled = [j["name"] for j in joints.values() if j["mimic"] is not None]
-        if coupled:
-            raise NotImplementedError(
-                f"load_urdf: mimic='couple' is not implemented yet (mimic joints {coupled}); "
-                "load with mimic='independent' to give each mimic joint its own coordinate")
+        coupled = {n: j["mimic"] for n, j in joints.items() if j["mimic"] is not None}
+        for name, (leader, _, _) in coupled.items():
+            if leader in coupled:
+                raise ModelError(f"joint {name!r}: mimics joint {leader!r}, itself a mimic joint (a "
+                                 "mimic of a mimic is refused, as by Pinocchio); mimic the joint "
+                                 f"{coupled[leader][0]!r} directly")
     system = System(gravity=gravity, name=robot.get("name") or "robot")
     placement = {}          # link -> (frame, R, p): where the link sits in its body's frame
     bodies = {}             # frame -> MergedBody
@@ -428,8 +434,10 @@ def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
                          offset={"translation": p_off, "rotation": R_off}, **{kind: value})
         if value in joints:
             coords.append(value)
-    # inputs and limits
-    moving_joints = [c for c in coords if c in joints]
+    for name, (leader, multiplier, offset) in coupled.items():
+        system.add_mimic(name, leader, multiplier, offset)
+    # inputs and limits (a coupled joint has neither: no coordinate of its own)
+    moving_joints = [c for c in coords if c in joints and c not in coupled]
     if actuated is None:
         chosen = moving_joints
     else:
@@ -439,6 +447,9 @@ def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
         for name in chosen:
             if name not in joints:
                 raise ModelError(f"actuated: unknown joint {name!r}")
+            if name in coupled:
+                raise ModelError(f"actuated: joint {name!r} mimics {coupled[name][0]!r} (mimic='couple': "
+                                 "no coordinate, no input)")
             if name not in moving_joints:
                 raise ModelError(f"actuated: joint {name!r} is {joints[name]['type']} (no coordinate)")
         if len(set(chosen)) != len(chosen):

@@ -253,7 +253,7 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool):
                     path.close()
                     plant = joint_map = None
                     plant = Plant.from_text(text, dt, source)
-                    joint_map = JointMap(plant.config_names, entries)
+                    joint_map = JointMap(plant.config_names, entries, plant.mimic_names)
                     # load (or compile) the control kernel now, not at the first state
                     z = np.zeros(plant.n)
                     plant.vi.feedback(z, z, np.zeros(plant.nx), np.zeros(plant.nu), np.zeros((plant.nu, plant.nx)))

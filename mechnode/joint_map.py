@@ -17,11 +17,13 @@ class JointMap:
     ``mapping`` entries are ``"model_variable:joint_name"``; variables not mentioned keep their
     own name. Messages are matched by name only: the order of joints in a message is free,
     joints unknown to the model are ignored (reported by :meth:`indices`), missing ones are an
-    error.
+    error. ``followers`` are joints the model knows without a variable of their own (mimic
+    joints, :attr:`core.System.mimic_joints`): ignored too, but not reported as unknown.
     """
 
-    def __init__(self, config_names, mapping=()):
+    def __init__(self, config_names, mapping=(), followers=()):
         self.config_names = list(config_names)
+        self.followers = frozenset(followers)
         pairs = self.parse(mapping, self.config_names)
         self.joint_names = [pairs.get(c, c) for c in self.config_names]
         if len(set(self.joint_names)) != len(self.joint_names):
@@ -67,7 +69,7 @@ class JointMap:
             raise InputError(f"message lacks joint(s) {missing} (model needs {self.joint_names}, "
                              f"got {list(key)})")
         take = np.array([pos[j] for j in self.joint_names], dtype=np.int64)
-        unknown = tuple(nm for nm in key if nm not in self._index)
+        unknown = tuple(nm for nm in key if nm not in self._index and nm not in self.followers)
         if len(self._cache) > 64:
             self._cache.clear()
         self._cache[key] = (take, unknown)

@@ -163,7 +163,7 @@ class MechNode(LifecycleNode):
                 plant = Plant.from_text(text, dt, source)
             else:
                 plant = Plant.load(spec, dt)
-            joint_map = JointMap(plant.config_names, value("joint_map") or ())
+            joint_map = JointMap(plant.config_names, value("joint_map") or (), plant.mimic_names)
             weights = self.params.weights(plant)
             self.params.limits(plant, joint_map.joint_names)     # checked here, applied at activate
             t1 = time.perf_counter()

@@ -115,11 +115,12 @@ def check_model_spec(spec: str) -> None:
 
 
 def system_from_text(text: str, source: str) -> core.System:
-    """A :class:`core.System` from a model's text: URDF (``core.load_urdf``; mimic joints are
-    coordinates of their own, as in Pinocchio) or YAML (:func:`parse_model_text`)."""
+    """A :class:`core.System` from a model's text: URDF (``core.load_urdf`` with its default
+    ``mimic="couple"``: a mimic joint follows its leader, with no coordinate or input of its
+    own) or YAML (:func:`parse_model_text`)."""
     try:
         if is_urdf_text(text):
-            return core.load_urdf(text, mimic="independent")
+            return core.load_urdf(text)
         return core.load_system(parse_model_text(text, source))
     except core.ModelError as exc:
         raise ModelSpecError(f"model {source}: {exc}") from None
@@ -196,6 +197,8 @@ class Plant:
     dyn = property(lambda self: self.vi.dynamic_index, doc="indices of the dynamic variables in q")
     kin = property(lambda self: self.vi.kinematic_index, doc="indices of the kinematic variables in q")
     config_names = property(lambda self: self.system.config_names)
+    mimic_names = property(lambda self: list(self.system.mimic_joints),
+                           doc="joints that follow a variable (mimic joints): no state of their own")
     dynamic_names = property(lambda self: self.vi.dynamic_names)
     kinematic_names = property(lambda self: self.vi.kinematic_names)
     force_input_names = property(lambda self: self.system.input_names)

@@ -213,8 +213,9 @@ def test_mimic_independent_and_couple():
     path = robot_path(ROBOTS["panda"][0])
     s = core.load_urdf(path, mimic="independent")
     assert s.config_names[-2:] == ["panda_finger_joint1", "panda_finger_joint2"]
-    with pytest.raises(NotImplementedError, match="panda_finger_joint2.*mimic='independent'"):
-        core.load_urdf(path)                    # mimic="couple", the default: never silently dropped
+    coupled = core.load_urdf(path)              # mimic="couple", the default (tests/test_mimic.py)
+    assert coupled.config_names == s.config_names[:-1]
+    assert coupled.mimic_joints == {"panda_finger_joint2": ("panda_finger_joint1", 1.0, 0.0)}
     with pytest.raises(core.ModelError, match="mimic must be"):
         core.load_urdf(path, mimic="ignore")
     core.load_urdf(TWO_LINKS)                   # no mimic joint: couple loads

@@ -110,3 +110,50 @@ def test_commands_saturate_at_the_urdf_effort_limit(node):
     assert np.all(np.abs(u[:, 0]) <= 3.0 + 1e-12) and np.allclose(np.abs(u[:, 0]), 3.0)
     assert np.all(np.abs(u[:, 1]) <= COMMAND_LIMIT + 1e-12)
     assert math.isclose(abs(u[-1, 1]), COMMAND_LIMIT) or abs(u[-1, 1]) < COMMAND_LIMIT
+
+
+# ---------------------------------------------------------------------------------- Panda
+def test_panda_with_its_mimic_finger_from_robot_description(rclpy_mod, ifaces, tmp_path):
+    """Panda's URDF on ``/robot_description`` (its second finger mimics the first): the node
+    couples it (core's default), so the model has eight variables and inputs; joint_states that
+    carry the mimic joint too are accepted without an unknown-joint warning, and the node
+    commands efforts."""
+    from mechnode_interfaces.srv import GetModel
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+    from urdfref import robot_path
+
+    from mechnode.conversions import joint_state, joint_trajectory
+    with open(robot_path("panda_description/urdf/panda.urdf")) as fh:
+        text = fh.read()
+    names = [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1"]
+    params = _params_file(tmp_path / "params.yaml", Q=[10.0] * 8 + [1.0] * 8, R=[0.1] * 8)
+    h = NodeProcess(rclpy_mod, params, f"/test_panda_{os.getpid()}", tmp_path / "mechnode.log")
+    try:
+        h.lifecycle.wait(60.0)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        pub = h.client.create_publisher(String, f"{h.ns}/robot_description", latched)
+        pub.publish(String(data=text))
+        assert h.transition("configure", 600), h.log()[-3000:]
+        m = h.call(GetModel, "get_model", GetModel.Request())
+        assert m.success and list(m.config_names) == names and list(m.input_names) == names
+        assert h.transition("activate"), h.log()[-3000:]
+        commands = []
+        h.connect_io(lambda msg: commands.append(np.asarray(msg.data)))
+        t = np.arange(0.0, 5.0 + 1e-9, 0.5)
+        q_ref = np.array([0.0, -0.3, 0.0, -2.0, 0.0, 1.8, 0.8, 0.02])
+        h.ref_pub.publish(joint_trajectory(names, t, np.tile(q_ref, (t.size, 1))))
+        h.wait(lambda: h.schedules, "the GainSchedule", timeout=120)
+        clock = h.client.get_clock()
+        all_joints = names + ["panda_finger_joint2"]
+        q_msg = list(q_ref + 0.01) + [0.03]
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline and len(commands) < 20:
+            h.state_pub.publish(joint_state(all_joints, q_msg, [0.0] * 9, clock.now().nanoseconds))
+            time.sleep(0.02)
+        assert len(commands) >= 10, h.log()[-3000:]
+        assert all(c.shape == (8,) and np.all(np.isfinite(c)) for c in commands)
+        assert "unknown to the model" not in h.log()
+    finally:
+        h.close()
