@@ -34,6 +34,18 @@ from numba import njit
 from .kinematics import bracket, cross_force, dot6, matvec6
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _inherit_acceleration(g, parent, A, f):
+    """``A[f]`` = its parent frame's acceleration ``A[parent]``, or at a root the world's
+    ``(-g, 0)`` (gravity as an acceleration of the world)."""
+    if parent < 0:
+        A[f, 0], A[f, 1], A[f, 2] = -g[0], -g[1], -g[2]
+        A[f, 3] = A[f, 4] = A[f, 5] = 0.0
+    else:
+        for i in range(6):
+            A[f, i] = A[parent, i]
+
+
 @njit(cache=True, nogil=True)
 def mass_matrix(model, data, M):
     """``M[a, b] = S_a . Ic_b S_b`` for ``a`` at or above ``b`` (needs :func:`composites`)."""
@@ -67,13 +79,7 @@ def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
     tmp = np.empty(6)
     vxs = np.empty(6)
     for f in range(model.nf):
-        par = frame_parent[f]
-        if par < 0:
-            A[f, 0], A[f, 1], A[f, 2] = -g[0], -g[1], -g[2]
-            A[f, 3] = A[f, 4] = A[f, 5] = 0.0
-        else:
-            for i in range(6):
-                A[f, i] = A[par, i]
+        _inherit_acceleration(g, frame_parent[f], A, f)
         j = frame_qindex[f]
         if j >= 0:
             for i in range(6):
@@ -337,13 +343,7 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
             return j
     A = np.empty((nf, 6))
     for f in range(nf):
-        par = frame_parent[f]
-        if par < 0:
-            A[f, 0], A[f, 1], A[f, 2] = -g[0], -g[1], -g[2]
-            A[f, 3] = A[f, 4] = A[f, 5] = 0.0
-        else:
-            for i in range(6):
-                A[f, i] = A[par, i]
+        _inherit_acceleration(g, frame_parent[f], A, f)
         j = frame_qindex[f]
         if j >= 0:
             for i in range(6):
