@@ -40,46 +40,19 @@ sys.path.insert(0, REPO)
 import core  # noqa: E402
 
 try:
-    sys.path.insert(0, PEERS)
-    from peer_models import bench_stmt, pendulum, test_state, tree40  # noqa: E402
-except ImportError:
-    sys.exit(f"bench_peers: the peer models are not at {PEERS} (../shared/bench beside the repository)")
-try:
     import mujoco  # noqa: E402
     import pinocchio as pin  # noqa: E402
 except ImportError as exc:
     sys.exit(f"bench_peers: {exc.name} is missing: pip install pin mujoco (benchmark-only dependencies)")
+try:
+    sys.path.insert(0, PEERS)
+    from peer_models import bench_stmt, pendulum, test_state, tree40  # noqa: E402
+    from sidebyside import to_mechnode, to_pinocchio  # noqa: E402 - the peers' comparison's builders
+except ImportError:
+    sys.exit(f"bench_peers: the peer models are not at {PEERS} (../shared/bench beside the repository)")
 
 
 # ------------------------------------------------------------------------------ the models
-def to_mechnode(spec) -> core.System:
-    """A frame per joint (offset ``pos``, one x/y/z transform) and, where it has mass, a child
-    frame at its centre of mass carrying the body (the compiler folds it into the joint frame)."""
-    s = core.System(gravity=list(spec.gravity), name=spec.name)
-    for i, j in enumerate(spec.joints):
-        parent = "world" if j.parent < 0 else f"J{j.parent}"
-        kind = {"p": "t", "r": "r"}[j.kind[0]] + j.kind[1]
-        s.add_frame(f"J{i}", parent=parent, offset={"translation": list(j.pos)}, **{kind: j.name})
-        if j.mass > 0:
-            s.add_frame(f"B{i}", parent=f"J{i}", offset={"translation": list(j.com)}, mass=j.mass,
-                        inertia=list(j.inertia))
-        s.add_input("torque", config=j.name)
-    return s
-
-
-def to_pinocchio(spec):
-    m = pin.Model()
-    m.gravity.linear = np.array(spec.gravity)
-    ids = []
-    for j in spec.joints:
-        jm = {"rx": pin.JointModelRX, "ry": pin.JointModelRY, "rz": pin.JointModelRZ,
-              "px": pin.JointModelPX, "py": pin.JointModelPY, "pz": pin.JointModelPZ}[j.kind]()
-        jid = m.addJoint(0 if j.parent < 0 else ids[j.parent], jm, pin.SE3(np.eye(3), np.array(j.pos)), j.name)
-        m.appendBodyToJoint(jid, pin.Inertia(j.mass, np.array(j.com), np.diag(j.inertia)), pin.SE3.Identity())
-        ids.append(jid)
-    return m, m.createData()
-
-
 def to_mujoco(spec, dt: float):
     """MJCF with one body per massive joint; a massless joint at the same point as its only child
     shares that child's body (MuJoCo applies a body's joints in order, each about the axes left

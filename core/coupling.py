@@ -199,10 +199,11 @@ def spring_potential_derivatives(model, data, q, grad, hess):
         _lagrangian.spring_potential_derivatives(model, data, q, grad, hess)
         return
     nj = model.nj
-    g, H = np.empty(nj), np.empty((nj, nj))
+    g, H = np.empty(nj), np.empty((_joint_size(model, hess.shape[0]), _joint_size(model, hess.shape[1])))
     _lagrangian.spring_potential_derivatives(model, data, expand(model, q), g, H)
     contract_vector(model, g, grad)
-    contract_matrix(model, H, hess)
+    if hess.shape[0] > 0:
+        contract_matrix(model, H, hess)
 
 
 # ------------------------------------------------------------------------------ forces

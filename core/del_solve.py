@@ -70,8 +70,7 @@ def slot_jacobians(der, dt, Fq, Fv, Fu):
     half, inv_dt = 0.5 * dt, 1.0 / dt
     for i in range(n):
         for j in range(n):
-            gq = half * Lqq[i, j] - Lqv[j, i] + dt * Fq[i, j]
-            gv = half * Lqv[i, j] - Lvv[i, j] + dt * Fv[i, j]
+            gq, gv = _g_slopes(der, dt, Fq, Fv, i, j)
             pq = half * Lqq[i, j] + Lqv[j, i]
             pv = half * Lqv[i, j] + Lvv[i, j]
             Gq0[i, j] = 0.5 * gq - gv * inv_dt
@@ -110,11 +109,19 @@ def newton_matrix(der, dt, Fq, Fv, dyn, tree, on_tree, Ry):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _newton_entry(der, dt, Fq, Fv, i, j):
-    """``Gq1[i, j]`` of :func:`slot_jacobians`."""
+def _g_slopes(der, dt, Fq, Fv, i, j):
+    """``(Gq, Gv)[i, j]`` of :func:`slot_jacobians`: G's derivatives at the midpoint along q
+    and along v."""
     half = 0.5 * dt
-    return (0.5 * (half * der.Lqq[i, j] - der.Lqv[j, i] + dt * Fq[i, j])
-            + (half * der.Lqv[i, j] - der.Lvv[i, j] + dt * Fv[i, j]) / dt)
+    return (half * der.Lqq[i, j] - der.Lqv[j, i] + dt * Fq[i, j],
+            half * der.Lqv[i, j] - der.Lvv[i, j] + dt * Fv[i, j])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _newton_entry(der, dt, Fq, Fv, i, j):
+    """``Gq1[i, j] = Gq/2 + Gv/dt`` of :func:`slot_jacobians`."""
+    gq, gv = _g_slopes(der, dt, Fq, Fv, i, j)
+    return 0.5 * gq + gv * (1.0 / dt)
 
 
 @njit(cache=True, nogil=True)

@@ -85,7 +85,7 @@ def _articulated(model, data, Ib, has_mass, q, dq, u, ddq, status):
     if model.nj != n:
         return False
     Vs_q = np.empty(n)
-    spring_potential_derivatives(model, data, q, Vs_q, np.empty((n, n)))
+    spring_potential_derivatives(model, data, q, Vs_q, np.empty((0, 0)))     # (gradient only)
     F, e2, e3 = np.empty(n), np.empty((0, 0)), np.empty((0, 0, 0))
     generalized_force(model, data, dq, u[:model.nu], 0, F, e2, e2, e2, e3, e3)
     tau = F - Vs_q

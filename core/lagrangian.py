@@ -271,21 +271,26 @@ def _frame_springs(model, data, order, full, wq, L, Lq, Lqq, Lqqq, dLqq):
 @njit(cache=True, nogil=True)
 def spring_potential_derivatives(model, data, q, grad, hess):
     """Gradient and Hessian of the spring potential alone (springs on variables and between
-    frames): ``grad = dV_s/dq``, ``hess = d2V_s/dq2`` (needs forward kinematics)."""
+    frames): ``grad = dV_s/dq``, ``hess = d2V_s/dq2`` (needs forward kinematics); an empty
+    ``hess`` (0 x 0) asks for the gradient only."""
     n = model.nj
+    hessian = hess.shape[0] > 0
     grad[:] = 0.0
-    hess[:, :] = 0.0
+    if hessian:
+        hess[:, :] = 0.0
     for s in range(model.spring_q.shape[0]):
         i = model.spring_q[s]
         grad[i] += model.spring_k[s] * (q[i] - model.spring_rest[s])
-        hess[i, i] += model.spring_k[s]
+        if hessian:
+            hess[i, i] += model.spring_k[s]
     if model.fspring_f1.shape[0] > 0:
         # _frame_springs subtracts V from L: collect -V's derivatives, then flip the sign
-        L0, Lq, Lqq = np.zeros(1), np.zeros(n), np.zeros((n, n))
+        L0, Lq, Lqq = np.zeros(1), np.zeros(n), np.zeros((n, n) if hessian else (0, 0))
         empty3 = np.empty((0, 0, 0))
-        _frame_springs(model, data, 2, True, Lq, L0, Lq, Lqq, empty3, Lqq)
+        _frame_springs(model, data, 2 if hessian else 1, True, Lq, L0, Lq, Lqq, empty3, Lqq)
         grad -= Lq
-        hess -= Lqq
+        if hessian:
+            hess -= Lqq
 
 
 # ------------------------------------------------------------------------------ third order

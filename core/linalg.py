@@ -164,9 +164,9 @@ def tree_cholesky_solve(L, tree, B):
 
 
 @njit(cache=True, nogil=True)
-def _subtract_rows(L, B, k, rows, lo, hi, transposed):
+def _subtract_rows(L, B, k, rows, lo, hi, transposed, divide=True):
     """``B[k] = (B[k] - sum_r c_r B[r]) / L[k, k]`` over ``r`` in ``rows[lo:hi]``, where
-    ``c_r = L[r, k]`` (``transposed``) or ``L[k, r]``."""
+    ``c_r = L[r, k]`` (``transposed``) or ``L[k, r]``; without ``divide``, a unit diagonal."""
     m = B.shape[1]
     t = lo
     while t + 3 < hi:
@@ -184,9 +184,10 @@ def _subtract_rows(L, B, k, rows, lo, hi, transposed):
         for c in range(m):
             B[k, c] -= c1 * B[r1, c]
         t += 1
-    inv = 1.0 / L[k, k]
-    for c in range(m):
-        B[k, c] *= inv
+    if divide:
+        inv = 1.0 / L[k, k]
+        for c in range(m):
+            B[k, c] *= inv
 
 
 #: :func:`tree_lu` gives up (the caller falls back to a pivoted LU) when a pivot is below this
@@ -251,24 +252,13 @@ def tree_lu_solve(F, tree, B):
     the multipliers leaves first (each row minus its descendants' rows), then U root first
     (each row minus its ancestors' rows, over its pivot)."""
     order, anc_ptr, anc_idx, desc_ptr, desc_idx = tree
-    n, m = B.shape
-    for idx in range(n - 1, -1, -1):
+    n = B.shape[0]
+    for idx in range(n - 1, -1, -1):      # unit lower factor, leaves first
         k = order[idx]
-        for t in range(desc_ptr[k], desc_ptr[k + 1]):
-            r = desc_idx[t]
-            c1 = F[k, r]
-            for c in range(m):
-                B[k, c] -= c1 * B[r, c]
-    for idx in range(n):
+        _subtract_rows(F, B, k, desc_idx, desc_ptr[k], desc_ptr[k + 1], False, False)
+    for idx in range(n):                  # U, root first
         k = order[idx]
-        for t in range(anc_ptr[k], anc_ptr[k + 1]):
-            r = anc_idx[t]
-            c1 = F[k, r]
-            for c in range(m):
-                B[k, c] -= c1 * B[r, c]
-        inv = 1.0 / F[k, k]
-        for c in range(m):
-            B[k, c] *= inv
+        _subtract_rows(F, B, k, anc_idx, anc_ptr[k], anc_ptr[k + 1], False, True)
 
 
 @njit(cache=True, nogil=True)

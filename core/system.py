@@ -778,8 +778,11 @@ def _compile(system: System) -> _Compiled:
         f = frame_ref(w["frame"], where)
         if f < 0:
             raise ModelError(f"{where}: a wrench on the world frame does nothing")
-        value = np.asarray(w["wrench"], dtype=float) if _is_numeric_list(w["wrench"]) else None
-        if value is None or value.shape != (6,) or not np.all(np.isfinite(value)):
+        try:
+            value = np.asarray(w["wrench"], dtype=float)
+        except (TypeError, ValueError):
+            value = np.empty(0)
+        if value.shape != (6,) or not np.all(np.isfinite(value)):
             raise ModelError(f"{where}: wrench must be six finite numbers [fx, fy, fz, mx, my, mz], "
                              f"got {w['wrench']!r}")
         cwrenches += [(f, comp, float(value[comp])) for comp in range(6) if value[comp] != 0.0]
@@ -851,14 +854,6 @@ def _coupling(system: System, joint_names: list[str], frames: list[dict], vc: li
         else:
             src[j] = ridx[n]
     return src, mul, off, list(joint_names), config_names
-
-
-def _is_numeric_list(value) -> bool:
-    try:
-        np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def _req(d: dict, key: str, where: str):
