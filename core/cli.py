@@ -15,8 +15,10 @@ It prints (text), or writes (json to stdout or ``--output``; npz to ``--output``
 controllability matrix ``[B, AB, ..., A^(n-1) B]`` out of ``n``, with the state and input
 names in order. It calls only the library's exact functions:
 
-* continuous (default): :meth:`core.System.linearize`, ``d/dt x = A x + B u``,
-  ``x = [q, dq]``, ``u = [force inputs, ddq of the kinematic variables]``;
+* continuous (default): :meth:`core.System.linearize` (``linearize2`` with
+  ``--second-order``, systems without constraints), ``d/dt x = A x + B u``, ``x = [q, dq]``,
+  ``u = [force inputs, ddq of the kinematic variables]``;
+  ``H[i, a, b] = d2 (d/dt x)_i / dz_a dz_b``, ``z = [q, dq, u]``;
 * ``--discrete --dt DT``: the midpoint variational integrator's one-step map
   (:meth:`core.MidpointVI.linearize`, ``linearize2`` with ``--second-order``),
   ``x_k+1 = A x_k + B u_k``, ``x_k = [q, p (dynamic variables), v (kinematic velocities)]``
@@ -79,7 +81,8 @@ class Linearization:
 
 CONVENTION = {
     "continuous": "d/dt x = A x + B u; x = [q, dq]; u = [force inputs, ddq of the kinematic "
-                  "variables] (core.System.linearize)",
+                  "variables]; H[i, a, b] = d2 (d/dt x)_i / dz_a dz_b, z = [q, dq, u] "
+                  "(core.System.linearize/linearize2)",
     "discrete": "x_k+1 = A x_k + B u_k (midpoint variational integrator, time step dt); "
                 "x_k = [q, p of the dynamic variables, v of the kinematic variables]; u_k = "
                 "[force inputs, next values of the kinematic variables]; H[i, a, b] = "
@@ -176,11 +179,9 @@ def linearize(system, q=None, dq=None, u=None, *, discrete: bool = False, dt: fl
               residual_limit: float | None = 1e-6, model: str = "") -> Linearization:
     """The exact linearization of ``system`` at ``(q, dq, u)`` (text values as for the command
     line, or arrays; None: zeros, and for the discrete input the kinematic variables held)."""
-    if second_order and not discrete:
-        raise UsageError("--second-order needs --discrete --dt DT: the library's second-order "
-                         "tensor is that of the variational integrator's one-step map "
-                         "(MidpointVI.linearize2); there is no continuous second-order "
-                         "linearization")
+    if second_order and minimal:
+        raise UsageError("--second-order does not combine with --minimal (the minimal "
+                         "linearization is first order)")
     if minimal and discrete:
         raise UsageError("--minimal is a continuous linearization (System.linearize_minimal); "
                          "it does not combine with --discrete")
@@ -212,9 +213,12 @@ def linearize(system, q=None, dq=None, u=None, *, discrete: bool = False, dt: fl
         return Linearization(model, "minimal", info.state_names, list(inputs), A, B, None, q, dq,
                              u, convention=CONVENTION["minimal"], seconds=time.perf_counter() - t0)
     u = _vector("--u", u, system.continuous_input_names)
-    A, B = system.linearize(q, dq, u, residual_limit=residual_limit)
+    if second_order:
+        A, B, H = system.linearize2(q, dq, u)
+    else:
+        (A, B), H = system.linearize(q, dq, u, residual_limit=residual_limit), None
     return Linearization(model, "continuous", system.state_names,
-                         system.continuous_input_names, A, B, None, q, dq, u,
+                         system.continuous_input_names, A, B, H, q, dq, u,
                          convention=CONVENTION["continuous"], seconds=time.perf_counter() - t0)
 
 
@@ -321,7 +325,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--u", help="inputs (default zeros; discrete: kinematic variables held)")
     p.add_argument("--discrete", action="store_true", help="the variational integrator's map")
     p.add_argument("--dt", type=float, help="time step of --discrete [s]")
-    p.add_argument("--second-order", action="store_true", help="also H (with --discrete)")
+    p.add_argument("--second-order", action="store_true", help="also H (second derivatives)")
     p.add_argument("--minimal", action="store_true", help="independent coordinates only")
     p.add_argument("--independent", help="--minimal: names of the independent coordinates "
                    "and/or speeds, separated by commas (default: automatic)")

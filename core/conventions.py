@@ -27,9 +27,10 @@ CONVENTIONS = """\
   velocities)]` (`MidpointVI.state_names`), `u_k = [force inputs, next values of the kinematic
   variables]` (`MidpointVI.input_names`); `p = dL/d dq` on the dynamic rows. Discrete
   Lagrangian `L_d = dt L((q_k + q_k+1)/2, (q_k+1 - q_k)/dt)`, `F_d^- = dt F(...)`, `F_d^+ = 0`.
-* Second-order tensors: `H[i, a, b] = d2 x_next_i / dz_a dz_b`, `z = [x, u]` (C order,
-  symmetric in `a, b`). Lagrangian derivatives: `Lqv[a, i] = d2L/dq_a dv_i`, `Lqqv[a, b, i]`,
-  `Lqvv[a, i, j]`.
+* Second-order tensors: `H[i, a, b] = d2 x_next_i / dz_a dz_b`, `z = [x, u]` (integrator,
+  `MidpointVI.linearize2`) and `H[i, a, b] = d2 (d/dt x)_i / dz_a dz_b`, `z = [q, dq, u]`
+  (continuous, `System.linearize2`); C order, symmetric in `a, b`. Lagrangian derivatives:
+  `Lqv[a, i] = d2L/dq_a dv_i`, `Lqqv[a, b, i]`, `Lqvv[a, i, j]`.
 * Twists `(v, w)` (linear part first), wrenches `(f, m)`; signs: generalized forces act along
   increasing `q`.
 * LQR: linearizations stacked `A` (N, nx, nx), `B` (N, nx, nu); gains `K` (N, nu, nx), law

@@ -193,6 +193,20 @@ def third_order(model, data, full, wq, wv, out):
 
 
 @njit(cache=True, nogil=True)
+def fourth_order(model, data, dq, T4, W):
+    """:func:`core.lagrangian.fourth_order` of ``L(T q + c, T dq)`` (after :func:`prepare` and
+    :func:`third_order` with ``full``): the joint coordinates' tensors move along ``T dq``."""
+    if not is_coupled(model):
+        _lagrangian.fourth_order(model, data, dq, T4, W)
+        return
+    nj = model.nj
+    T4j, Wj = np.empty((nj, nj, nj)), np.empty((nj, nj, nj))
+    _lagrangian.fourth_order(model, data, expand_velocity(model, dq), T4j, Wj)
+    contract_tensor(model, T4j, T4)
+    contract_tensor(model, Wj, W)
+
+
+@njit(cache=True, nogil=True)
 def spring_potential_derivatives(model, data, q, grad, hess):
     """:func:`core.lagrangian.spring_potential_derivatives` at the variables ``q``."""
     if not is_coupled(model):

@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from .constraints import velocity_rows
+from .continuous_second_order import second_order
 from .coupling import (
     add_joint_accelerations,
     forward_kinematics,
@@ -46,6 +47,7 @@ from .errors import (
     SingularMatrixError,
 )
 from .kinematics import body_inertias, composites_from_bodies
+from .lagrangian import create_derivs
 from .linalg import PIVOT_TOLERANCE, cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
 from .rnea import articulated_body
 from .validation import check_vector, largest_entry, number, refuse_nonfinite
@@ -481,6 +483,32 @@ def linearize(system, q, dq, u=None, multipliers: bool = False,
         n2 = A.shape[0]
         return A, B, dlam[:, :n2], dlam[:, n2:]
     return A, B
+
+
+def linearize2(system, q, dq, u=None):
+    """Exact ``(A, B, H)`` of ``d/dt [q, dq] = f(q, dq, u)``: ``A, B`` as :func:`linearize` and
+    ``H[i, a, b] = d2 f_i / dz_a dz_b`` with ``z = [q, dq, u]`` (2n x nz x nz, symmetric in
+    ``a, b``; ``u`` = [force inputs, accelerations of the kinematic variables]); see
+    :mod:`core.continuous_second_order`. Systems with constraints are refused: their second
+    order needs fourth derivatives of the constraints, which are not implemented (the
+    integrator's :meth:`core.MidpointVI.linearize2` covers them)."""
+    model = system.model
+    if model.nh + model.nv > 0:
+        raise ValueError(
+            f"linearize2: this system has {model.nh} holonomic constraint row(s) and {model.nv} velocity "
+            "constraint(s); the continuous second-order linearization covers systems without "
+            "constraints (use MidpointVI.linearize2, or linearize for the first order)")
+    dyn, kin = _indices(system)
+    inputs = _arguments(system, q, dq, u, kin.shape[0])
+    q, dq, u = inputs[0][1], inputs[1][1], inputs[2][1]
+    ddq, _, A, B, _ = _dynamics(system, q, dq, u, True)
+    n = model.nq
+    nz = 2 * n + u.shape[0]
+    data, der = system.workspace.get(third_order=True)
+    H, status = np.empty((2 * n, nz, nz)), np.zeros(2, np.int64)
+    second_order(model, data, der, create_derivs(n, True), q, dq, u, dyn, kin, ddq, A, B, H, status)
+    _raise_for(system, status, inputs)
+    return A, B, H
 
 
 def lagrangian_derivatives(system, q, dq, order: int = 2):

@@ -26,6 +26,7 @@ from numba import njit
 from .kinematics import (
     PAIR_SQUARED_DISTANCE,
     body_com,
+    body_inertias,
     bracket,
     compose_scalar,
     composites,
@@ -409,3 +410,154 @@ def _velocity_terms(i, x, y, c, dJ, DD, IcS, IcD, V, full, Lqqv, Lqvv, dLqq, dLq
     _emit_qqv(val, x, y, i, full, Lqqv, dLqq, dLqv, wq, wv)
     val = dot6(dJ[x, i], IcS[c, y]) + dot6(dJ[y, i], IcS[c, x])
     _emit_qvv(val, i, x, y, full, Lqvv, dLqv, dLvv, wq, wv)
+
+
+# ------------------------------------------------------------------------------ fourth order
+@njit(cache=True, nogil=True)
+def _rates(model, data, Ib, has_mass, dq, Ap, Dd, Icd, Hcd):
+    """Rates along the velocity (``D_v = sum_c v_c d/dq_c`` at fixed ``v``, the time derivative
+    at zero acceleration) of the world quantities the third order is made of: ``Ap[j] =
+    D_v Vp_j`` (``D_v S_j = D_j``), ``Dd[j] = D_v D_j = [Ap_j, S_j] + [Vp_j, D_j]``, and the
+    composites ``Icd[f] = sum (V_b x* I_b - I_b V_b x)`` and ``Hcd[f] = sum (V_b x* I_b V_b +
+    I_b A_b)`` over the bodies ``b`` below ``f`` (``A_b = D_v V_b``)."""
+    S, D, Vp, V = data.S, data.D, data.Vp, data.V
+    frame_parent, frame_qindex, joint_frame = model.frame_parent, model.frame_qindex, model.joint_frame
+    nf = model.nf
+    A = np.zeros((nf, 6))
+    e, t1, t2, t3 = np.zeros(6), np.empty(6), np.empty(6), np.empty(6)
+    for f in range(nf):
+        par = frame_parent[f]
+        if par >= 0:
+            for i in range(6):
+                A[f, i] = A[par, i]
+        j = frame_qindex[f]
+        if j >= 0 and joint_frame[j] == f:
+            for i in range(6):
+                Ap[j, i] = A[f, i]
+            bracket(Ap[j], S[j], t1)
+            bracket(Vp[j], D[j], t2)
+            for i in range(6):
+                Dd[j, i] = t1[i] + t2[i]
+            for i in range(6):      # V_f = Vp_j + S_j v_j: D_v V_f = Ap_j + D_j v_j
+                A[f, i] += D[j, i] * dq[j]
+    for f in range(nf):
+        for i in range(6):
+            Hcd[f, i] = 0.0
+            for k in range(6):
+                Icd[f, i, k] = 0.0
+        if not has_mass[f]:
+            continue
+        Vf = V[f]
+        matvec6(Ib[f], Vf, t1)
+        cross_force(Vf, t1, t2)
+        matvec6(Ib[f], A[f], t3)
+        for i in range(6):
+            Hcd[f, i] = t2[i] + t3[i]
+        for k in range(6):      # column k: V x* (I e_k) - I [V, e_k]
+            e[:] = 0.0
+            e[k] = 1.0
+            for i in range(6):
+                t1[i] = Ib[f, i, k]
+            cross_force(Vf, t1, t2)
+            bracket(Vf, e, t1)
+            matvec6(Ib[f], t1, t3)
+            for i in range(6):
+                Icd[f, i, k] = t2[i] - t3[i]
+    for f in range(nf - 1, -1, -1):
+        par = frame_parent[f]
+        if par >= 0:
+            for i in range(6):
+                Hcd[par, i] += Hcd[f, i]
+                for k in range(6):
+                    Icd[par, i, k] += Icd[f, i, k]
+
+
+@njit(cache=True, nogil=True)
+def fourth_order(model, data, dq, T4, W):
+    """The fourth derivatives of L that the continuous second-order linearization needs, as the
+    rates along the velocity of the third-order tensors (``D_v = sum_c v_c d/dq_c``, ``v = dq``
+    held fixed; after :func:`prepare` and :func:`third_order` with ``full`` at ``(q, dq)``):
+
+    * ``T4[x, y, i] = D_v Lqqv[x, y, i] = sum_c d4L/dq_x dq_y dq_c dv_i v_c``
+      (``d2/dq_x dq_y`` of the velocity-product force ``Lqv^T v``),
+    * ``W[x, i, j] = D_v Lqvv[x, i, j] = sum_c d2M_ij/dq_x dq_c v_c``.
+
+    Every third-order entry is a sum of inner products of world quantities (screws ``S``, their
+    rates ``D``, composites ``Ic``, ``Hc``) over a comparable joint triple (see
+    :func:`third_order`); its rate is the same sum with each factor replaced in turn by its rate
+    (:func:`_rates`): ``D_v S_j = D_j``, ``D_v Ic = sum (V x* I - I V x)`` and ``D_v Hc =
+    sum (V x* I V + I A)`` with ``A`` the bodies' accelerations at zero ``ddq``. O(n^3) for a
+    chain, like the third order.
+    """
+    nj, nf = model.nj, model.nf
+    S, D, DD, dJ, Ic, IcS, IcD, Hcs = data.S, data.D, data.DD, data.dJ, data.Ic, data.IcS, data.IcD, data.Hc
+    joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
+    Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
+    body_inertias(model, data, Ib, has_mass)
+    Ap, Dd = np.zeros((nj, 6)), np.zeros((nj, 6))
+    Icd, Hcd = np.empty((nf, 6, 6)), np.empty((nf, 6))
+    _rates(model, data, Ib, has_mass, dq, Ap, Dd, Icd, Hcd)
+    # rates of the pair tables: dJd[i, a] = D_v [S_i, S_a] (i above a), DDd[a, b] = D_v [D_a, S_b]
+    dJd, DDd = np.zeros((nj, nj, 6)), np.zeros((nj, nj, 6))
+    t1, t2 = np.empty(6), np.empty(6)
+    for b in range(nj):
+        if joint_frame[b] < 0:
+            continue
+        for ia in range(anc_ptr[b], anc_ptr[b + 1]):
+            a = anc_idx[ia]
+            bracket(Dd[a], S[b], t1)
+            bracket(D[a], D[b], t2)
+            for k in range(6):
+                DDd[a, b, k] = t1[k] + t2[k]
+            if a != b:
+                bracket(D[a], S[b], t1)
+                bracket(S[a], D[b], t2)
+                for k in range(6):
+                    dJd[a, b, k] = t1[k] + t2[k]
+    T4[:, :, :] = 0.0
+    W[:, :, :] = 0.0
+    V, Vd, IcDd, IcSd = np.empty((nj, 6)), np.empty((nj, 6)), np.empty((nj, 6)), np.empty((nj, 6))
+    t3 = np.empty(6)
+    e2, e1 = np.empty((0, 0)), np.empty(0)
+    for c in range(nj):
+        fc = joint_frame[c]
+        if fc < 0:
+            continue
+        Hc, Icc, Icdc, Hcdc = Hcs[fc], Ic[fc], Icd[fc], Hcd[fc]
+        lo, hi = anc_ptr[c], anc_ptr[c + 1]
+        for iy in range(lo, hi):
+            y = anc_idx[iy]
+            cross_force(S[y], Hc, V[y])          # V_y = S_y x* Hc + Ic D_y
+            matvec6(Icdc, D[y], t1)
+            matvec6(Icc, Dd[y], t2)
+            for k in range(6):
+                V[y, k] += IcD[c, y, k]
+                IcDd[y, k] = t1[k] + t2[k]
+            cross_force(D[y], Hc, t1)
+            cross_force(S[y], Hcdc, t2)
+            for k in range(6):
+                Vd[y, k] = t1[k] + t2[k] + IcDd[y, k]
+            matvec6(Icdc, S[y], t1)
+            matvec6(Icc, D[y], t3)
+            for k in range(6):
+                IcSd[y, k] = t1[k] + t3[k]
+        for ib in range(lo, hi):
+            b = anc_idx[ib]
+            for ia in range(lo, ib + 1):
+                a = anc_idx[ia]
+                _velocity_rates(a, b, c, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W, e2, e1)
+                if b != a:
+                    _velocity_rates(b, a, c, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W, e2, e1)
+                if c != b:
+                    _velocity_rates(c, a, b, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W, e2, e1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _velocity_rates(i, x, y, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W, e2, e1):
+    """The rates of :func:`_velocity_terms`' two entries (product rule on each factor)."""
+    val = (dot6(dJd[i, x], V[y]) + dot6(dJ[i, x], Vd[y]) + dot6(dJd[i, y], IcD[c, x])
+           + dot6(dJ[i, y], IcDd[x]) + dot6(IcSd[i], DD[x, y]) + dot6(IcS[c, i], DDd[x, y]))
+    _emit_qqv(val, x, y, i, True, T4, e2, e2, e1, e1)
+    val = (dot6(dJd[x, i], IcS[c, y]) + dot6(dJ[x, i], IcSd[y]) + dot6(dJd[y, i], IcS[c, x])
+           + dot6(dJ[y, i], IcSd[x]))
+    _emit_qvv(val, i, x, y, True, W, e2, e2, e1, e1)

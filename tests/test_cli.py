@@ -100,6 +100,21 @@ def test_discrete_first_and_second_order(tmp_path, capsys):
     assert "x_k = [q, p of the dynamic variables" in out
 
 
+def test_continuous_second_order(tmp_path, capsys):
+    s = core.load_system("cartpole.yaml")
+    q, dq, u = np.array([0.0, 0.4]), np.array([0.1, -0.2]), np.array([1.5])
+    npz = tmp_path / "c.npz"
+    status, out, err = run(["cartpole.yaml", "--q", numbers(q), "--dq", numbers(dq), "--u", numbers(u),
+                            "--second-order", "--format", "npz", "-o", str(npz)], capsys)
+    assert status == 0, err
+    A, B, H = s.linearize2(q, dq, u)
+    with np.load(npz) as z:
+        assert np.array_equal(z["A"], A) and np.array_equal(z["B"], B)
+        assert np.array_equal(z["H"], H) and z["H"].shape == (4, 5, 5)
+    status, out, err = run(["double_pendulum.yaml", "--second-order"], capsys)
+    assert status == 1 and "holonomic constraint row" in err
+
+
 def test_discrete_kinematic_inputs_default_to_held(capsys):
     """The marionette's strings are kinematic: the discrete input's default holds them."""
     from core.examples import marionette_rest_state
@@ -144,8 +159,7 @@ def test_off_the_constraints_is_refused_with_the_reason(capsys):
     (["cartpole.yaml", "--u", "1", "2"], ["--u", "1 value (cart_force)"]),
     (["cartpole.yaml", "--q", "phi=1"], ["--q", "no coordinate 'phi'", "theta"]),
     (["cartpole.yaml", "--q", "1,abc"], ["--q", "'abc' is not a number"]),
-    (["cartpole.yaml", "--second-order"], ["--second-order needs --discrete",
-                                           "no continuous second-order"]),
+    (["cartpole.yaml", "--second-order", "--minimal"], ["--second-order does not combine with --minimal"]),
     (["cartpole.yaml", "--discrete"], ["--discrete needs --dt"]),
     (["cartpole.yaml", "--discrete", "--dt", "0.01", "--u", "1,2"],
      ["--u", "1 value (cart_force)"]),
