@@ -26,6 +26,7 @@ from .kinematics import (
     dot3,
     jets_max_joints,
     joint_union,
+    pair_fourth,
     pair_jet,
     pair_work,
     point_jet,
@@ -162,4 +163,40 @@ def velocity_rows(model, data, dq, ddq, lam, row0, A, b, Cq, Cv, lam_dA):
             for kk in range(k):
                 s += (da[kk, l] + da[l, kk]) * dq[idx[kk]]
             Cv[row, idx[l]] = s
+        pos[idx[:k]] = -1
+
+
+@njit(cache=True, nogil=True)
+def holonomic_fourth(model, data, v, T3, Q4):
+    """Per holonomic row, for the continuous second-order linearization: ``T3[r] = D3h_r``
+    (n, n, n) and ``Q4[r, a, b] = d4h_r/dv dv dq_a dq_b`` (the fourth derivative along the
+    velocity ``v`` twice, :func:`core.kinematics.pair_fourth`), after
+    :func:`core.lagrangian.prepare` at ``(q, v)``. (A length variable's ``-d^2`` has neither.)"""
+    nh = model.hc_kind.shape[0]
+    pos = -np.ones(model.nj, np.int64)
+    idx = np.empty(model.nj, np.int64)
+    frames = np.empty(2, np.int64)
+    T3[:, :, :, :] = 0.0
+    Q4[:, :, :] = 0.0
+    kmax = jets_max_joints(model, model.hc_f1, model.hc_f2)
+    J1, J2, J3 = scalar_jets(kmax, 3)
+    work = pair_work(kmax, 3)
+    vk = np.empty(kmax)
+    Qk = np.empty((kmax, kmax))
+    for r in range(nh):
+        kind = model.hc_kind[r]
+        frames[0], frames[1] = model.hc_f1[r], model.hc_f2[r]
+        k = joint_union(model, frames, pos, idx)
+        pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1], model.hc_axis[r], 3, pos, k,
+                 J1, J2, J3, work)
+        for a in range(k):
+            vk[a] = v[idx[a]]
+            for b in range(k):
+                for c in range(k):
+                    T3[r, idx[a], idx[b], idx[c]] = J3[a, b, c]
+        pair_fourth(model, data, _PAIR_OF[kind], frames[0], frames[1], model.hc_axis[r], pos, k,
+                    vk, Qk)
+        for a in range(k):
+            for b in range(k):
+                Q4[r, idx[a], idx[b]] = Qk[a, b]
         pos[idx[:k]] = -1

@@ -26,18 +26,27 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .coupling import fourth_order, generalized_force, gradient_hessian, prepare, third_order
-from .errors import NONFINITE_INTERMEDIATE, OK, SINGULAR_MASS
+from .coupling import (
+    fourth_order,
+    generalized_force,
+    gradient_hessian,
+    holonomic,
+    holonomic_fourth,
+    prepare,
+    third_order,
+)
+from .errors import NONFINITE_INTERMEDIATE, OK, SINGULAR_CONSTRAINTS, SINGULAR_MASS
 from .linalg import cholesky_checked, cholesky_solve
 
 
 @njit(cache=True, nogil=True)
-def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, A_lin, B_lin, H, status):
-    """Fill ``H`` (2n x nz x nz, ``nz = 2n + m + nk``) from the solution ``ddq`` and the
-    first-order ``A_lin, B_lin`` of :func:`core.dynamics.continuous_dynamics` at the same point
-    (a model without constraints). ``der`` and ``der_a`` are third-order derivative scratch.
-    ``status`` as there (SINGULAR_MASS, NONFINITE_INTERMEDIATE or OK)."""
-    n, m = model.nq, model.nu
+def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B_lin, dlam, H, status):
+    """Fill ``H`` (2n x nz x nz, ``nz = 2n + m + nk``) from the solution ``ddq``, ``lam`` and
+    the first-order ``A_lin, B_lin, dlam`` of :func:`core.dynamics.continuous_dynamics` at the
+    same point (a model without velocity constraints). ``der`` and ``der_a`` are third-order
+    derivative scratch. ``status`` as there (SINGULAR_MASS, SINGULAR_CONSTRAINTS,
+    NONFINITE_INTERMEDIATE or OK)."""
+    n, m, nh = model.nq, model.nu, model.nh
     nd, nk = dyn.shape[0], kin.shape[0]
     mu = m + nk
     nz = 2 * n + mu
@@ -57,6 +66,13 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, A_lin, B_lin,
     Fqq, Fqu = np.empty((n, n, n)), np.empty((n, n, m))
     generalized_force(model, data, dq, u[:m], 2, F, Fq, Fv, Fu, Fqq, Fqu)
     Lqqq, Lqqv, Lqvv = der.Lqqq, der.Lqqv, der.Lqvv
+    # holonomic rows: h, A = Dh, G = D2h, T3 = D3h and Q4 = D4h(v, v, ., .)
+    h, Ac, G = np.empty(nh), np.empty((nh, n)), np.empty((nh, n, n))
+    T3, Q4 = np.empty((nh, n, n, n)), np.empty((nh, n, n))
+    e2, e3 = np.empty((0, 0)), np.empty((0, 0, 0))
+    if nh > 0:
+        holonomic(model, data, q, 2, np.empty(0), dq, h, Ac, G, e2, e3, e2)
+        holonomic_fourth(model, data, dq, T3, Q4)
     prepare(model, data, q, ddq)
     third_order(model, data, True, ddq, ddq, der_a)
     Lqqv_a = der_a.Lqqv
@@ -102,7 +118,11 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, A_lin, B_lin,
                     e += MZ[t, a, s]
                 R[a, s * nz + t] = -e
                 R[a, t * nz + s] = -e
+    if nh > 0:
+        _multiplier_terms(n, nz, dyn, lam, dlam, G, T3, R)
     cholesky_solve(Lm, R)
+    if nh > 0 and not _constraint_correction(n, nz, dyn, Lm, ddq, dq, Z, Ac, G, T3, Q4, R, status):
+        return
     H[:, :, :] = 0.0
     for a in range(nd):
         i = dyn[a]
@@ -113,3 +133,81 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, A_lin, B_lin,
         status[0], status[1] = NONFINITE_INTERMEDIATE, -1
         return
     status[0], status[1] = OK, -1
+
+
+@njit(cache=True, nogil=True)
+def _multiplier_terms(n, nz, dyn, lam, dlam, G, T3, R):
+    """The constraint force ``A^T lam`` in ``E``'s second derivatives, subtracted from ``R``
+    (= -E_ab on the dynamic rows): ``lam . D3h`` on (q, q) and ``D2h dlam`` on (q, any)."""
+    nh = lam.shape[0]
+    for a in range(dyn.shape[0]):
+        i = dyn[a]
+        for s in range(nz):
+            for t in range(s, nz):
+                e = 0.0
+                for r in range(nh):
+                    if t < n:
+                        e += lam[r] * T3[r, i, s, t]
+                    if s < n:
+                        e += G[r, i, s] * dlam[r, t]
+                    if t < n:
+                        e += G[r, i, t] * dlam[r, s]
+                R[a, s * nz + t] += e
+                if t != s:
+                    R[a, t * nz + s] += e
+
+
+@njit(cache=True, nogil=True)
+def _constraint_correction(n, nz, dyn, Lm, ddq, dq, Z, Ac, G, T3, Q4, Y, status):
+    """Holonomic rows: ``Y`` holds ``M_DD^-1 R``; add ``M_DD^-1 A_D^T lam_ab`` with ``lam_ab``
+    from ``(A_D M_DD^-1 A_D^T) lam_ab = -(C_ab + A_D Y)``, where ``C = A ddq + b`` (``b = dq^T
+    D2h dq``) has the second derivatives ``D3h(ddq) + D4h(v, v)`` on (q, q), ``2 D3h(v)`` on
+    (q, v), ``2 D2h`` on (v, v) and ``D2h a_b`` for each q slot. False (with ``status``) when
+    the constraint rows are singular."""
+    nh, nd = Ac.shape[0], dyn.shape[0]
+    Ad = np.empty((nh, nd))
+    MAt = np.empty((nd, nh))
+    for r in range(nh):
+        for a in range(nd):
+            Ad[r, a] = Ac[r, dyn[a]]
+            MAt[a, r] = Ac[r, dyn[a]]
+    cholesky_solve(Lm, MAt)
+    schur, Ls = Ad @ MAt, np.empty((nh, nh))
+    bad = cholesky_checked(schur, Ls)
+    if bad >= 0:
+        status[0], status[1] = SINGULAR_CONSTRAINTS, bad
+        return False
+    rhs = -(Ad @ Y)
+    T3a, T3v, GZ = np.empty((n, n)), np.empty((n, n)), np.empty((n, nz))
+    for r in range(nh):
+        for s in range(n):
+            for t in range(n):
+                sa, sv = 0.0, 0.0
+                for j in range(n):
+                    sa += T3[r, s, t, j] * ddq[j]
+                    sv += T3[r, s, t, j] * dq[j]
+                T3a[s, t], T3v[s, t] = sa, sv
+            for t in range(nz):
+                x = 0.0
+                for j in range(n):
+                    x += G[r, s, j] * Z[j, t]
+                GZ[s, t] = x
+        for s in range(nz):
+            for t in range(s, nz):
+                c = 0.0
+                if t < n:
+                    c = T3a[s, t] + Q4[r, s, t]
+                elif s < n and t < 2 * n:
+                    c = 2.0 * T3v[s, t - n]
+                elif n <= s < 2 * n and t < 2 * n:
+                    c = 2.0 * G[r, s - n, t - n]
+                if s < n:
+                    c += GZ[s, t]
+                if t < n:
+                    c += GZ[t, s]
+                rhs[r, s * nz + t] -= c
+                if t != s:
+                    rhs[r, t * nz + s] -= c
+    cholesky_solve(Ls, rhs)
+    Y += MAt @ rhs
+    return True

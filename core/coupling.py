@@ -276,6 +276,21 @@ def holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
         contract_columns(model, H3wwf, H3ww)
 
 
+@njit(cache=True, nogil=True)
+def holonomic_fourth(model, data, v, T3, Q4):
+    """:func:`core.constraints.holonomic_fourth` of ``h(T q + c)`` along ``T v``, contracted with
+    ``T`` on every index (after :func:`prepare`)."""
+    if not is_coupled(model):
+        _constraints.holonomic_fourth(model, data, v, T3, Q4)
+        return
+    nh, nj = T3.shape[0], model.nj
+    T3f, Q4f = np.empty((nh, nj, nj, nj)), np.empty((nh, nj, nj))
+    _constraints.holonomic_fourth(model, data, expand_velocity(model, v), T3f, Q4f)
+    for r in range(nh):
+        contract_tensor(model, T3f[r], T3[r])
+        contract_matrix(model, Q4f[r], Q4[r])
+
+
 # ------------------------------------------------------------------------------ recursive dynamics
 @njit(cache=True, nogil=True)
 def mass_matrix(model, data, M):

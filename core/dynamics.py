@@ -485,28 +485,29 @@ def linearize(system, q, dq, u=None, multipliers: bool = False,
     return A, B
 
 
-def linearize2(system, q, dq, u=None):
+def linearize2(system, q, dq, u=None, residual_limit: float | None = 1e-6):
     """Exact ``(A, B, H)`` of ``d/dt [q, dq] = f(q, dq, u)``: ``A, B`` as :func:`linearize` and
     ``H[i, a, b] = d2 f_i / dz_a dz_b`` with ``z = [q, dq, u]`` (2n x nz x nz, symmetric in
     ``a, b``; ``u`` = [force inputs, accelerations of the kinematic variables]); see
-    :mod:`core.continuous_second_order`. Systems with constraints are refused: their second
-    order needs fourth derivatives of the constraints, which are not implemented (the
-    integrator's :meth:`core.MidpointVI.linearize2` covers them)."""
+    :mod:`core.continuous_second_order`. Holonomic constraints are included (the state must
+    satisfy them to within ``residual_limit``, as for :func:`linearize`); velocity constraints
+    are refused (the integrator's :meth:`core.MidpointVI.linearize2` has no such rows either)."""
     model = system.model
-    if model.nh + model.nv > 0:
+    if model.nv > 0:
         raise ValueError(
-            f"linearize2: this system has {model.nh} holonomic constraint row(s) and {model.nv} velocity "
-            "constraint(s); the continuous second-order linearization covers systems without "
-            "constraints (use MidpointVI.linearize2, or linearize for the first order)")
+            f"linearize2: this system has {model.nv} velocity constraint(s); the continuous "
+            "second-order linearization covers holonomic constraints only (use "
+            "MidpointVI.linearize2, or linearize for the first order)")
     dyn, kin = _indices(system)
     inputs = _arguments(system, q, dq, u, kin.shape[0])
     q, dq, u = inputs[0][1], inputs[1][1], inputs[2][1]
-    ddq, _, A, B, _ = _dynamics(system, q, dq, u, True)
+    ddq, lam, A, B, dlam = _dynamics(system, q, dq, u, True, residual_limit, "the linearization")
     n = model.nq
     nz = 2 * n + u.shape[0]
     data, der = system.workspace.get(third_order=True)
     H, status = np.empty((2 * n, nz, nz)), np.zeros(2, np.int64)
-    second_order(model, data, der, create_derivs(n, True), q, dq, u, dyn, kin, ddq, A, B, H, status)
+    second_order(model, data, der, create_derivs(n, True), q, dq, u, dyn, kin, ddq, lam, A, B, dlam, H,
+                 status)
     _raise_for(system, status, inputs)
     return A, B, H
 

@@ -649,3 +649,149 @@ def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3, work):
     point_jet(model, data, f2, local, order, pos, t, T1, T2, T3)
     _subtract_jet(x, X1, X2, X3, 2, 1, k, k2, k3)
     return bilinear_jet(k, order, t, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
+
+
+# ------------------------------------------------------------------------------ fourth order
+@njit(cache=True, nogil=True)
+def _point_rate(model, data, f, pos, k, vk, x, X1, Y4):
+    """``Y4[x, y] = d4p/dv dv dq_x dq_y`` of the world point of :func:`point_jet` (its value
+    and first derivatives in ``x, X1``), as the rate along ``v`` of ``X3`` contracted with ``v``
+    (``vk``: ``v`` on compact indices): for ``a <= b <= c``, ``X3[a, b, c] = w_a x (w_b x y_c)``
+    with ``y_c = S_c * p``, whose rate along ``v`` takes ``dw/dv`` and ``dv_c/dv`` from
+    ``D_j = [Vp_j, S_j]`` (:func:`core.lagrangian.prepare`) and ``dp/dv = X1 . v``."""
+    Y4[:k, :k, :] = 0.0
+    if f < 0 or model.frame_joint[f] < 0:
+        return
+    lo, hi = _ancestor_range(model, f)
+    anc_idx, S, D = model.anc_idx, data.S, data.D
+    pd = np.zeros(3)
+    for a in range(k):
+        for i in range(3):
+            pd[i] += X1[a, i] * vk[a]
+    Xd = np.zeros((k, k, k, 3))
+    y, yd, t, td, u = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    for ic in range(lo, hi):
+        c = anc_idx[ic]
+        pc = pos[c]
+        for i in range(3):
+            y[i] = X1[pc, i]
+        # yd = D_c * p + w_c x pd
+        yd[0] = D[c, 4] * x[2] - D[c, 5] * x[1] + D[c, 0] + S[c, 4] * pd[2] - S[c, 5] * pd[1]
+        yd[1] = D[c, 5] * x[0] - D[c, 3] * x[2] + D[c, 1] + S[c, 5] * pd[0] - S[c, 3] * pd[2]
+        yd[2] = D[c, 3] * x[1] - D[c, 4] * x[0] + D[c, 2] + S[c, 3] * pd[1] - S[c, 4] * pd[0]
+        for ib in range(lo, ic + 1):
+            b = anc_idx[ib]
+            pb = pos[b]
+            omega_cross(S[b], y, t)             # t = w_b x y_c, td its rate
+            omega_cross(D[b], y, td)
+            omega_cross(S[b], yd, u)
+            for i in range(3):
+                td[i] += u[i]
+            for ia in range(lo, ib + 1):
+                a = anc_idx[ia]
+                pa = pos[a]
+                omega_cross(D[a], t, u)         # rate of w_a x t
+                r0, r1, r2 = u[0], u[1], u[2]
+                omega_cross(S[a], td, u)
+                _store_symmetric3(Xd, pa, pb, pc, r0 + u[0], r1 + u[1], r2 + u[2])
+    for c in range(k):
+        if vk[c] != 0.0:
+            for a in range(k):
+                for b in range(k):
+                    for i in range(3):
+                        Y4[a, b, i] += vk[c] * Xd[c, a, b, i]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _contracted(J1, J2, J3, Y4, vk, k, nv, a, b, out):
+    """The derivative of a point jet along ``nv`` copies of ``v`` and the compact joints
+    ``a`` and ``b`` (-1: absent), from its jets (``Y4`` for ``nv`` = 2 with both joints)."""
+    out[:] = 0.0
+    na = (a >= 0) + (b >= 0)
+    if nv + na == 0:
+        return
+    if nv == 2 and na == 2:
+        for i in range(3):
+            out[i] = Y4[a, b, i]
+        return
+    if nv == 0:
+        if na == 1:
+            e = a if a >= 0 else b
+            for i in range(3):
+                out[i] = J1[e, i]
+        else:
+            for i in range(3):
+                out[i] = J2[a, b, i]
+        return
+    for c in range(k):
+        if vk[c] == 0.0:
+            continue
+        if nv == 1:
+            if na == 0:
+                for i in range(3):
+                    out[i] += vk[c] * J1[c, i]
+            elif na == 1:
+                e = a if a >= 0 else b
+                for i in range(3):
+                    out[i] += vk[c] * J2[c, e, i]
+            else:
+                for i in range(3):
+                    out[i] += vk[c] * J3[c, a, b, i]
+        else:
+            for d in range(k):
+                if na == 0:
+                    for i in range(3):
+                        out[i] += vk[c] * vk[d] * J2[c, d, i]
+                else:
+                    e = a if a >= 0 else b
+                    for i in range(3):
+                        out[i] += vk[c] * vk[d] * J3[c, d, e, i]
+
+
+@njit(cache=True, nogil=True)
+def pair_fourth(model, data, kind, f1, f2, axis, pos, k, vk, Q4):
+    """``Q4[x, y] = d4h/dv dv dq_x dq_y`` of :func:`pair_jet`'s scalar ``h = t . w`` (compact
+    indices; ``vk``: the velocity on them; after :func:`core.lagrangian.prepare`): the product
+    rule over the 16 ways to share the four directions between ``t`` and ``w``, with each
+    point's jets to order 3 (:func:`point_jet`) and its fourth (:func:`_point_rate`)."""
+    x, X1, X2, X3 = np.zeros((3, 3)), np.zeros((3, k, 3)), np.zeros((3, k, k, 3)), np.zeros((3, k, k, k, 3))
+    Y4 = np.zeros((3, k, k, 3))
+    tmp = np.zeros((k, k, 3))
+    origin = np.zeros(3)
+    point_jet(model, data, f1, origin, 3, pos, x[0], X1[0], X2[0], X3[0])
+    _point_rate(model, data, f1, pos, k, vk, x[0], X1[0], Y4[0])
+    point_jet(model, data, f2, origin, 3, pos, x[1], X1[1], X2[1], X3[1])
+    _point_rate(model, data, f2, pos, k, vk, x[1], X1[1], tmp)
+    _subtract_jet(x, X1, X2, X3, 0, 1, k, k, k)
+    Y4[0] -= tmp
+    jt = 0                          # t's jet: w itself (squared distance)
+    if kind == PAIR_AXIS_DIFFERENCE:
+        jt = 2
+        x[2, axis] = 1.0            # a constant vector: every derivative zero
+    elif kind == PAIR_PLANE:
+        jt = 2
+        local = np.zeros(3)
+        local[axis] = 1.0
+        point_jet(model, data, f2, local, 3, pos, x[2], X1[2], X2[2], X3[2])
+        _point_rate(model, data, f2, pos, k, vk, x[2], X1[2], Y4[2])
+        _subtract_jet(x, X1, X2, X3, 2, 1, k, k, k)
+        Y4[2] -= tmp
+    tv, wv = np.empty(3), np.empty(3)
+    for a in range(k):
+        for b in range(a + 1):
+            s = 0.0
+            for nv in range(3):             # copies of v on t's side (binomial weight)
+                weight = 1.0 if nv != 1 else 2.0
+                for ta in range(2):
+                    for tb in range(2):
+                        _contracted(X1[jt], X2[jt], X3[jt], Y4[jt], vk, k, nv, a if ta else -1,
+                                    b if tb else -1, tv)
+                        if nv + ta + tb == 0:
+                            tv[:] = x[jt]
+                        _contracted(X1[0], X2[0], X3[0], Y4[0], vk, k, 2 - nv, -1 if ta else a,
+                                    -1 if tb else b, wv)
+                        if 2 - nv + (1 - ta) + (1 - tb) == 0:
+                            wv[:] = x[0]
+                        s += weight * (tv[0] * wv[0] + tv[1] * wv[1] + tv[2] * wv[2])
+            Q4[a, b] = s
+            Q4[b, a] = s

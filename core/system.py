@@ -393,11 +393,11 @@ class System:
         refused (``None`` skips the check; see :func:`core.dynamics.linearize`)."""
         return dynamics.linearize(self, q, dq, u, multipliers, residual_limit)
 
-    def linearize2(self, q, dq, u=None):
+    def linearize2(self, q, dq, u=None, *, residual_limit: float | None = 1e-6):
         """Exact continuous linearization to second order: ``(A, B, H)`` with
-        ``H[i, a, b] = d2 xdot_i / dz_a dz_b``, ``z = [q, dq, u]`` (systems without
-        constraints; see :func:`core.dynamics.linearize2`)."""
-        return dynamics.linearize2(self, q, dq, u)
+        ``H[i, a, b] = d2 xdot_i / dz_a dz_b``, ``z = [q, dq, u]`` (holonomic constraints
+        included, velocity constraints refused; see :func:`core.dynamics.linearize2`)."""
+        return dynamics.linearize2(self, q, dq, u, residual_limit)
 
     def linearize_minimal(self, q, dq, u=None, independent=None, condition_limit: float = 1e8, *,
                           residual_limit: float = 1e-6):

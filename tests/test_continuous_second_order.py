@@ -1,9 +1,9 @@
 """Second derivatives of the continuous dynamics (``System.linearize2``, trep's ``f_dqdq`` ...
 ``f_dudu``): ``H[i, a, b] = d2 xdot_i / dz_a dz_b``, ``z = [q, dq, u]``, against central finite
 differences of the exact first-order ``linearize`` on random systems (springs, damping, frame
-wrench inputs, gravity, off-origin centres of mass), coupled (mimic) and kinematic variables;
-the fourth-order Lagrangian terms against finite differences of the third-order tensors; a
-pendulum by hand; constrained systems refused with the reason."""
+wrench inputs, gravity, off-origin centres of mass, holonomic constraints), coupled (mimic) and
+kinematic variables; the fourth-order terms (Lagrangian, constraints) against finite
+differences of the exact third-order ones; a pendulum by hand."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +12,7 @@ import pytest
 import core
 from core import lagrangian as lg
 
-from randsys import assert_close, fd, fd_along, random_system
+from randsys import assert_close, fd, fd2_along, fd_along, random_system
 
 SEEDS = [1, 2, 3, 5, 8, 13, 21, 34]
 
@@ -127,14 +127,56 @@ def test_kinematic_variables():
     assert not H[n + k].any()
 
 
-@pytest.mark.parametrize("holonomic, velocity", [(2, 0), (0, 1)])
-def test_constrained_systems_are_refused_with_the_reason(holonomic, velocity):
-    for seed in range(40):
-        s, q, dq, u = random_system(seed, constraints=holonomic, velocity_constraints=velocity)
-        if s.model.nh + s.model.nv > 0 and (holonomic == 0 or s.model.nh > 0):
+def _constrained(count, seeds):
+    """Random systems with holonomic constraints (the state consistent with them)."""
+    found = []
+    for seed in range(200):
+        s, q, dq, u = random_system(seed, constraints=count, velocity_constraints=0, com=seed % 2 == 0)
+        if s.model.nh > 0:
+            found.append((s, q, dq, u))
+        if len(found) == seeds:
+            return found
+    raise AssertionError("no constrained random systems")
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_holonomic_constraints_included(case):
+    s, q, dq, u = _constrained(3, 6)[case]
+    _check_against_fd(s, q, dq, u)
+
+
+def test_constraint_fourth_derivatives():
+    """``Q4[r] = D4h_r(v, v, ., .)`` and ``T3[r] = D3h_r`` against finite differences of the exact
+    ``D2h`` (distance, plane and coincide rows)."""
+    from core import constraints
+    kinds = set()
+    for s, q, dq, _ in _constrained(3, 6):
+        model, n, nh = s.model, s.nq, s.model.nh
+        kinds |= set(int(k) for k in model.hc_kind)
+        data, _ = s.workspace.get()
+        lg.prepare(model, data, q, dq)
+        T3, Q4 = np.empty((nh, n, n, n)), np.empty((nh, n, n))
+        constraints.holonomic_fourth(model, data, dq, T3, Q4)
+        Q4fd = fd2_along(lambda t, s=s, q=q, dq=dq: s.constraint(q + t * dq, 2)[2], 1e-3)
+        T3fd = fd(lambda x, s=s: s.constraint(x, 2)[2], q)
+        assert_close(Q4, Q4fd, "D4h(v, v)", tol=1e-6)
+        assert_close(T3, T3fd, "D3h", tol=1e-8)
+    assert kinds == {0, 1, 2}
+
+
+def test_off_the_constraints_refused():
+    s, q, dq, u = _constrained(3, 1)[0]
+    with pytest.raises(ValueError, match="holonomic constraint row"):
+        s.linearize2(q + 0.01, dq, u)
+    s.linearize2(q + 0.01, dq, u, residual_limit=None)
+
+
+def test_velocity_constraints_are_refused_with_the_reason():
+    for seed in range(60):
+        s, q, dq, u = random_system(seed, constraints=0, velocity_constraints=1)
+        if s.model.nv > 0:
             break
-    nh, nv = s.model.nh, s.model.nv
-    with pytest.raises(ValueError, match=f"{nh} holonomic constraint row.*{nv} velocity constraint"):
+    with pytest.raises(ValueError, match=f"{s.model.nv} velocity constraint"):
         s.linearize2(q, dq, u)
 
 
