@@ -16,7 +16,7 @@ controllability matrix ``[B, AB, ..., A^(n-1) B]`` out of ``n``, with the state 
 names in order. It calls only the library's exact functions:
 
 * continuous (default): :meth:`core.System.linearize` (``linearize2`` with
-  ``--second-order``; no velocity constraints), ``d/dt x = A x + B u``, ``x = [q, dq]``,
+  ``--second-order``), ``d/dt x = A x + B u``, ``x = [q, dq]``,
   ``u = [force inputs, ddq of the kinematic variables]``;
   ``H[i, a, b] = d2 (d/dt x)_i / dz_a dz_b``, ``z = [q, dq, u]``;
 * ``--discrete --dt DT``: the midpoint variational integrator's one-step map

@@ -30,6 +30,7 @@ from .kinematics import (
     pair_jet,
     pair_work,
     point_jet,
+    point_rate,
     scalar_jets,
 )
 from .model import HC_DISTANCE, HC_PLANE
@@ -199,4 +200,72 @@ def holonomic_fourth(model, data, v, T3, Q4):
         for a in range(k):
             for b in range(k):
                 Q4[r, idx[a], idx[b]] = Qk[a, b]
+        pos[idx[:k]] = -1
+
+
+@njit(cache=True, nogil=True)
+def velocity_fourth(model, data, v, A, Da, D2a, Bqq):
+    """Per velocity constraint ``a_r(q) . dq = 0`` (``a_r,i = n . dp/dq_i``, see
+    :func:`velocity_rows`), for the continuous second-order linearization: ``A[r] = a_r``,
+    ``Da[r, i, x] = da_r,i/dq_x``, ``D2a[r, i, x, y]`` and ``Bqq[r] = d2b_r/dq2`` of
+    ``b_r = sum_ik da_r,i/dq_k v_i v_k`` at fixed ``v``: with ``P = dp/dq . v``, ``b = dn/dv . P
+    + n . dP/dv``, whose Hessian takes the point's fourth derivative along ``v`` twice
+    (:func:`core.kinematics.point_rate`). After :func:`core.lagrangian.prepare` at ``(q, v)``."""
+    nv = model.vc_frame.shape[0]
+    pos = -np.ones(model.nj, np.int64)
+    idx = np.empty(model.nj, np.int64)
+    frames = np.empty(1, np.int64)
+    origin = np.zeros(3)
+    A[:, :] = 0.0
+    Da[:, :, :] = 0.0
+    D2a[:, :, :, :] = 0.0
+    Bqq[:, :, :] = 0.0
+    for r in range(nv):
+        f = model.vc_frame[r]
+        frames[0] = f
+        k = joint_union(model, frames, pos, idx)
+        vk = np.empty(k)
+        for a in range(k):
+            vk[a] = v[idx[a]]
+        x, X1, X2, X3 = np.zeros(3), np.zeros((k, 3)), np.zeros((k, k, 3)), np.zeros((k, k, k, 3))
+        t, N1, N2, N3 = np.zeros(3), np.zeros((k, 3)), np.zeros((k, k, 3)), np.zeros((k, k, k, 3))
+        Y4 = np.zeros((k, k, 3))
+        point_jet(model, data, f, origin, 3, pos, x, X1, X2, X3)
+        point_rate(model, data, f, pos, k, vk, x, X1, Y4)
+        local = np.zeros(3)
+        local[model.vc_axis[r]] = 1.0
+        point_jet(model, data, f, local, 3, pos, t, N1, N2, N3)
+        n = t - x
+        N1 -= X1
+        N2 -= X2
+        N3 -= X3
+        # contractions with v: P = X1.v, Pd = X2(v, v), N1v, and per joint / pair
+        P, Pd, N1v = np.zeros(3), np.zeros(3), np.zeros(3)
+        X2v, X3vv, N2v = np.zeros((k, 3)), np.zeros((k, 3)), np.zeros((k, 3))
+        X3v, N3v = np.zeros((k, k, 3)), np.zeros((k, k, 3))
+        for c in range(k):
+            P += vk[c] * X1[c]
+            N1v += vk[c] * N1[c]
+            for a in range(k):
+                X2v[a] += vk[c] * X2[c, a]
+                N2v[a] += vk[c] * N2[c, a]
+                Pd += vk[c] * vk[a] * X2[c, a]
+                for b in range(k):
+                    X3v[a, b] += vk[c] * X3[c, a, b]
+                    N3v[a, b] += vk[c] * N3[c, a, b]
+                    X3vv[b] += vk[c] * vk[a] * X3[c, a, b]
+        row = r
+        for i in range(k):
+            A[row, idx[i]] = dot3(n, X1[i])
+            for xx in range(k):
+                Da[row, idx[i], idx[xx]] = dot3(N1[xx], X1[i]) + dot3(n, X2[xx, i])
+                for yy in range(k):
+                    D2a[row, idx[i], idx[xx], idx[yy]] = (dot3(N2[xx, yy], X1[i]) + dot3(N1[xx], X2[yy, i])
+                                                          + dot3(N1[yy], X2[xx, i]) + dot3(n, X3[xx, yy, i]))
+        for xx in range(k):
+            for yy in range(k):
+                Bqq[row, idx[xx], idx[yy]] = (
+                    dot3(N3v[xx, yy], P) + dot3(N2[xx, yy], Pd) + dot3(N2v[xx], X2v[yy])
+                    + dot3(N1[xx], X3vv[yy]) + dot3(N2v[yy], X2v[xx]) + dot3(N1[yy], X3vv[xx])
+                    + dot3(N1v, X3v[xx, yy]) + dot3(n, Y4[xx, yy]))
         pos[idx[:k]] = -1

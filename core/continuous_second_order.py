@@ -20,12 +20,21 @@ and ``Lqqv(a)`` the same tensor at velocity ``a``::
 ``T4`` and ``W`` are the fourth-order terms, the rates along ``v`` of ``Lqqv`` and ``Lqvv``
 (:func:`core.lagrangian.fourth_order`); ``F`` is affine in ``u``, ``Fvv = 0``. The rows of
 ``xdot = [v, a]`` for ``q`` are linear: their ``H`` is zero.
+
+Constraints ``a_r(q) . a + b_r(q, v) = 0`` (holonomic rows ``a_r = Dh_r``, ``b_r = v^T D2h_r v``;
+velocity rows as in :func:`core.constraints.velocity_rows`) add ``-A^T lam`` to ``E``: its
+second derivatives (``lam . D2a`` and the first-order ``dlam`` against ``Da``) join the right
+side, and ``lam_ab`` comes from the same Schur complement as ``lam``
+(:func:`_constraint_correction`). ``b``'s Hessian in ``q`` needs the constraint points' fourth
+derivative along ``v`` twice, again a rate of the third order
+(:func:`core.kinematics.point_rate`).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from .constraints import velocity_fourth
 from .coupling import (
     fourth_order,
     generalized_force,
@@ -43,7 +52,7 @@ from .linalg import cholesky_checked, cholesky_solve
 def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B_lin, dlam, H, status):
     """Fill ``H`` (2n x nz x nz, ``nz = 2n + m + nk``) from the solution ``ddq``, ``lam`` and
     the first-order ``A_lin, B_lin, dlam`` of :func:`core.dynamics.continuous_dynamics` at the
-    same point (a model without velocity constraints). ``der`` and ``der_a`` are third-order
+    same point. ``der`` and ``der_a`` are third-order
     derivative scratch. ``status`` as there (SINGULAR_MASS, SINGULAR_CONSTRAINTS,
     NONFINITE_INTERMEDIATE or OK)."""
     n, m, nh = model.nq, model.nu, model.nh
@@ -66,13 +75,18 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B
     Fqq, Fqu = np.empty((n, n, n)), np.empty((n, n, m))
     generalized_force(model, data, dq, u[:m], 2, F, Fq, Fv, Fu, Fqq, Fqu)
     Lqqq, Lqqv, Lqvv = der.Lqqq, der.Lqqv, der.Lqvv
-    # holonomic rows: h, A = Dh, G = D2h, T3 = D3h and Q4 = D4h(v, v, ., .)
-    h, Ac, G = np.empty(nh), np.empty((nh, n)), np.empty((nh, n, n))
-    T3, Q4 = np.empty((nh, n, n, n)), np.empty((nh, n, n))
+    # constraint rows a_r(q) . ddq + b_r = 0: A, Da[r, i, x] = da_r,i/dq_x, D2a, and the Hessian
+    # Bqq of b_r = sum da_r,i/dq_k v_i v_k at fixed v (holonomic: a_r = Dh_r, so Da = D2h,
+    # D2a = D3h, Bqq = D4h(v, v))
+    nc = nh + model.nv
+    Ac, Da = np.empty((nc, n)), np.empty((nc, n, n))
+    D2a, Bqq = np.empty((nc, n, n, n)), np.empty((nc, n, n))
     e2, e3 = np.empty((0, 0)), np.empty((0, 0, 0))
     if nh > 0:
-        holonomic(model, data, q, 2, np.empty(0), dq, h, Ac, G, e2, e3, e2)
-        holonomic_fourth(model, data, dq, T3, Q4)
+        holonomic(model, data, q, 2, np.empty(0), dq, np.empty(nh), Ac[:nh], Da[:nh], e2, e3, e2)
+        holonomic_fourth(model, data, dq, D2a[:nh], Bqq[:nh])
+    if model.nv > 0:
+        velocity_fourth(model, data, dq, Ac[nh:], Da[nh:], D2a[nh:], Bqq[nh:])
     prepare(model, data, q, ddq)
     third_order(model, data, True, ddq, ddq, der_a)
     Lqqv_a = der_a.Lqqv
@@ -118,10 +132,10 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B
                     e += MZ[t, a, s]
                 R[a, s * nz + t] = -e
                 R[a, t * nz + s] = -e
-    if nh > 0:
-        _multiplier_terms(n, nz, dyn, lam, dlam, G, T3, R)
+    if nc > 0:
+        _multiplier_terms(n, nz, dyn, lam, dlam, Da, D2a, R)
     cholesky_solve(Lm, R)
-    if nh > 0 and not _constraint_correction(n, nz, dyn, Lm, ddq, dq, Z, Ac, G, T3, Q4, R, status):
+    if nc > 0 and not _constraint_correction(n, nz, dyn, Lm, ddq, dq, Z, Ac, Da, D2a, Bqq, R, status):
         return
     H[:, :, :] = 0.0
     for a in range(nd):
@@ -136,75 +150,80 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B
 
 
 @njit(cache=True, nogil=True)
-def _multiplier_terms(n, nz, dyn, lam, dlam, G, T3, R):
+def _multiplier_terms(n, nz, dyn, lam, dlam, Da, D2a, R):
     """The constraint force ``A^T lam`` in ``E``'s second derivatives, subtracted from ``R``
-    (= -E_ab on the dynamic rows): ``lam . D3h`` on (q, q) and ``D2h dlam`` on (q, any)."""
-    nh = lam.shape[0]
+    (= -E_ab on the dynamic rows): ``lam . D2a`` on (q, q) and ``Da dlam`` on (q, any)."""
+    nc = lam.shape[0]
     for a in range(dyn.shape[0]):
         i = dyn[a]
         for s in range(nz):
             for t in range(s, nz):
                 e = 0.0
-                for r in range(nh):
+                for r in range(nc):
                     if t < n:
-                        e += lam[r] * T3[r, i, s, t]
+                        e += lam[r] * D2a[r, i, s, t]
                     if s < n:
-                        e += G[r, i, s] * dlam[r, t]
+                        e += Da[r, i, s] * dlam[r, t]
                     if t < n:
-                        e += G[r, i, t] * dlam[r, s]
+                        e += Da[r, i, t] * dlam[r, s]
                 R[a, s * nz + t] += e
                 if t != s:
                     R[a, t * nz + s] += e
 
 
 @njit(cache=True, nogil=True)
-def _constraint_correction(n, nz, dyn, Lm, ddq, dq, Z, Ac, G, T3, Q4, Y, status):
-    """Holonomic rows: ``Y`` holds ``M_DD^-1 R``; add ``M_DD^-1 A_D^T lam_ab`` with ``lam_ab``
-    from ``(A_D M_DD^-1 A_D^T) lam_ab = -(C_ab + A_D Y)``, where ``C = A ddq + b`` (``b = dq^T
-    D2h dq``) has the second derivatives ``D3h(ddq) + D4h(v, v)`` on (q, q), ``2 D3h(v)`` on
-    (q, v), ``2 D2h`` on (v, v) and ``D2h a_b`` for each q slot. False (with ``status``) when
-    the constraint rows are singular."""
-    nh, nd = Ac.shape[0], dyn.shape[0]
-    Ad = np.empty((nh, nd))
-    MAt = np.empty((nd, nh))
-    for r in range(nh):
+def _constraint_correction(n, nz, dyn, Lm, ddq, dq, Z, Ac, Da, D2a, Bqq, Y, status):
+    """Constraint rows: ``Y`` holds ``M_DD^-1 R``; add ``M_DD^-1 A_D^T lam_ab`` with ``lam_ab``
+    from ``(A_D M_DD^-1 A_D^T) lam_ab = -(C_ab + A_D Y)``, where ``C_r = a_r . ddq + b_r`` has
+    the second derivatives ``D2a_r(., q, q) . ddq + Bqq_r`` on (q, q), ``sum_k (D2a_r[j, k, x] +
+    D2a_r[k, j, x]) v_k`` on (q_x, v_j), ``Da_r[j, k] + Da_r[k, j]`` on (v_j, v_k) and
+    ``Da_r(., q_x) . a_b`` for each q slot. False (with ``status``) when the constraint rows are
+    singular."""
+    nc, nd = Ac.shape[0], dyn.shape[0]
+    Ad = np.empty((nc, nd))
+    MAt = np.empty((nd, nc))
+    for r in range(nc):
         for a in range(nd):
             Ad[r, a] = Ac[r, dyn[a]]
             MAt[a, r] = Ac[r, dyn[a]]
     cholesky_solve(Lm, MAt)
-    schur, Ls = Ad @ MAt, np.empty((nh, nh))
+    schur, Ls = Ad @ MAt, np.empty((nc, nc))
     bad = cholesky_checked(schur, Ls)
     if bad >= 0:
         status[0], status[1] = SINGULAR_CONSTRAINTS, bad
         return False
     rhs = -(Ad @ Y)
-    T3a, T3v, GZ = np.empty((n, n)), np.empty((n, n)), np.empty((n, nz))
-    for r in range(nh):
+    Cqq, Cqv, DaZ = np.empty((n, n)), np.empty((n, n)), np.empty((n, nz))
+    for r in range(nc):
         for s in range(n):
             for t in range(n):
-                sa, sv = 0.0, 0.0
-                for j in range(n):
-                    sa += T3[r, s, t, j] * ddq[j]
-                    sv += T3[r, s, t, j] * dq[j]
-                T3a[s, t], T3v[s, t] = sa, sv
+                sa = Bqq[r, s, t]
+                for i in range(n):
+                    sa += D2a[r, i, s, t] * ddq[i]
+                Cqq[s, t] = sa
+            for j in range(n):
+                sv = 0.0
+                for k in range(n):
+                    sv += (D2a[r, j, k, s] + D2a[r, k, j, s]) * dq[k]
+                Cqv[s, j] = sv
             for t in range(nz):
                 x = 0.0
-                for j in range(n):
-                    x += G[r, s, j] * Z[j, t]
-                GZ[s, t] = x
+                for i in range(n):
+                    x += Da[r, i, s] * Z[i, t]
+                DaZ[s, t] = x
         for s in range(nz):
             for t in range(s, nz):
                 c = 0.0
                 if t < n:
-                    c = T3a[s, t] + Q4[r, s, t]
+                    c = Cqq[s, t]
                 elif s < n and t < 2 * n:
-                    c = 2.0 * T3v[s, t - n]
+                    c = Cqv[s, t - n]
                 elif n <= s < 2 * n and t < 2 * n:
-                    c = 2.0 * G[r, s - n, t - n]
+                    c = Da[r, s - n, t - n] + Da[r, t - n, s - n]
                 if s < n:
-                    c += GZ[s, t]
+                    c += DaZ[s, t]
                 if t < n:
-                    c += GZ[t, s]
+                    c += DaZ[t, s]
                 rhs[r, s * nz + t] -= c
                 if t != s:
                     rhs[r, t * nz + s] -= c

@@ -489,15 +489,9 @@ def linearize2(system, q, dq, u=None, residual_limit: float | None = 1e-6):
     """Exact ``(A, B, H)`` of ``d/dt [q, dq] = f(q, dq, u)``: ``A, B`` as :func:`linearize` and
     ``H[i, a, b] = d2 f_i / dz_a dz_b`` with ``z = [q, dq, u]`` (2n x nz x nz, symmetric in
     ``a, b``; ``u`` = [force inputs, accelerations of the kinematic variables]); see
-    :mod:`core.continuous_second_order`. Holonomic constraints are included (the state must
-    satisfy them to within ``residual_limit``, as for :func:`linearize`); velocity constraints
-    are refused (the integrator's :meth:`core.MidpointVI.linearize2` has no such rows either)."""
+    :mod:`core.continuous_second_order`. Holonomic and velocity constraints are included (the
+    state must satisfy them to within ``residual_limit``, as for :func:`linearize`)."""
     model = system.model
-    if model.nv > 0:
-        raise ValueError(
-            f"linearize2: this system has {model.nv} velocity constraint(s); the continuous "
-            "second-order linearization covers holonomic constraints only (use "
-            "MidpointVI.linearize2, or linearize for the first order)")
     dyn, kin = _indices(system)
     inputs = _arguments(system, q, dq, u, kin.shape[0])
     q, dq, u = inputs[0][1], inputs[1][1], inputs[2][1]

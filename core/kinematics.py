@@ -653,7 +653,7 @@ def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3, work):
 
 # ------------------------------------------------------------------------------ fourth order
 @njit(cache=True, nogil=True)
-def _point_rate(model, data, f, pos, k, vk, x, X1, Y4):
+def point_rate(model, data, f, pos, k, vk, x, X1, Y4):
     """``Y4[x, y] = d4p/dv dv dq_x dq_y`` of the world point of :func:`point_jet` (its value
     and first derivatives in ``x, X1``), as the rate along ``v`` of ``X3`` contracted with ``v``
     (``vk``: ``v`` on compact indices): for ``a <= b <= c``, ``X3[a, b, c] = w_a x (w_b x y_c)``
@@ -753,15 +753,15 @@ def pair_fourth(model, data, kind, f1, f2, axis, pos, k, vk, Q4):
     """``Q4[x, y] = d4h/dv dv dq_x dq_y`` of :func:`pair_jet`'s scalar ``h = t . w`` (compact
     indices; ``vk``: the velocity on them; after :func:`core.lagrangian.prepare`): the product
     rule over the 16 ways to share the four directions between ``t`` and ``w``, with each
-    point's jets to order 3 (:func:`point_jet`) and its fourth (:func:`_point_rate`)."""
+    point's jets to order 3 (:func:`point_jet`) and its fourth (:func:`point_rate`)."""
     x, X1, X2, X3 = np.zeros((3, 3)), np.zeros((3, k, 3)), np.zeros((3, k, k, 3)), np.zeros((3, k, k, k, 3))
     Y4 = np.zeros((3, k, k, 3))
     tmp = np.zeros((k, k, 3))
     origin = np.zeros(3)
     point_jet(model, data, f1, origin, 3, pos, x[0], X1[0], X2[0], X3[0])
-    _point_rate(model, data, f1, pos, k, vk, x[0], X1[0], Y4[0])
+    point_rate(model, data, f1, pos, k, vk, x[0], X1[0], Y4[0])
     point_jet(model, data, f2, origin, 3, pos, x[1], X1[1], X2[1], X3[1])
-    _point_rate(model, data, f2, pos, k, vk, x[1], X1[1], tmp)
+    point_rate(model, data, f2, pos, k, vk, x[1], X1[1], tmp)
     _subtract_jet(x, X1, X2, X3, 0, 1, k, k, k)
     Y4[0] -= tmp
     jt = 0                          # t's jet: w itself (squared distance)
@@ -773,7 +773,7 @@ def pair_fourth(model, data, kind, f1, f2, axis, pos, k, vk, Q4):
         local = np.zeros(3)
         local[axis] = 1.0
         point_jet(model, data, f2, local, 3, pos, x[2], X1[2], X2[2], X3[2])
-        _point_rate(model, data, f2, pos, k, vk, x[2], X1[2], Y4[2])
+        point_rate(model, data, f2, pos, k, vk, x[2], X1[2], Y4[2])
         _subtract_jet(x, X1, X2, X3, 2, 1, k, k, k)
         Y4[2] -= tmp
     tv, wv = np.empty(3), np.empty(3)

@@ -395,8 +395,8 @@ class System:
 
     def linearize2(self, q, dq, u=None, *, residual_limit: float | None = 1e-6):
         """Exact continuous linearization to second order: ``(A, B, H)`` with
-        ``H[i, a, b] = d2 xdot_i / dz_a dz_b``, ``z = [q, dq, u]`` (holonomic constraints
-        included, velocity constraints refused; see :func:`core.dynamics.linearize2`)."""
+        ``H[i, a, b] = d2 xdot_i / dz_a dz_b``, ``z = [q, dq, u]``, constraints included (see
+        :func:`core.dynamics.linearize2`)."""
         return dynamics.linearize2(self, q, dq, u, residual_limit)
 
     def linearize_minimal(self, q, dq, u=None, independent=None, condition_limit: float = 1e8, *,

@@ -1,7 +1,8 @@
 """Second derivatives of the continuous dynamics (``System.linearize2``, trep's ``f_dqdq`` ...
 ``f_dudu``): ``H[i, a, b] = d2 xdot_i / dz_a dz_b``, ``z = [q, dq, u]``, against central finite
 differences of the exact first-order ``linearize`` on random systems (springs, damping, frame
-wrench inputs, gravity, off-origin centres of mass, holonomic constraints), coupled (mimic) and
+wrench inputs, gravity, off-origin centres of mass, holonomic and velocity constraints),
+coupled (mimic) and
 kinematic variables; the fourth-order terms (Lagrangian, constraints) against finite
 differences of the exact third-order ones; a pendulum by hand."""
 from __future__ import annotations
@@ -171,13 +172,18 @@ def test_off_the_constraints_refused():
     s.linearize2(q + 0.01, dq, u, residual_limit=None)
 
 
-def test_velocity_constraints_are_refused_with_the_reason():
-    for seed in range(60):
-        s, q, dq, u = random_system(seed, constraints=0, velocity_constraints=1)
+@pytest.mark.parametrize("case", range(4))
+def test_velocity_constraints_included(case):
+    """Velocity constraints (with or without holonomic ones) against finite differences."""
+    found = []
+    for seed in range(100):
+        s, q, dq, u = random_system(seed, velocity_constraints=1, com=seed % 2 == 1)
         if s.model.nv > 0:
+            found.append((s, q, dq, u))
+        if len(found) > case:
             break
-    with pytest.raises(ValueError, match=f"{s.model.nv} velocity constraint"):
-        s.linearize2(q, dq, u)
+    s, q, dq, u = found[case]
+    _check_against_fd(s, q, dq, u)
 
 
 def test_bad_input_is_named():
