@@ -68,7 +68,7 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B
             Z[i, 2 * n + r] = B_lin[n + i, r]
     prepare(model, data, q, dq)
     gradient_hessian(model, data, q, 2, der, False)
-    third_order(model, data, True, dq, dq, der)
+    third_order(model, data, q, True, dq, dq, der)
     T4, W = np.empty((n, n, n)), np.empty((n, n, n))
     fourth_order(model, data, dq, T4, W)
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
@@ -88,7 +88,7 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B
     if model.nv > 0:
         velocity_fourth(model, data, dq, Ac[nh:], Da[nh:], D2a[nh:], Bqq[nh:])
     prepare(model, data, q, ddq)
-    third_order(model, data, True, ddq, ddq, der_a)
+    third_order(model, data, q, True, ddq, ddq, der_a)
     Lqqv_a = der_a.Lqqv
     Mdd, Lm = np.empty((nd, nd)), np.empty((nd, nd))
     for a in range(nd):

@@ -174,14 +174,15 @@ def gradient_hessian(model, data, q, order, out, value=True):
 
 
 @njit(cache=True, nogil=True)
-def third_order(model, data, full, wq, wv, out):
+def third_order(model, data, q, full, wq, wv, out):
     """:func:`core.lagrangian.third_order` of ``L(T q + c, T dq)``: the tensors (``full``) or
-    the directional derivatives along ``(wq, wv)`` (after :func:`prepare`)."""
+    the directional derivatives along ``(wq, wv)`` (after :func:`prepare` at ``q``)."""
     if not is_coupled(model):
-        _lagrangian.third_order(model, data, full, wq, wv, out)
+        _lagrangian.third_order(model, data, q, full, wq, wv, out)
         return
     der = _derivs(model.nj, full)
-    _lagrangian.third_order(model, data, full, expand_velocity(model, wq), expand_velocity(model, wv), der)
+    _lagrangian.third_order(model, data, expand(model, q), full, expand_velocity(model, wq),
+                            expand_velocity(model, wv), der)
     if full:
         contract_tensor(model, der.Lqqq, out.Lqqq)
         contract_tensor(model, der.Lqqv, out.Lqqv)

@@ -43,7 +43,7 @@ def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, Fqq, F
     prepare(model, data, qm, v)
     gradient_hessian(model, data, qm, min(order, 2), der, False)
     if order >= 3:
-        third_order(model, data, True, v, v, der)
+        third_order(model, data, qm, True, v, v, der)
     generalized_force(model, data, v, u, min(order - 1, 2), F, Fq, Fv, Fu, Fqq, Fqu)
 
 

@@ -306,7 +306,7 @@ def lagrangian_kernel(model, data, der, q, dq, order):
     prepare(model, data, q, dq)
     gradient_hessian(model, data, q, min(order, 2), der)
     if order >= 3:
-        third_order(model, data, True, dq, dq, der)
+        third_order(model, data, q, True, dq, dq, der)
 
 
 @njit(cache=True, nogil=True)

@@ -118,6 +118,27 @@ def _gravity_moment(data, f, x, out):
     out[2] = x[3] * mp[1] - x[4] * mp[0] + mc * x[2]
 
 
+# ------------------------------------------------------------------------------ springs on variables
+@njit(cache=True, nogil=True, inline="always")
+def config_spring_jet(model, s, q):
+    """``(V, dV, d2V, d3V)`` of the spring ``s`` on a variable at the joint coordinates ``q``:
+    with ``d = q[spring_q[s]] - spring_rest[s]`` and ``c = spring_coef[s]``,
+    ``V = sum_k c_k d^(k+1) / (k+1)``, so ``dV = sum_k c_k d^k`` is minus the spring's force
+    (Horner, the derivatives carried along; a linear spring [0, k] gives k/2 d^2, k d, k, 0)."""
+    coef = model.spring_coef
+    d = q[model.spring_q[s]] - model.spring_rest[s]
+    deg = coef.shape[1] - 1
+    c = coef[s, deg]
+    v, p, p1, p2 = c / (deg + 1), c, 0.0, 0.0     # p2 carries P''/2 of P = dV
+    for k in range(deg - 1, -1, -1):
+        c = coef[s, k]
+        v = v * d + c / (k + 1)
+        p2 = p2 * d + p1
+        p1 = p1 * d + p
+        p = p * d + c
+    return v * d, p, p1, 2.0 * p2
+
+
 # ------------------------------------------------------------------------------ value..hessian
 @njit(cache=True, nogil=True)
 def lagrangian_value(model, data, q):
@@ -136,8 +157,7 @@ def lagrangian_value(model, data, q):
             matvec6(Ib, data.V[f], tmp)
             L += 0.5 * dot6(data.V[f], tmp)
     for s in range(model.spring_q.shape[0]):
-        d = q[model.spring_q[s]] - model.spring_rest[s]
-        L -= 0.5 * model.spring_k[s] * d * d
+        L -= config_spring_jet(model, s, q)[0]
     return L
 
 
@@ -151,9 +171,10 @@ def gradient_hessian(model, data, q, order, out, value=True):
         _tree_gradient_hessian(model, data, order, out)
         for s in range(model.spring_q.shape[0]):
             i = model.spring_q[s]
-            out.Lq[i] -= model.spring_k[s] * (q[i] - model.spring_rest[s])
+            _, v1, v2, _ = config_spring_jet(model, s, q)
+            out.Lq[i] -= v1
             if order >= 2:
-                out.Lqq[i, i] -= model.spring_k[s]
+                out.Lqq[i, i] -= v2
     _frame_springs(model, data, min(order, 2), True, out.Lq, out.L, out.Lq, out.Lqq, out.Lqqq, out.dLqq)
 
 
@@ -281,9 +302,10 @@ def spring_potential_derivatives(model, data, q, grad, hess):
         hess[:, :] = 0.0
     for s in range(model.spring_q.shape[0]):
         i = model.spring_q[s]
-        grad[i] += model.spring_k[s] * (q[i] - model.spring_rest[s])
+        _, v1, v2, _ = config_spring_jet(model, s, q)
+        grad[i] += v1
         if hessian:
-            hess[i, i] += model.spring_k[s]
+            hess[i, i] += v2
     if model.fspring_f1.shape[0] > 0:
         # _frame_springs subtracts V from L: collect -V's derivatives, then flip the sign
         L0, Lq, Lqq = np.zeros(1), np.zeros(n), np.zeros((n, n) if hessian else (0, 0))
@@ -339,8 +361,9 @@ def _emit_qvv(val, a, i, j, full, Lqvv, dLqv, dLvv, wq, wv):
 
 
 @njit(cache=True, nogil=True)
-def third_order(model, data, full, wq, wv, out):
-    """Third derivatives of L over all comparable joint triples a <= b <= c.
+def third_order(model, data, q, full, wq, wv, out):
+    """Third derivatives of L over all comparable joint triples a <= b <= c (after
+    :func:`prepare` at ``q``), and the springs on variables (diagonal).
 
     ``full``: fill ``Lqqq, Lqqv, Lqvv``; otherwise accumulate the directional derivatives
     ``dLqq, dLqv, dLvv`` along ``(wq, wv)`` without forming the tensors.
@@ -399,6 +422,13 @@ def third_order(model, data, full, wq, wv, out):
                 if c != b:
                     _velocity_terms(c, a, b, c, dJ, DD, IcS, IcD, V, full, Lqqv, Lqvv, dLqq,
                                     dLqv, dLvv, wq, wv)
+    for s in range(model.spring_q.shape[0]):      # (after the triples: they store, not add)
+        i = model.spring_q[s]
+        v3 = config_spring_jet(model, s, q)[3]
+        if full:
+            Lqqq[i, i, i] -= v3
+        else:
+            dLqq[i, i] -= v3 * wq[i]
     _frame_springs(model, data, 3, full, wq, out.L, out.Lq, out.Lqq, out.Lqqq, out.dLqq)
 
 

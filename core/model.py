@@ -52,8 +52,11 @@ MODEL_FIELDS = [
     # core.linalg.tree_index lays it out; M has its pattern, so the tree Cholesky has no fill-in
     "tree_order", "tree_anc_ptr", "tree_anc_idx", "tree_desc_ptr", "tree_desc_idx",
     "gravity",
-    # potentials and damping
-    "spring_q", "spring_k", "spring_rest", "damping",
+    # potentials and damping. Spring s on joint coordinate spring_q[s] has the polynomial force
+    # -sum_k spring_coef[s, k] d^k, d = q - spring_rest[s], i.e. the potential
+    # sum_k spring_coef[s, k] d^(k+1) / (k+1); rows are padded with zeros (width >= 2) and a
+    # linear spring of stiffness k is [0, k]
+    "spring_q", "spring_coef", "spring_rest", "damping",
     "fspring_f1", "fspring_f2", "fspring_k", "fspring_rest",
     # inputs
     "input_kind", "input_q", "input_frame", "input_comp",

@@ -237,8 +237,20 @@ class System:
         return self
 
     def add_spring(self, type: str = "config", **kw) -> "System":
-        """``config``: ``config, stiffness, rest`` (V = k/2 (q - rest)^2); ``frames``:
-        ``frame1, frame2, stiffness, rest_length`` (V = k/2 (|p1 - p2| - rest)^2)."""
+        """A spring: a potential added to the Lagrangian (L = KE - V).
+
+        * ``config``: ``config, stiffness, rest`` (V = k/2 (q - rest)^2, k >= 0), or
+          ``config, polynomial, rest`` with ``polynomial = [c0, c1, ..., cN]`` (lowest order
+          first, finite numbers of any sign; trep's ``NonlinearConfigSpring``): the generalized
+          force on the variable is ``F = -sum_k c_k d^k`` with ``d = q - rest``, the potential
+          ``V = sum_k c_k d^(k+1) / (k+1)``. A positive ``c1`` pulls back toward ``rest`` (the
+          linear spring is ``[0, k]``), ``c0`` is a constant force ``-c0``, ``c3 > 0`` a
+          hardening cubic term. Give exactly one of ``stiffness`` and ``polynomial``. A spline
+          force law can be given as a polynomial fit of it.
+        * ``frames``: ``frame1, frame2, stiffness, rest_length``
+          (V = k/2 (|p1 - p2| - rest)^2).
+
+        The specification is checked when the system compiles (ModelError naming the spring)."""
         if type not in ("config", "frames"):
             raise ModelError(f"spring {len(self._springs)}: unknown type {type!r} (config, frames)")
         self._springs.append(dict(kw, type=type))
@@ -729,12 +741,11 @@ def _compile(system: System) -> _Compiled:
     for si, s in enumerate(system._springs):
         where = f"spring {si} ({s['type']})"
         if s["type"] == "config":
-            _check_keys(s, {"type", "config", "stiffness", "rest", "name"}, where)
+            _check_keys(s, {"type", "config", "stiffness", "polynomial", "rest", "name"}, where)
             q = _req(s, "config", where)
             if q not in cidx:
                 raise ModelError(f"{where}: unknown configuration variable {q!r}")
-            springs_q.append((cidx[q], _number(_req(s, "stiffness", where), f"{where}.stiffness", nonnegative=True),
-                              _number(s.get("rest", 0.0), f"{where}.rest")))
+            springs_q.append((cidx[q], _spring_polynomial(s, where), _number(s.get("rest", 0.0), f"{where}.rest")))
         else:
             _check_keys(s, {"type", "frame1", "frame2", "stiffness", "rest_length", "name"}, where)
             fsprings.append((frame_ref(_req(s, "frame1", where), where), frame_ref(_req(s, "frame2", where), where),
@@ -813,7 +824,8 @@ def _compile(system: System) -> _Compiled:
         tree_order=tree_order, tree_anc_ptr=tree_anc_ptr, tree_anc_idx=tree_anc_idx,
         tree_desc_ptr=tree_desc_ptr, tree_desc_idx=tree_desc_idx,
         gravity=system.gravity.copy(),
-        spring_q=col(springs_q, 0, np.int64), spring_k=col(springs_q, 1, float), spring_rest=col(springs_q, 2, float),
+        spring_q=col(springs_q, 0, np.int64), spring_coef=_spring_coefficients([s[1] for s in springs_q]),
+        spring_rest=col(springs_q, 2, float),
         damping=damping,
         fspring_f1=col(fsprings, 0, np.int64), fspring_f2=col(fsprings, 1, np.int64),
         fspring_k=col(fsprings, 2, float), fspring_rest=col(fsprings, 3, float),
@@ -860,6 +872,43 @@ def _coupling(system: System, joint_names: list[str], frames: list[dict], vc: li
         else:
             src[j] = ridx[n]
     return src, mul, off, list(joint_names), config_names
+
+
+def _spring_polynomial(s: dict, where: str) -> np.ndarray:
+    """The force polynomial ``[c0, c1, ...]`` of a spring on a variable: ``[0, k]`` for
+    ``stiffness: k``, else its ``polynomial``, checked."""
+    stiffness, poly = s.get("stiffness"), s.get("polynomial")
+    if stiffness is not None and poly is not None:
+        raise ModelError(f"{where}: give either stiffness (linear) or polynomial, not both "
+                         f"(stiffness={stiffness!r}, polynomial={poly!r})")
+    if stiffness is None and poly is None:
+        raise ModelError(f"{where}: missing required key 'stiffness' (linear) or 'polynomial' "
+                         "(force coefficients [c0, c1, ...], lowest order first)")
+    if stiffness is not None:
+        return np.array([0.0, _number(stiffness, f"{where}.stiffness", nonnegative=True)])
+    bad = ModelError(f"{where}: polynomial must be a non-empty list of finite numbers [c0, c1, ...] "
+                     f"(lowest order first), got {poly!r}")
+    if isinstance(poly, (str, bytes, dict)):
+        raise bad
+    try:
+        coef = np.array(poly, dtype=float)
+    except (TypeError, ValueError):
+        raise bad from None
+    if coef.ndim != 1 or coef.size == 0:
+        raise bad
+    for k, c in enumerate(coef):
+        if not math.isfinite(c):
+            raise ModelError(f"{where}.polynomial[{k}]: must be finite, got {poly[k]!r}")
+    return coef
+
+
+def _spring_coefficients(polys: list) -> np.ndarray:
+    """The springs' polynomials as rows of one array, padded with zeros (at least [c0, c1])."""
+    width = max([2] + [p.size for p in polys])
+    coef = np.zeros((len(polys), width))
+    for s, p in enumerate(polys):
+        coef[s, :p.size] = p
+    return coef
 
 
 def _req(d: dict, key: str, where: str):

@@ -206,7 +206,11 @@ class Reference:
             V -= float(f.get("mass", 0.0)) * self.gravity @ com
         for s in self.spec.get("springs", []):
             if s.get("type", "config") == "config":
-                V += 0.5 * s["stiffness"] * (q[self.index[s["config"]]] - s.get("rest", 0.0)) ** 2
+                d = q[self.index[s["config"]]] - s.get("rest", 0.0)
+                if s.get("polynomial") is not None:
+                    V += sum(c * d ** (k + 1) / (k + 1) for k, c in enumerate(s["polynomial"]))
+                else:
+                    V += 0.5 * s["stiffness"] * d ** 2
             else:
                 r = np.linalg.norm(p[s["frame1"]] - p[s["frame2"]])
                 V += 0.5 * s["stiffness"] * (r - s.get("rest_length", 0.0)) ** 2

@@ -146,7 +146,7 @@ def test_lagrangian_directional_third_order(seed):
     model = s.model
     data, der = create_data(model), create_derivs(model.nq, False)
     prepare(model, data, q, dq)
-    third_order(model, data, False, wq, wv, der)
+    third_order(model, data, q, False, wq, wv, der)
     D2 = _L(s, 2)
     def along(name):
         return fd_along(lambda t: getattr(D2(q + t * wq, dq + t * wv), name))

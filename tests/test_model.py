@@ -77,7 +77,7 @@ inputs:
   - {type: torque, config: x}
 """)
     np.testing.assert_array_equal(s.model.damping, [0.3, 0.1])
-    np.testing.assert_array_equal(s.model.spring_k, [4.0])
+    np.testing.assert_array_equal(s.model.spring_coef, [[0.0, 4.0]])
     # damping enters the accelerations: d qdd / d dq changes with it
     A, _ = s.linearize([0.1, 0.2], [0.0, 0.0], [0.0])
     M = s.lagrangian_derivatives([0.1, 0.2], [0.0, 0.0]).Lvv
