@@ -3,7 +3,8 @@
 ``d = q - rest``. The polynomial [0, k] is the linear spring of stiffness k, in the continuous
 dynamics and in the integrator's step and first- and second-order linearizations; a cubic and
 quartic one against central finite differences (also on a coupled coordinate) and a hand value;
-bad specifications refused with the spring named; the YAML key."""
+bad specifications refused with the spring named; the YAML key. The continuous second order
+(``System.linearize2``) on systems without constraints too."""
 from __future__ import annotations
 
 import numpy as np
@@ -96,6 +97,32 @@ def test_quartic_spring_derivatives_match_finite_differences(seed):
     assert_close(H[:, nx:, :], fd(lambda z_: vi.linearize(z_[:nx], z_[nx:])[1], z), "VI H (dB)", tol=1e-6)
 
 
+def _free(seed, **spring):
+    """:func:`_system` without constraints (the continuous second order covers those only)."""
+    s, q, dq, u = random_system(seed, n_frames=(4, 12), constraints=0, velocity_constraints=0, com=True)
+    name = s.config_names[int(np.argmax(s.model.joint_depth))]
+    s.add_spring("config", config=name, rest=0.2, **spring)
+    return s, q, dq, u
+
+
+@pytest.mark.parametrize("seed", [1, 2, 8])
+def test_continuous_second_order_with_a_quartic_spring(seed):
+    s, q, dq, u = _free(seed, polynomial=QUARTIC)
+    n = s.nq
+    A, B, H = s.linearize2(q, dq, u)
+    _, _, H_lin = _free(seed, polynomial=QUARTIC[:2])[0].linearize2(q, dq, u)
+    assert np.abs(H - H_lin).max() > 1e-6            # (the spring's third derivative matters)
+
+    def first_order(z):
+        A_, B_ = s.linearize(z[:n], z[n:2 * n], z[2 * n:], residual_limit=None)
+        return np.hstack([A_, B_])
+    assert_close(H, fd(first_order, np.concatenate([q, dq, u]), 1e-4), "continuous H", tol=1e-7)
+    # [0, k] is the linear spring here too
+    for a, b, what in zip(_free(seed, polynomial=[0.0, 3.5])[0].linearize2(q, dq, u),
+                          _free(seed, stiffness=3.5)[0].linearize2(q, dq, u), "ABH", strict=True):
+        assert_close(a, b, f"continuous second order {what}", tol=1e-12)
+
+
 def _coupled(polynomial):
     """Two pendulums, the second turning -2 times the first plus 0.1, the spring on the coupled
     coordinate phi (its potential is a function of th through phi = -2 th + 0.1)."""
@@ -127,6 +154,9 @@ def test_spring_on_a_coupled_coordinate():
     z = np.concatenate([x, u])
     _, _, H = vi.linearize2(x, u)
     assert_close(H[:, :nx, :], fd(lambda z_: vi.linearize(z_[:nx], z_[nx:])[0], z), "VI H (dA)", tol=1e-6)
+    _, _, Hc = s.linearize2(q, dq, u)
+    first = lambda z_: np.hstack(s.linearize(z_[:1], z_[1:2], z_[2:]))   # noqa: E731
+    assert_close(Hc, fd(first, np.concatenate([q, dq, u]), 1e-4), "continuous H", tol=1e-7)
 
 
 def test_force_and_potential_by_hand():
