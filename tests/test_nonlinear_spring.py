@@ -4,7 +4,7 @@
 dynamics and in the integrator's step and first- and second-order linearizations; a cubic and
 quartic one against central finite differences (also on a coupled coordinate) and a hand value;
 bad specifications refused with the spring named; the YAML key. The continuous second order
-(``System.linearize2``) on systems without constraints too."""
+(``System.linearize2``) on unconstrained systems too."""
 from __future__ import annotations
 
 import numpy as np
@@ -98,7 +98,7 @@ def test_quartic_spring_derivatives_match_finite_differences(seed):
 
 
 def _free(seed, **spring):
-    """:func:`_system` without constraints (the continuous second order covers those only)."""
+    """:func:`_system` without constraints (the continuous second order's plain case)."""
     s, q, dq, u = random_system(seed, n_frames=(4, 12), constraints=0, velocity_constraints=0, com=True)
     name = s.config_names[int(np.argmax(s.model.joint_depth))]
     s.add_spring("config", config=name, rest=0.2, **spring)
