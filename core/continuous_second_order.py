@@ -45,6 +45,7 @@ from .coupling import (
     third_order,
 )
 from .errors import NONFINITE_INTERMEDIATE, OK, SINGULAR_CONSTRAINTS, SINGULAR_MASS
+from .forces import has_dampers
 from .linalg import cholesky_checked, cholesky_solve
 
 
@@ -72,8 +73,9 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B
     T4, W = np.empty((n, n, n)), np.empty((n, n, n))
     fourth_order(model, data, dq, T4, W)
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
-    Fqq, Fqu = np.empty((n, n, n)), np.empty((n, n, m))
-    generalized_force(model, data, dq, u[:m], 2, F, Fq, Fv, Fu, Fqq, Fqu)
+    damped = has_dampers(model)       # (else Fqv is zero: left empty)
+    Fqq, Fqv, Fqu = np.empty((n, n, n)), np.empty((n, n, n) if damped else (0, 0, 0)), np.empty((n, n, m))
+    generalized_force(model, data, dq, u[:m], 2, F, Fq, Fv, Fu, Fqq, Fqv, Fqu)
     Lqqq, Lqqv, Lqvv = der.Lqqq, der.Lqqv, der.Lqvv
     # constraint rows a_r(q) . ddq + b_r = 0: A, Da[r, i, x] = da_r,i/dq_x, D2a, and the Hessian
     # Bqq of b_r = sum da_r,i/dq_k v_i v_k at fixed v (holonomic: a_r = Dh_r, so Da = D2h,
@@ -119,6 +121,8 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B
                 elif s < n and t < 2 * n:           # q_s v_j
                     j = t - n
                     e = W[s, i, j] + Lqqv[s, j, i] - Lqqv[s, i, j]
+                    if damped:
+                        e -= Fqv[i, s, j]
                 elif s < n:                         # q_s u_r (force inputs)
                     r = t - 2 * n
                     if r < m:

@@ -223,19 +223,21 @@ def spring_potential_derivatives(model, data, q, grad, hess):
 
 # ------------------------------------------------------------------------------ forces
 @njit(cache=True, nogil=True)
-def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqu):
+def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
     """:func:`core.forces.generalized_force` of the variables: ``T^T F(T q + c, T dq, u)`` and
     its derivatives (after :func:`prepare` or :func:`forward_kinematics`)."""
     if not is_coupled(model):
-        _forces.generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqu)
+        _forces.generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu)
         return
     nj, m = model.nj, u.shape[0]
     Ff, Fqf, Fvf, Fuf = np.empty(nj), np.empty((nj, nj)), np.empty((nj, nj)), np.empty((nj, m))
     Fqqf = np.empty((_joint_size(model, Fqq.shape[0]), _joint_size(model, Fqq.shape[1]),
                      _joint_size(model, Fqq.shape[2])))
+    Fqvf = np.empty((_joint_size(model, Fqv.shape[0]), _joint_size(model, Fqv.shape[1]),
+                     _joint_size(model, Fqv.shape[2])))
     Fquf = np.empty((_joint_size(model, Fqu.shape[0]), _joint_size(model, Fqu.shape[1]), Fqu.shape[2]))
     _forces.generalized_force(model, data, expand_velocity(model, dq), u, order, Ff, Fqf, Fvf, Fuf,
-                              Fqqf, Fquf)
+                              Fqqf, Fqvf, Fquf)
     contract_vector(model, Ff, F)
     if order >= 1:
         contract_matrix(model, Fqf, Fq)
@@ -244,6 +246,8 @@ def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqu):
     if order >= 2:
         if Fqq.shape[0] > 0:
             contract_tensor(model, Fqqf, Fqq)
+        if Fqv.shape[0] > 0:
+            contract_tensor(model, Fqvf, Fqv)
         if Fqu.shape[0] > 0:
             contract_two(model, Fquf, Fqu)
 

@@ -32,7 +32,7 @@ from numba import njit
 from .del_second_order import second_order
 from .del_solve import constraint_rows, midpoint_terms, slot_jacobians, sparse_newton
 from .errors import OK, SINGULAR_CONSTRAINT_STEP, SINGULAR_M_NEXT
-from .forces import has_wrench_inputs
+from .forces import has_dampers, has_force_curvature
 from .linalg import add_product, condition_from_lu, lu_checked, norm1, tree_lu, tree_lu_solve
 
 
@@ -70,8 +70,9 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     order = 3 if second else 2
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     n3 = n if second else 0
-    nf = n3 if has_wrench_inputs(model) else 0      # (else Fqq and Fqu are zero: left empty)
-    Fqq, Fqu = np.empty((nf, nf, nf)), np.empty((nf, nf, m if second else 0))
+    nf = n3 if has_force_curvature(model) else 0    # (else Fqq and Fqu are zero: left empty)
+    nfv = n3 if has_dampers(model) else 0           # (likewise Fqv)
+    Fqq, Fqv, Fqu = np.empty((nf, nf, nf)), np.empty((nfv, nfv, nfv)), np.empty((nf, nf, m if second else 0))
     # (holonomic() zeroes what it fills.) The first order needs lam . D2h(q_k) only; the
     # second also D2h(q_k) per row, D2h(q_k+1) and lam . D3h(q_k)
     nc2, nc3 = (nc if second else 0), (nc if second and nc > 0 else 0)
@@ -86,7 +87,7 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
                          np.empty((0, 0)), np.empty((0, 0, 0)))
     else:
         Dh1 = Dh1_solved
-    midpoint_terms(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, Fqq, Fqu)
+    midpoint_terms(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu)
     Gq0, Gq1, Pq0, Pq1, Gu = slot_jacobians(der, dt, Fq, Fv, Fu)
     # Q1 = dq1/dz: kinematic rows select rho1 (dynamic rows: Y below); dq0/dz = [I 0] is used
     # as a selection throughout
@@ -234,5 +235,5 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     status[0], status[1] = OK, -1
     if not second:
         return
-    second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq, Pq1d, Q1, Lam,
+    second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq, Pq1d, Q1, Lam,
                   H, scratch)

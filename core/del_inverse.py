@@ -38,7 +38,7 @@ def del_inverse_dynamics(model, data, der, dt, dyn, kin, Q, p0, U, P, resid):
         v = (q1 - q0) / dt
         prepare(model, data, qm, v)
         gradient_hessian(model, data, qm, 1, der)
-        generalized_force(model, data, v, zero_u, 1, F, Fq, Fv, Fu, e3, e3)
+        generalized_force(model, data, v, zero_u, 1, F, Fq, Fv, Fu, e3, e3, e3)
         scale = 1.0
         for a in range(nd):
             i = dyn[a]

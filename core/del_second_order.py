@@ -67,21 +67,22 @@ def _unpack_block(T, off, s0, out):
 
 
 @njit(cache=True, nogil=True)
-def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, pos, TG, TP):
+def _pair_tensors(der, dt, dyn, Fqq, Fqv, H3lam, off, pos, TG, TP):
     """Second derivatives of G = D1 L_d + F_d^- and P = D2 L_d (dynamic rows) in the slot
     variables w = (q0, q1): ``TG[a, p] = d2 G_dyn[a] / dw_s dw_t`` at the packed position
     ``p`` of (``pos[s]``, ``pos[t]``) (see :func:`_slot_order`), likewise TP, each a
     symmetric 2n x 2n matrix.
 
     In the midpoint variables xi = (qm, v) (blocks qq, qv, vv; T_vq = T_qv^T) they are
-    G: dt/2 Lqqq_i - Lqqv_.i + dt Fqq_i,  dt/2 Lqqv_i.. - Lqvv_.i.,  dt/2 Lqvv_i..  (P: + for -,
-    no force); with dqm/dq0 = dqm/dq1 = 1/2, dv/dq0 = -1/dt, dv/dq1 = 1/dt the slot blocks are
+    G: dt/2 Lqqq_i - Lqqv_.i + dt Fqq_i,  dt/2 Lqqv_i.. - Lqvv_.i. + dt Fqv_i,  dt/2 Lqvv_i..
+    (P: + for -, no force; ``Fvv = 0``); with dqm/dq0 = dqm/dq1 = 1/2, dv/dq0 = -1/dt, dv/dq1 = 1/dt the slot blocks are
     T_00 = Tqq/4 - (Tqv + Tvq)/(2dt) + Tvv/dt^2, T_01 = Tqq/4 + (Tqv - Tvq)/(2dt) - Tvv/dt^2,
     T_11 = Tqq/4 + (Tqv + Tvq)/(2dt) + Tvv/dt^2. ``- lam . D3h(q0)`` enters G's q0 block.
     """
     n = der.Lqqq.shape[0]
     Lqqq, Lqqv, Lqvv = der.Lqqq, der.Lqqv, der.Lqvv
     constrained, forced = H3lam.shape[0] > 0, Fqq.shape[0] > 0    # (else they are empty)
+    damped = Fqv.shape[0] > 0
     half, c1, c2 = 0.5 * dt, 0.5 / dt, 1.0 / (dt * dt)
     for a in range(dyn.shape[0]):
         i = dyn[a]
@@ -94,8 +95,11 @@ def _pair_tensors(der, dt, dyn, Fqq, H3lam, off, pos, TG, TP):
                 # qv blocks (j from qm, k from v) and their transposes (k from qm, j from v)
                 qv_jk = half * Lqqv[i, j, k]
                 qv_kj = half * Lqqv[i, k, j]
-                gqv_jk, gqv_kj = (qv_jk - Lqvv[j, i, k]) * c1, (qv_kj - Lqvv[k, i, j]) * c1
                 pqv_jk, pqv_kj = (qv_jk + Lqvv[j, i, k]) * c1, (qv_kj + Lqvv[k, i, j]) * c1
+                if damped:
+                    qv_jk += dt * Fqv[i, j, k]
+                    qv_kj += dt * Fqv[i, k, j]
+                gqv_jk, gqv_kj = (qv_jk - Lqvv[j, i, k]) * c1, (qv_kj - Lqvv[k, i, j]) * c1
                 gqq = 0.25 * (lqq - Lqqv[j, k, i] + (dt * Fqq[i, j, k] if forced else 0.0))
                 pqq = 0.25 * (lqq + Lqqv[j, k, i])
                 # blocks 00, 11, 01 (j in q0, k in q1) and 10 (j in q1, k in q0); q0 comes
@@ -123,7 +127,7 @@ def second_order_scratch(n, nd, nc):
 
 
 @njit(cache=True, nogil=True)
-def second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq, Pq1d, Q1, Lam,
+def second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq, Pq1d, Q1, Lam,
                   H, scratch):
     """Second derivatives of ``x_k+1`` (see the module docstring); H's kinematic rows are 0.
 
@@ -172,7 +176,7 @@ def second_order(der, dt, dyn, kin, Fqq, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq
     Tc = scratch[4 * nd * size:4 * nd * size + nc * ntail].reshape(nc, ntail)
     off = _packed_offsets(nw)
     pos = _slot_order(n, dyn, kin)
-    _pair_tensors(der, dt, dyn, Fqq, H3lam, off, pos, Tin, TP)
+    _pair_tensors(der, dt, dyn, Fqq, Fqv, H3lam, off, pos, Tin, TP)
     for r in range(nc):
         for j in range(n):
             for k in range(j, n):

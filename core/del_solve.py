@@ -36,7 +36,7 @@ from .linalg import lu_checked, lu_solve, tree_cholesky, tree_cholesky_solve, tr
 
 # ------------------------------------------------------------------------------ midpoint terms
 @njit(cache=True, nogil=True)
-def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, Fqq, Fqu):
+def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
     """Lagrangian (up to ``order``) and force derivatives at the midpoint of (q0, q1)."""
     qm = 0.5 * (q0 + q1)
     v = (q1 - q0) / dt
@@ -44,7 +44,7 @@ def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, Fqq, F
     gradient_hessian(model, data, qm, min(order, 2), der, False)
     if order >= 3:
         third_order(model, data, qm, True, v, v, der)
-    generalized_force(model, data, v, u, min(order - 1, 2), F, Fq, Fv, Fu, Fqq, Fqu)
+    generalized_force(model, data, v, u, min(order - 1, 2), F, Fq, Fv, Fu, Fqq, Fqv, Fqu)
 
 
 @njit(cache=True, nogil=True)
@@ -53,7 +53,7 @@ def hessian_at(model, data, der, dt, q0, q1, u, F, Fq, Fv, Fu):
     kinematics are prepared, so only the Hessian and the force derivatives are added."""
     gradient_hessian(model, data, 0.5 * (q0 + q1), 2, der, False)
     e3 = np.empty((0, 0, 0))
-    generalized_force(model, data, (q1 - q0) / dt, u, 1, F, Fq, Fv, Fu, e3, e3)
+    generalized_force(model, data, (q1 - q0) / dt, u, 1, F, Fq, Fv, Fu, e3, e3, e3)
 
 
 @njit(cache=True, nogil=True)
@@ -141,14 +141,15 @@ def sparse_newton(model, nk):
     """Whether the DEL Newton matrix has the variables' tree pattern (nonzero only between a
     variable and its ancestors, as ``M``), so that :func:`core.linalg.tree_lu` factors it
     without fill-in: no holonomic constraints (their rows and columns are dense), no
-    kinematic variables (the dynamic ones are then a sub-tree only in general), no springs
-    between frames (they couple the two frames' branches). Everything else keeps the pattern:
+    kinematic variables (the dynamic ones are then a sub-tree only in general), no springs or
+    dampers between frames (they couple the two frames' branches). Everything else keeps the pattern:
     ``L``'s second derivatives and ``M`` are nonzero only for comparable pairs, damping and
     springs on variables are diagonal, and a wrench at a frame couples only the joints above
     it (:mod:`core.forces`). The dense path is used otherwise, and for trees too deep to pay.
     Coupled (mimic) variables break the pattern too: the tree is that of the joint coordinates,
     and a variable stands for several of them (:mod:`core.coupling`)."""
-    if model.hc_kind.shape[0] > 0 or nk > 0 or model.fspring_f1.shape[0] > 0 or model.nj != model.nq:
+    if (model.hc_kind.shape[0] > 0 or nk > 0 or model.fspring_f1.shape[0] > 0
+            or model.damper_f1.shape[0] > 0 or model.nj != model.nq):
         return False
     # and only when the tree is large and sparse enough to pay: elimination costs
     # sum(depth^2) against the dense LU's n^3 / 3 (a chain is all fill: its dense LU is faster
@@ -248,7 +249,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     guess_step = on_tree and solved
     while True:
         order = 2 if fresh and not guess_step else 1
-        midpoint_terms(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, e3, e3)
+        midpoint_terms(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, e3, e3, e3)
         Lq, Lv = der.Lq, der.Lv
         for a in range(nd):
             i = dyn[a]
@@ -299,7 +300,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
             if nc == 0:     # (the constraint rows evaluated the kinematics at q1 since)
                 hessian_at(model, data, der, dt, q0, q1, u_force, F, Fq, Fv, Fu)
             else:
-                midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, e3, e3)
+                midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, e3, e3, e3)
         if fresh:
             finite = newton_matrix(der, dt, Fq, Fv, dyn, tree, on_tree, Ry)
             if on_tree:

@@ -89,7 +89,7 @@ def _articulated(model, data, Ib, has_mass, q, dq, u, ddq, status):
     Vs_q = np.empty(n)
     spring_potential_derivatives(model, data, q, Vs_q, np.empty((0, 0)))     # (gradient only)
     F, e2, e3 = np.empty(n), np.empty((0, 0)), np.empty((0, 0, 0))
-    generalized_force(model, data, dq, u[:model.nu], 0, F, e2, e2, e2, e3, e3)
+    generalized_force(model, data, dq, u[:model.nu], 0, F, e2, e2, e2, e3, e3, e3)
     tau = F - Vs_q
     if not np.isfinite(np.sum(tau)):
         status[0], status[1] = NONFINITE_INTERMEDIATE, -1
@@ -162,7 +162,7 @@ def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_
     forder = 1 if linearize else 0
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     empty3 = np.empty((0, 0, 0))
-    generalized_force(model, data, dq, u[:m], forder, F, Fq, Fv, Fu, empty3, empty3)
+    generalized_force(model, data, dq, u[:m], forder, F, Fq, Fv, Fu, empty3, empty3, empty3)
     tau = F - tau0 - Vs_q
     if not (np.isfinite(np.sum(M)) and np.isfinite(np.sum(tau))):
         status[0], status[1] = NONFINITE_INTERMEDIATE, -1
@@ -316,7 +316,7 @@ def input_matrix_kernel(model, data, q, Fu):
     prepare(model, data, q, np.zeros(n))
     e3 = np.empty((0, 0, 0))
     generalized_force(model, data, np.zeros(n), np.zeros(m), 1, np.empty(n), np.empty((n, n)),
-                      np.empty((n, n)), Fu, e3, e3)
+                      np.empty((n, n)), Fu, e3, e3, e3)
 
 
 @njit(cache=True, nogil=True)

@@ -10,7 +10,7 @@ from .errors import ModelError
 from .model import WORLD
 from .system import System
 
-_TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "inputs", "wrenches",
+_TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "dampers", "inputs", "wrenches",
              "kinematic", "mimic"}
 
 
@@ -72,6 +72,12 @@ def load_system(source) -> System:
         if not isinstance(d, dict) or "config" not in d or "coefficient" not in d:
             raise ModelError(f"damping[{i}]: needs 'config' and 'coefficient'")
         system.add_damping(d["config"], d["coefficient"])
+    for i, d in enumerate(spec.get("dampers") or []):
+        if not isinstance(d, dict) or set(d) - {"frame1", "frame2", "coefficient", "name"} or not {
+                "frame1", "frame2", "coefficient"} <= set(d):
+            raise ModelError(f"dampers[{i}]: needs 'frame1', 'frame2' and 'coefficient' (and an optional "
+                             f"'name'), got {d!r}")
+        system.add_damper(d["frame1"], d["frame2"], d["coefficient"], d.get("name"))
     for i, w in enumerate(spec.get("wrenches") or []):
         if not isinstance(w, dict) or set(w) - {"frame", "wrench", "name"} or not {"frame", "wrench"} <= set(w):
             raise ModelError(f"wrenches[{i}]: needs 'frame' and 'wrench' (and an optional 'name'), got {w!r}")

@@ -58,6 +58,8 @@ MODEL_FIELDS = [
     # linear spring of stiffness k is [0, k]
     "spring_q", "spring_coef", "spring_rest", "damping",
     "fspring_f1", "fspring_f2", "fspring_k", "fspring_rest",
+    # linear dampers between frame origins: force -c dx/dt along the line, x = |p1 - p2|
+    "damper_f1", "damper_f2", "damper_c",
     # inputs
     "input_kind", "input_q", "input_frame", "input_comp",
     # constant wrenches: one entry per nonzero component (frame, component 0-5 as fx..mz, value)

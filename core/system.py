@@ -137,6 +137,7 @@ class System:
         self._springs: list[dict] = []
         self._damping: dict[str, float] = {}
         self._wrenches: list[dict] = []
+        self._dampers: list[dict] = []
         self._inputs: list[dict] = []
         self._kinematic: list[str] = []
         self._extra_configs: list[str] = []
@@ -260,6 +261,17 @@ class System:
     def add_damping(self, config: str, coefficient: float) -> "System":
         """Viscous damping on a configuration variable: F = -c dq."""
         self._damping[config] = _number(coefficient, f"damping on {config!r}", nonnegative=True)
+        self._model = None
+        return self
+
+    def add_damper(self, frame1: str, frame2: str, coefficient: float, name: str | None = None) -> "System":
+        """A linear damper between the origins of two frames (trep's ``LinearDamper``): with
+        ``x = |p1 - p2|`` it pulls along the line between them with the force ``-c xdot``, so
+        the generalized force is ``F = -c xdot dx/dq`` (``c >= 0``, N s/m; it dissipates the
+        power ``c xdot^2``). Its direction is undefined where the origins coincide (an error
+        there). The specification is checked when the system compiles (ModelError naming the
+        damper)."""
+        self._dampers.append(dict(frame1=frame1, frame2=frame2, coefficient=coefficient, name=name))
         self._model = None
         return self
 
@@ -751,6 +763,13 @@ def _compile(system: System) -> _Compiled:
             fsprings.append((frame_ref(_req(s, "frame1", where), where), frame_ref(_req(s, "frame2", where), where),
                              _number(_req(s, "stiffness", where), f"{where}.stiffness", nonnegative=True),
                              _number(s.get("rest_length", 0.0), f"{where}.rest_length", nonnegative=True)))
+    dampers = []
+    for di, d in enumerate(system._dampers):
+        where = f"damper {di}" + (f" ({d['name']!r})" if d["name"] else "")
+        f1, f2 = frame_ref(d["frame1"], where), frame_ref(d["frame2"], where)
+        if f1 == f2:
+            raise ModelError(f"{where}: frame1 and frame2 are both {d['frame1']!r}: a damper needs two frames")
+        dampers.append((f1, f2, _number(d["coefficient"], f"{where}.coefficient", nonnegative=True)))
     damping = np.zeros(nj)
     for q, c in system._damping.items():
         if q not in cidx:
@@ -829,6 +848,8 @@ def _compile(system: System) -> _Compiled:
         damping=damping,
         fspring_f1=col(fsprings, 0, np.int64), fspring_f2=col(fsprings, 1, np.int64),
         fspring_k=col(fsprings, 2, float), fspring_rest=col(fsprings, 3, float),
+        damper_f1=col(dampers, 0, np.int64), damper_f2=col(dampers, 1, np.int64),
+        damper_c=col(dampers, 2, float),
         input_kind=col(inputs, 0, np.int64), input_q=col(inputs, 1, np.int64),
         input_frame=col(inputs, 2, np.int64), input_comp=col(inputs, 3, np.int64),
         cwrench_frame=col(cwrenches, 0, np.int64), cwrench_comp=col(cwrenches, 1, np.int64),

@@ -286,13 +286,20 @@ class Reference:
 
     # -- forces
     def generalized_force(self, q, dq, u):
-        """F = torques - damping dq + J^T (body wrenches), by virtual work."""
+        """F = torques - damping dq + J^T (body wrenches) + dampers between frames, by virtual
+        work (a damper's force -c xdot along p1 - p2, x = |p1 - p2|, does the work
+        -c xdot dx)."""
         q, dq, u = (np.asarray(x, float) for x in (q, dq, u))
         kin = self.poses(q)
         F = np.zeros(self.n)
         for d in self.spec.get("damping", []):
             i = self.index[d["config"]]
             F[i] -= d["coefficient"] * dq[i]
+        for d in self.spec.get("dampers", []):
+            w = kin[1][d["frame1"]] - kin[1][d["frame2"]]
+            W = self.point_jacobian(q, d["frame1"], kin=kin) - self.point_jacobian(q, d["frame2"], kin=kin)
+            dx = w @ W / np.linalg.norm(w)          # dx/dq
+            F -= d["coefficient"] * (dx @ dq) * dx
         for r, (kind, target, comp) in enumerate(self.inputs):
             if kind == "torque":
                 F[target] += u[r]
@@ -329,6 +336,8 @@ def build_system(spec: dict, use_api: bool = False):
         s.add_spring(sp.pop("type"), **sp)
     for d in spec.get("damping", []):
         s.add_damping(d["config"], d["coefficient"])
+    for d in spec.get("dampers", []):
+        s.add_damper(d["frame1"], d["frame2"], d["coefficient"])
     for inp in spec.get("inputs", []):
         inp = dict(inp)
         s.add_input(inp.pop("type"), **inp)

@@ -237,9 +237,9 @@ def _force(s, q, dq, u, order):
     data = create_data(model)
     prepare(model, data, q, dq)
     out = [np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m)),
-           np.empty((n, n, n)), np.empty((n, n, m))]
+           np.empty((n, n, n)), np.empty((n, n, n)), np.empty((n, n, m))]
     if order == 0:
-        out[1:] = [np.empty((0, 0)), np.empty((0, 0)), np.empty((0, 0)), np.empty((0, 0, 0)), np.empty((0, 0, 0))]
+        out[1:] = [np.empty((0, 0))] * 3 + [np.empty((0, 0, 0))] * 3
     generalized_force(model, data, np.asarray(dq, float), np.asarray(u, float), order, *out)
     return out
 
@@ -248,7 +248,7 @@ def _force(s, q, dq, u, order):
 def test_generalized_force_derivatives(seed):
     s, q, dq, u = off_manifold(seed)
     assert s.nu >= 1
-    F, Fq, Fv, Fu, Fqq, Fqu = _force(s, q, dq, u, 2)
+    F, Fq, Fv, Fu, Fqq, Fqv, Fqu = _force(s, q, dq, u, 2)
     assert_close(F, s.reference.generalized_force(q, dq, u), "F vs virtual-work reference", tol=1e-12)
     def F0(qq, vv, uu):
         return _force(s, qq, vv, uu, 0)[0]
@@ -259,6 +259,7 @@ def test_generalized_force_derivatives(seed):
     def Fq1(qq, uu):
         return _force(s, qq, dq, uu, 1)[1]
     assert_close(Fqq, fd(lambda x: Fq1(x, u), q), "Fqq")
+    assert not Fqv.any(), "Fqv: only dampers between frames give it (tests/test_damper.py)"
     assert_close(Fqu, fd(lambda x: Fq1(q, x), u), "Fqu")
 
 
