@@ -72,21 +72,11 @@ def load_system(source) -> System:
         if not isinstance(d, dict) or "config" not in d or "coefficient" not in d:
             raise ModelError(f"damping[{i}]: needs 'config' and 'coefficient'")
         system.add_damping(d["config"], d["coefficient"])
-    for i, d in enumerate(spec.get("dampers") or []):
-        if not isinstance(d, dict) or set(d) - {"frame1", "frame2", "coefficient", "name"} or not {
-                "frame1", "frame2", "coefficient"} <= set(d):
-            raise ModelError(f"dampers[{i}]: needs 'frame1', 'frame2' and 'coefficient' (and an optional "
-                             f"'name'), got {d!r}")
+    for d in _entries(spec, "dampers", ("frame1", "frame2", "coefficient"), ("name",)):
         system.add_damper(d["frame1"], d["frame2"], d["coefficient"], d.get("name"))
-    for i, w in enumerate(spec.get("wrenches") or []):
-        if not isinstance(w, dict) or set(w) - {"frame", "wrench", "name"} or not {"frame", "wrench"} <= set(w):
-            raise ModelError(f"wrenches[{i}]: needs 'frame' and 'wrench' (and an optional 'name'), got {w!r}")
+    for w in _entries(spec, "wrenches", ("frame", "wrench"), ("name",)):
         system.add_wrench(w["frame"], w["wrench"], w.get("name"))
-    for i, c in enumerate(spec.get("mimic") or []):
-        if not isinstance(c, dict) or "config" not in c or "leader" not in c or set(c) - {
-                "config", "leader", "multiplier", "offset"}:
-            raise ModelError(f"mimic[{i}]: needs 'config' and 'leader' (and optionally 'multiplier', "
-                             "'offset')")
+    for c in _entries(spec, "mimic", ("config", "leader"), ("multiplier", "offset")):
         system.add_mimic(c["config"], c["leader"], c.get("multiplier", 1.0), c.get("offset", 0.0))
     for i, u in enumerate(spec.get("inputs") or []):
         if not isinstance(u, dict):
@@ -97,6 +87,18 @@ def load_system(source) -> System:
         system.set_kinematic(spec["kinematic"])
     system.compile()  # a malformed model fails here, at load time
     return system
+
+
+def _entries(spec: dict, key: str, required: tuple, optional: tuple) -> list:
+    """The list ``spec[key]``, each entry a mapping with every ``required`` key and nothing but
+    those and the ``optional`` ones (else a ModelError naming the entry)."""
+    entries = spec.get(key) or []
+    for i, d in enumerate(entries):
+        if not isinstance(d, dict) or set(d) - set(required) - set(optional) or not set(required) <= set(d):
+            names = [repr(k) for k in required]
+            raise ModelError(f"{key}[{i}]: needs {', '.join(names[:-1])} and {names[-1]} (and optionally "
+                             f"{', '.join(repr(k) for k in optional)}), got {d!r}")
+    return entries
 
 
 def _read_spec(source):
