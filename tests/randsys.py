@@ -540,6 +540,25 @@ def random_system(seed: int, *, n_frames=(3, 15), constraints=None, velocity_con
     return system, q0, dq0, u0
 
 
+def force_terms(system, q, dq, u, order: int) -> list:
+    """The library's generalized force at ``(q, dq, u)`` (``core.forces.generalized_force``) up
+    to ``order``: ``[F, Fq, Fv, Fu, Fqq, Fqv, Fqu]`` (at order 0 only ``F`` is filled)."""
+    from core.forces import generalized_force
+    from core.kinematics import create_data
+    from core.lagrangian import prepare
+    model = system.model
+    n, m = model.nq, model.nu
+    q, dq, u = (np.asarray(x, float) for x in (q, dq, u))
+    data = create_data(model)
+    prepare(model, data, q, dq)
+    out = [np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m)),
+           np.empty((n, n, n)), np.empty((n, n, n)), np.empty((n, n, m))]
+    if order == 0:
+        out[1:] = [np.empty((0, 0))] * 3 + [np.empty((0, 0, 0))] * 3
+    generalized_force(model, data, dq, u, order, *out)
+    return out
+
+
 # ---------------------------------------------------------------------------------- checking
 def fd(fun, x, h: float = 1e-5) -> np.ndarray:
     """Central 4-point finite differences: result[..., k] = d fun / d x_k (shape fun(x).shape + (n,))."""

@@ -17,11 +17,8 @@ import pytest
 import core
 from core import ModelError
 from core.del_solve import sparse_newton
-from core.forces import generalized_force
-from core.kinematics import create_data
-from core.lagrangian import prepare
 
-from randsys import Reference, assert_close, fd, fd_along, random_system
+from randsys import Reference, assert_close, fd, fd_along, force_terms, random_system
 
 FREE = [3, 8, 11]
 CONSTRAINED = [104, 115, 121]
@@ -58,22 +55,10 @@ def _damped(seed, *, constraints=0, velocity_constraints=0, n_frames=(4, 12), co
     return s, q, dq, u
 
 
-def _force(s, q, dq, u, order):
-    """``core.forces.generalized_force`` at ``order``: ``[F, Fq, Fv, Fu, Fqq, Fqv, Fqu]``."""
-    model = s.model
-    n, m = model.nq, model.nu
-    data = create_data(model)
-    prepare(model, data, np.asarray(q, float), np.asarray(dq, float))
-    out = [np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m)),
-           np.empty((n, n, n)), np.empty((n, n, n)), np.empty((n, n, m))]
-    generalized_force(model, data, np.asarray(dq, float), np.asarray(u, float), order, *out)
-    return out
-
-
 @pytest.mark.parametrize("seed", FREE + CONSTRAINED)
 def test_force_is_the_virtual_work_reference(seed):
     s, q, dq, u = _damped(seed, constraints=0 if seed in FREE else 2)
-    F = _force(s, q, dq, u, 0)[0]
+    F = force_terms(s, q, dq, u, 0)[0]
     assert_close(F, s.reference.generalized_force(q, dq, u), "F vs virtual work", tol=1e-12)
     # (the dampers matter: the reference without them differs)
     bare = Reference(dict(s.spec, dampers=[]))
@@ -120,14 +105,14 @@ def test_power_taken_from_a_conservative_system(seed):
 @pytest.mark.parametrize("seed", FREE + CONSTRAINED)
 def test_force_derivatives_match_finite_differences(seed):
     s, q, dq, u = _damped(seed, constraints=0 if seed in FREE else 2)
-    F, Fq, Fv, Fu, Fqq, Fqv, Fqu = _force(s, q, dq, u, 2)
-    assert_close(F, _force(s, q, dq, u, 0)[0], "F at order 0 vs order 2", tol=1e-14)
-    assert_close(Fq, fd(lambda x: _force(s, x, dq, u, 0)[0], q), "Fq")
-    assert_close(Fv, fd(lambda x: _force(s, q, x, u, 0)[0], dq), "Fv")
-    assert_close(Fqq, fd(lambda x: _force(s, x, dq, u, 1)[1], q), "Fqq")
+    F, Fq, Fv, Fu, Fqq, Fqv, Fqu = force_terms(s, q, dq, u, 2)
+    assert_close(F, force_terms(s, q, dq, u, 0)[0], "F at order 0 vs order 2", tol=1e-14)
+    assert_close(Fq, fd(lambda x: force_terms(s, x, dq, u, 0)[0], q), "Fq")
+    assert_close(Fv, fd(lambda x: force_terms(s, q, x, u, 0)[0], dq), "Fv")
+    assert_close(Fqq, fd(lambda x: force_terms(s, x, dq, u, 1)[1], q), "Fqq")
     assert np.abs(Fqv).max() > 1e-2 and np.abs(Fqq).max() > 1e-2     # (the checks can fail)
-    assert_close(Fqv, fd(lambda x: _force(s, q, x, u, 1)[1], dq), "Fqv")
-    assert_close(Fqu, fd(lambda x: _force(s, q, dq, x, 1)[1], u), "Fqu")
+    assert_close(Fqv, fd(lambda x: force_terms(s, q, x, u, 1)[1], dq), "Fqv")
+    assert_close(Fqu, fd(lambda x: force_terms(s, q, dq, x, 1)[1], u), "Fqu")
 
 
 def _continuous_checks(s, q, dq, u, tol=1e-7):

@@ -19,11 +19,10 @@ import numpy as np
 import pytest
 
 from core.constraints import holonomic
-from core.forces import generalized_force
 from core.kinematics import create_data, forward_kinematics, joint_union, point_jet
 from core.lagrangian import create_derivs, prepare, third_order
 
-from randsys import KINDS, assert_close, fd, fd2_along, fd_along, random_system
+from randsys import KINDS, assert_close, fd, fd2_along, fd_along, force_terms, random_system
 
 GENERAL = list(range(24)) + [200, 201]   # 200, 201: 15-frame trees
 CONSTRAINED = list(range(100, 120))
@@ -231,33 +230,20 @@ def test_variable_length_distance_constraint():
 
 
 # ---------------------------------------------------------------------------------- forces
-def _force(s, q, dq, u, order):
-    model = s.model
-    n, m = model.nq, model.nu
-    data = create_data(model)
-    prepare(model, data, q, dq)
-    out = [np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m)),
-           np.empty((n, n, n)), np.empty((n, n, n)), np.empty((n, n, m))]
-    if order == 0:
-        out[1:] = [np.empty((0, 0))] * 3 + [np.empty((0, 0, 0))] * 3
-    generalized_force(model, data, np.asarray(dq, float), np.asarray(u, float), order, *out)
-    return out
-
-
 @pytest.mark.parametrize("seed", GENERAL)
 def test_generalized_force_derivatives(seed):
     s, q, dq, u = off_manifold(seed)
     assert s.nu >= 1
-    F, Fq, Fv, Fu, Fqq, Fqv, Fqu = _force(s, q, dq, u, 2)
+    F, Fq, Fv, Fu, Fqq, Fqv, Fqu = force_terms(s, q, dq, u, 2)
     assert_close(F, s.reference.generalized_force(q, dq, u), "F vs virtual-work reference", tol=1e-12)
     def F0(qq, vv, uu):
-        return _force(s, qq, vv, uu, 0)[0]
+        return force_terms(s, qq, vv, uu, 0)[0]
     assert_close(F, F0(q, dq, u), "F at order 0 vs order 2", tol=1e-14)
     assert_close(Fq, fd(lambda x: F0(x, dq, u), q), "Fq")
     assert_close(Fv, fd(lambda x: F0(q, x, u), dq), "Fv")
     assert_close(Fu, fd(lambda x: F0(q, dq, x), u), "Fu")
     def Fq1(qq, uu):
-        return _force(s, qq, dq, uu, 1)[1]
+        return force_terms(s, qq, dq, uu, 1)[1]
     assert_close(Fqq, fd(lambda x: Fq1(x, u), q), "Fqq")
     assert not Fqv.any(), "Fqv: only dampers between frames give it (tests/test_damper.py)"
     assert_close(Fqu, fd(lambda x: Fq1(q, x), u), "Fqu")
@@ -310,7 +296,7 @@ def test_constraint_forces_satisfy_equations_of_motion(seed, state):
     ref = s.reference
     qdd, lam = s.qdd(q, dq, u), s.constraint_forces(q, dq, u)
     d = s.lagrangian_derivatives(q, dq, 2)
-    F = _force(s, q, dq, u, 0)[0]
+    F = force_terms(s, q, dq, u, 0)[0]
     _, Dh, D2h = s.constraint(q, order=2)
     Arows = np.vstack([Dh, ref.velocity_rows(q)])
     assert lam.shape == (Arows.shape[0],)
