@@ -32,8 +32,8 @@ from . import cache as _cache  # noqa: I001 - first: drops stale compiled kernel
 from .conventions import CONVENTIONS
 from .data import model_file, model_names
 from .equilibrium import holding_inputs, project_velocity, satisfy_constraints
-from .errors import (CoreError, EquilibriumError, IntegratorError, LinearizerError, ModelError,
-                     RiccatiError, NonFiniteError, SingularMatrixError, SingularStepError)
+from .errors import (CoreError, EquilibriumError, InertiaWarning, IntegratorError, LinearizerError, ModelError,
+                     ModelWarning, RiccatiError, NonFiniteError, SingularMatrixError, SingularStepError)
 from .linearizer import Linearizer
 from .loader import load_system
 from .lqr import Controllability, controllability, dlqr, tvlqr
@@ -61,7 +61,8 @@ __all__ = [
     "TREP_ARMIJO", "DiscreteSystem", "TrajectoryOptimizationResult",
     "check_vector", "too_large", "weight_matrix", "CONVENTIONS", "model_file", "model_names",
     "CoreError", "ModelError", "SingularMatrixError", "RiccatiError", "IntegratorError",
-    "SingularStepError", "NonFiniteError", "LinearizerError", "EquilibriumError",
+    "SingularStepError", "NonFiniteError", "LinearizerError", "EquilibriumError", "ModelWarning",
+    "InertiaWarning",
     "satisfy_constraints", "project_velocity", "holding_inputs",
     "save_trajectory", "load_trajectory", "Trajectory", "__version__",
 ]

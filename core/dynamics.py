@@ -339,7 +339,10 @@ def raise_for_status(system, status, where: str, inputs=()) -> None:
         name = system.config_names[index]
         raise SingularMatrixError(
             f"{where}: the mass matrix is singular at variable {index} ({name!r}); a variable "
-            "that moves no mass, or a singular coordinate chart, makes M non-invertible",
+            "that moves no mass, or a singular coordinate chart, makes M non-invertible. A joint "
+            f"whose links carry no mass (a URDF without rotor inertia): give {name!r} an armature "
+            "(System.add_armature, load_urdf(armature=...)) or lock it (System.lock, "
+            "load_urdf(locked=...))",
             "mass matrix", index)
     if code == SINGULAR_CONSTRAINTS:
         raise SingularMatrixError(

@@ -97,5 +97,16 @@ class EquilibriumError(CoreError, ArithmeticError):
         self.residual = residual
 
 
+class ModelWarning(UserWarning):
+    """A model loaded despite a defect in its description, worked around as the message says
+    (the element named); filter it with the ``warnings`` module, or make it an error."""
+
+
+class InertiaWarning(ModelWarning):
+    """A body's inertia is not physical beyond round-off (a negative principal moment, or one
+    larger than the sum of the other two) and was loaded as written or repaired, as the inertia
+    policy says (:mod:`core.inertia`); the message names the body and its principal moments."""
+
+
 class LinearizerError(CoreError, ValueError):
     """Bad input to :class:`core.Linearizer` (sizes, names, operating points)."""

@@ -32,6 +32,7 @@ DATA_FIELDS = [
     "Ic", "Hc", "mc", "mp",  # per frame: composite inertia (6x6), momentum (6), mass, first moment
     "D", "DD", "dJ",         # per joint / joint pair: velocity derivative tables (see lagrangian)
     "IcS", "IcD",            # per joint pair (m, j): Ic_m S_j and Ic_m D_j
+    "dq",                    # per joint: the velocity of the last forward_kinematics (armature)
 ]
 DataType, Data = record_type("Data", DATA_FIELDS, __name__)
 
@@ -51,7 +52,7 @@ def create_data(model: Model) -> Data:
                 np.zeros((nq, 6)), np.zeros((nq, 6)),
                 np.zeros((nf, 6, 6)), np.zeros((nf, 6)), np.zeros(nf), np.zeros((nf, 3)),
                 np.zeros((nq, 6)), np.zeros((nq, nq, 6)), np.zeros((nq, nq, 6)),
-                np.zeros((nq, nq, 6)), np.zeros((nq, nq, 6)))
+                np.zeros((nq, nq, 6)), np.zeros((nq, nq, 6)), np.zeros(nq))
 
 
 @njit(cache=True, nogil=True)
@@ -59,7 +60,7 @@ def copy_data(d):
     """Fresh scratch with the same shapes (for parallel evaluations)."""
     return Data(d.R.copy(), d.p.copy(), d.V.copy(), d.S.copy(), d.Vp.copy(), d.Ic.copy(),
                 d.Hc.copy(), d.mc.copy(), d.mp.copy(), d.D.copy(), d.DD.copy(), d.dJ.copy(),
-                d.IcS.copy(), d.IcD.copy())
+                d.IcS.copy(), d.IcD.copy(), d.dq.copy())
 
 
 # ------------------------------------------------------------------------------ small algebra
@@ -198,6 +199,9 @@ def forward_kinematics(model, q, dq, data):
                 S[qi, i] = screw[i]
                 Vp[qi, i] = V[f, i]
                 V[f, i] += screw[i] * dq[qi]
+    qd = data.dq
+    for j in range(qd.shape[0]):
+        qd[j] = dq[j]
 
 
 @njit(cache=True, nogil=True, inline="always")

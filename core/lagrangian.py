@@ -156,6 +156,9 @@ def lagrangian_value(model, data, q):
             spatial_inertia(m, model.frame_inertia[f], data.R[f], pc, Ib)
             matvec6(Ib, data.V[f], tmp)
             L += 0.5 * dot6(data.V[f], tmp)
+    armature, qd = model.armature, data.dq
+    for j in range(armature.shape[0]):
+        L += 0.5 * armature[j] * qd[j] * qd[j]
     for s in range(model.spring_q.shape[0]):
         L -= config_spring_jet(model, s, q)[0]
     return L
@@ -195,6 +198,9 @@ def _tree_gradient_hessian(model, data, order, out):
         Lv[a] = dot6(S[a], Hc[fa])
         _gravity_moment(data, fa, S[a], t3)
         Lq[a] = dot6(D[a], Hc[fa]) + g[0] * t3[0] + g[1] * t3[1] + g[2] * t3[2]
+    armature = model.armature
+    for a in range(model.nj):         # rotor inertia: KE += armature dq^2 / 2
+        Lv[a] += armature[a] * data.dq[a]
     if order < 2:
         return
     Lqq[:, :] = 0.0
@@ -237,6 +243,8 @@ def _tree_gradient_hessian(model, data, order, out):
             Lqv[b, a] = (s0 * w0 + s1 * w1 + s2 * w2) + (s3 * w3 + s4 * w4 + s5 * w5)
             if a != b:
                 Lqv[a, b] = (d0 * i0 + d1 * i1 + d2 * i2) + (d3 * i3 + d4 * i4 + d5 * i5)
+    for a in range(model.nj):
+        Lvv[a, a] += armature[a]
 
 
 @njit(cache=True, nogil=True)

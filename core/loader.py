@@ -11,14 +11,15 @@ from .model import WORLD
 from .system import System
 
 _TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "dampers", "inputs", "wrenches",
-             "kinematic", "mimic"}
+             "kinematic", "mimic", "armature", "locked"}
 
 
-def load_system(source) -> System:
+def load_system(source, *, inertia: str = "warn") -> System:
     """Build a :class:`System` from a YAML file path, a YAML string or a dict; a ``.urdf`` path
     or URDF XML text goes to :func:`core.load_urdf` (with its defaults). A bare file name that
     is not a file here but a model packaged with core (:func:`core.model_names`, e.g.
-    ``"cartpole.yaml"``) loads that model.
+    ``"cartpole.yaml"``) loads that model. ``inertia`` is the inertia policy (``"warn"``,
+    ``"strict"`` or ``"repair"``, :mod:`core.inertia`).
 
     Minimal example::
 
@@ -36,14 +37,15 @@ def load_system(source) -> System:
     if isinstance(source, str) and not os.path.exists(source):
         source = model_file(source) or source
     if is_urdf_source(source):
-        return load_urdf(source)
+        return load_urdf(source, inertia=inertia)
     spec = _read_spec(source)
     if not isinstance(spec, dict):
         raise ModelError(f"a model must be a mapping with keys {sorted(_TOP_KEYS)}")
     unknown = sorted(set(spec) - _TOP_KEYS)
     if unknown:
         raise ModelError(f"model: unknown top-level key(s) {unknown}; allowed {sorted(_TOP_KEYS)}")
-    system = System(gravity=spec.get("gravity", (0.0, 0.0, -9.81)), name=spec.get("name", "system"))
+    system = System(gravity=spec.get("gravity", (0.0, 0.0, -9.81)), name=spec.get("name", "system"),
+                    inertia=inertia)
     frames = spec.get("frames") or []
     if not isinstance(frames, list):
         raise ModelError("model: 'frames' must be a list")
@@ -78,6 +80,10 @@ def load_system(source) -> System:
         system.add_wrench(w["frame"], w["wrench"], w.get("name"))
     for c in _entries(spec, "mimic", ("config", "leader"), ("multiplier", "offset")):
         system.add_mimic(c["config"], c["leader"], c.get("multiplier", 1.0), c.get("offset", 0.0))
+    for name, value in _mapping(spec, "armature").items():
+        system.add_armature(name, value)
+    for name, value in _mapping(spec, "locked").items():
+        system.lock(name, value)
     for i, u in enumerate(spec.get("inputs") or []):
         if not isinstance(u, dict):
             raise ModelError(f"inputs[{i}]: must be a mapping")
@@ -99,6 +105,14 @@ def _entries(spec: dict, key: str, required: tuple, optional: tuple) -> list:
             raise ModelError(f"{key}[{i}]: needs {', '.join(names[:-1])} and {names[-1]} (and optionally "
                              f"{', '.join(repr(k) for k in optional)}), got {d!r}")
     return entries
+
+
+def _mapping(spec: dict, key: str) -> dict:
+    """``spec[key]``, a mapping ``{variable: number}`` (empty when absent)."""
+    value = spec.get(key) or {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ModelError(f"{key}: expected a mapping {{variable: value}}, got {value!r}")
+    return value
 
 
 def _read_spec(source):

@@ -339,7 +339,8 @@ class MidpointVI:
         if code == SINGULAR_JACOBIAN:
             raise IntegratorError(
                 f"DEL Newton Jacobian is singular{at} (row {int(status[1])}): M_k+1 or the "
-                "constraint Jacobian lost rank", matrix="DEL Jacobian", **extra)
+                "constraint Jacobian lost rank (a variable that moves no mass: give it an armature "
+                "or lock it)", matrix="DEL Jacobian", **extra)
 
     def _step_inputs(self, q, p, u_force, rho):
         """``(name, array, labels)`` of a step's inputs, for :meth:`_raise_solve`."""

@@ -57,6 +57,9 @@ MODEL_FIELDS = [
     # sum_k spring_coef[s, k] d^(k+1) / (k+1); rows are padded with zeros (width >= 2) and a
     # linear spring of stiffness k is [0, k]
     "spring_q", "spring_coef", "spring_rest", "damping",
+    # rotor inertia (armature) per joint coordinate: M gains it on its diagonal, the kinetic
+    # energy armature[j] dq_j^2 / 2
+    "armature",
     "fspring_f1", "fspring_f2", "fspring_k", "fspring_rest",
     # linear dampers between frame origins: force -c dx/dt along the line, x = |p1 - p2|
     "damper_f1", "damper_f2", "damper_c",

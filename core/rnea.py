@@ -48,7 +48,8 @@ def _inherit_acceleration(g, parent, A, f):
 
 @njit(cache=True, nogil=True)
 def mass_matrix(model, data, M):
-    """``M[a, b] = S_a . Ic_b S_b`` for ``a`` at or above ``b`` (needs :func:`composites`)."""
+    """``M[a, b] = S_a . Ic_b S_b`` for ``a`` at or above ``b``, plus the armature on the
+    diagonal (needs :func:`composites`)."""
     M[:, :] = 0.0
     IS = np.empty(6)
     # fields read into locals once: each read of a record's field inside a loop costs
@@ -64,13 +65,16 @@ def mass_matrix(model, data, M):
             a = anc_idx[ia]
             M[a, b] = dot6(S[a], IS)
             M[b, a] = M[a, b]
+    armature = model.armature
+    for b in range(model.nj):
+        M[b, b] += armature[b]
 
 
 @njit(cache=True, nogil=True)
 def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
     """One Newton-Euler pass: the acceleration ``Ap[j]`` of each joint's parent (gravity
-    included), composite wrenches ``F`` and ``tau[j] = S_j . F_(frame of j)`` (0 for a variable
-    that drives no frame)."""
+    included), composite wrenches ``F`` and ``tau[j] = S_j . F_(frame of j) + armature_j ddq_j``
+    (the rotor's term only for a variable that drives no frame)."""
     g = model.gravity
     frame_parent, frame_qindex, joint_frame = model.frame_parent, model.frame_qindex, model.joint_frame
     S, V, Vp = data.S, data.V, data.Vp
@@ -101,9 +105,10 @@ def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
         if par >= 0:
             for i in range(6):
                 F[par, i] += F[f, i]
+    armature = model.armature
     for j in range(model.nj):
         fj = joint_frame[j]
-        tau[j] = dot6(S[j], F[fj]) if fj >= 0 else 0.0
+        tau[j] = (dot6(S[j], F[fj]) if fj >= 0 else 0.0) + armature[j] * ddq[j]
 
 
 @njit(cache=True, nogil=True)
@@ -271,7 +276,7 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
     Backward pass, leaves first, with articulated inertias ``IA`` and bias wrenches ``pA`` that
     start as each body's ``I_f`` and ``V_f ×* I_f V_f``; for the frame of joint ``j``::
 
-        U = IA S_j,  D_j = S_j·U,  u_j = tau_j - S_j·pA,  c_j = [Vp_j, S_j] dq_j
+        U = IA S_j,  D_j = S_j·U + armature_j,  u_j = tau_j - S_j·pA,  c_j = [Vp_j, S_j] dq_j
         parent += (IA - U Uᵀ / D_j,  pA + (IA - U Uᵀ / D_j) c_j + U u_j / D_j)
 
     Forward pass, root first, from the world's acceleration ``(-g, 0)``: with ``a = A_parent +
@@ -286,7 +291,7 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
     nf, n = model.nf, model.nj
     frame_parent, frame_qindex, joint_frame = model.frame_parent, model.frame_qindex, model.joint_frame
     S, V, Vp = data.S, data.V, data.Vp
-    g = model.gravity
+    g, armature = model.gravity, model.armature
     for j in range(n):
         if joint_frame[j] < 0:
             return j
@@ -313,11 +318,11 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
         if j >= 0:
             Sj, IAf = S[j], IA[f]
             matvec6(IAf, Sj, U[j])
-            d = dot6(Sj, U[j])
+            d = dot6(Sj, U[j]) + armature[j]
             D[j] = d
             uj[j] = tau[j] - dot6(Sj, pA[f])
             matvec6(Ic[f], Sj, t)
-            mdiag = max(mdiag, dot6(Sj, t))
+            mdiag = max(mdiag, dot6(Sj, t) + armature[j])
             bracket(Vp[j], Sj, c[j])
             for i in range(6):
                 c[j, i] *= dq[j]

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import dynamics, minimal
 from .errors import ModelError
-from .inertia import MergedBody
+from .inertia import MergedBody, check_inertia, check_policy
 from .linalg import tree_index
 from .model import (
     HC_COINCIDE,
@@ -90,7 +90,7 @@ def _axis(value: Any, where: str) -> int:
     return AXES[value]
 
 
-def _inertia(spec: Any, where: str) -> np.ndarray:
+def _inertia(spec: Any, where: str, policy: str) -> np.ndarray:
     arr = np.asarray(spec, dtype=float)
     if arr.shape == (3,):
         arr = np.diag(arr)
@@ -98,18 +98,7 @@ def _inertia(spec: Any, where: str) -> np.ndarray:
         raise ModelError(f"{where}: inertia must be [Ixx, Iyy, Izz] or a finite 3x3 matrix")
     if not np.allclose(arr, arr.T, atol=1e-12):
         raise ModelError(f"{where}: inertia matrix must be symmetric")
-    moments = np.linalg.eigvalsh(arr)   # principal moments, ascending
-    if moments[0] < -1e-12:
-        raise ModelError(f"{where}: inertia matrix must be positive semi-definite "
-                         f"(principal moments {_fmt(moments)})")
-    if moments[2] > moments[0] + moments[1] + 1e-9 * max(moments[2], 1e-300):
-        raise ModelError(f"{where}: inertia is physically impossible: principal moments {_fmt(moments)} "
-                         "violate the triangle inequality (each must be at most the sum of the other two)")
-    return arr
-
-
-def _fmt(values) -> str:
-    return "[" + ", ".join(f"{v:.6g}" for v in values) + "]"
+    return check_inertia(arr, where, policy, stacklevel=5)
 
 
 class System:
@@ -127,8 +116,11 @@ class System:
         sys.add_input("torque", config="theta1")
     """
 
-    def __init__(self, gravity=(0.0, 0.0, -9.81), name: str = "system"):
+    def __init__(self, gravity=(0.0, 0.0, -9.81), name: str = "system", *, inertia: str = "warn"):
         self.name = name
+        #: the inertia policy of :meth:`add_frame` (:mod:`core.inertia`): ``"warn"``, ``"strict"``
+        #: or ``"repair"``
+        self.inertia_policy = check_policy(inertia)
         self.gravity = np.array([_number(g, f"gravity[{i}]") for i, g in enumerate(gravity)]) \
             if len(gravity) == 3 else self._bad_gravity(gravity)
         self._frames: list[dict] = []
@@ -142,6 +134,8 @@ class System:
         self._kinematic: list[str] = []
         self._extra_configs: list[str] = []
         self._mimic: dict[str, tuple[str, float, float]] = {}
+        self._locked: dict[str, float] = {}
+        self._armature: dict[str, float] = {}
         self._model: Model | None = None          # set by compile() only
         self._workspace: Workspace | None = None
         self._config_names: list[str] = []
@@ -150,6 +144,7 @@ class System:
         self._frame_names: list[str] = []
         self._kinematic_set: set[str] = set()
         self._limits: dict[str, dict[str, float]] = {}
+        self._locked_values: dict[str, float] = {}
         #: URDF links -> (frame, R, p): the frame each link moves with and its placement in it
         #: (set by :func:`core.load_urdf`; empty otherwise)
         self.links: dict[str, tuple] = {}
@@ -202,7 +197,7 @@ class System:
             if "rotation" in offset:
                 off_R = _rotation_from_spec(offset["rotation"], f"{where}.offset.rotation")
         mass = _number(mass, f"{where}.mass", nonnegative=True)
-        I = _inertia(inertia, f"{where}.inertia") if inertia is not None else np.zeros((3, 3))
+        I = _inertia(inertia, f"{where}.inertia", self.inertia_policy) if inertia is not None else np.zeros((3, 3))
         c = np.zeros(3)
         if com is not None:
             try:
@@ -311,6 +306,47 @@ class System:
         self._model = None
         return self
 
+    def add_armature(self, config: str, value: float) -> "System":
+        """Rotor inertia (armature) ``value >= 0`` of the variable ``config`` (kg m² for a
+        revolute variable, kg for a prismatic one): the kinetic energy gains ``value dq² / 2``,
+        i.e. ``M``'s diagonal entry gains ``value``, in every computation and every derivative
+        (Pinocchio's ``model.armature``). A motor behind a gear of ratio ``r`` reflects
+        ``r² I_rotor``. On a coupled (mimic) variable it acts on that joint's own velocity; on
+        a locked variable it has no effect. Given again, the value replaces the earlier one."""
+        if not isinstance(config, str) or not config:
+            raise ModelError(f"armature: expected a variable name, got {config!r}")
+        self._armature[config] = _number(value, f"armature of {config!r}", nonnegative=True)
+        self._model = None
+        return self
+
+    @property
+    def armature(self) -> dict[str, float]:
+        """Rotor inertias by variable (:meth:`add_armature`), locked variables left out."""
+        self.compile()
+        return {n: a for n, a in self._armature.items() if n not in self._locked_values}
+
+    def lock(self, config: str, value: float) -> "System":
+        """Freeze the variable ``config`` at ``value`` (Pinocchio's ``buildReducedModel``): the
+        frame it drives becomes a constant frame, whose body the compiler folds into its
+        parent's exactly, and ``config`` is no configuration variable any more (not in
+        :attr:`config_names`, no coordinate, velocity or limits). What acts on the variable
+        alone is absorbed by the lock and dropped: its torque inputs, springs, damping and
+        armature. A coupled (mimic) variable follows its leader: lock the leader (its mimics
+        are then frozen at ``multiplier * value + offset``). A kinematic variable cannot be
+        locked. :attr:`locked_joints` lists the locks."""
+        if not isinstance(config, str) or not config:
+            raise ModelError(f"lock: expected a variable name, got {config!r}")
+        self._locked[config] = _number(value, f"lock of {config!r}")
+        self._model = None
+        return self
+
+    @property
+    def locked_joints(self) -> dict[str, float]:
+        """The locked variables and their values (:meth:`lock`), coupled variables of a locked
+        leader included."""
+        self.compile()
+        return dict(self._locked_values)
+
     @property
     def mimic_joints(self) -> dict[str, tuple[str, float, float]]:
         """Coupled (mimic) variables: ``{name: (leader, multiplier, offset)}``, the value of
@@ -368,7 +404,7 @@ class System:
         "velocity", "effort", ...}}`` (infinite where none was given; see
         :meth:`set_joint_limits`)."""
         names = self.config_names
-        unknown = sorted(set(self._limits) - set(names))
+        unknown = sorted(set(self._limits) - set(names) - set(self._locked))
         if unknown:
             raise ModelError(f"limits: unknown configuration variable(s) {unknown}")
         free = {"lower": -math.inf, "upper": math.inf, "velocity": math.inf, "effort": math.inf}
@@ -392,7 +428,7 @@ class System:
         self.compile()
         limits = self.joint_limits
         out = []
-        for inp in self._inputs:
+        for inp in self._kept_inputs:
             kind = inp["type"]
             if kind == "torque":
                 out.append(limits[inp["config"]]["effort"])
@@ -468,6 +504,8 @@ class System:
             self._joint_names = compiled.joint_names
             self._input_names = compiled.input_names
             self._frame_names = compiled.frame_names
+            self._locked_values = compiled.locked
+            self._kept_inputs = compiled.inputs
             self._kinematic_set = set(self._kinematic)
             self._workspace = Workspace(compiled.model)
             self._model = compiled.model
@@ -552,7 +590,8 @@ class System:
 
 
 # ------------------------------------------------------------------------------- compilation
-_Compiled = namedtuple("_Compiled", ["model", "config_names", "input_names", "frame_names", "joint_names"])
+_Compiled = namedtuple("_Compiled", ["model", "config_names", "input_names", "frame_names", "joint_names",
+                                     "locked", "inputs"])
 
 
 def _topological_order(frames: list[dict]) -> list[int]:
@@ -615,13 +654,29 @@ def _plane_frames(system: System) -> list[dict]:
     return extra
 
 
-def _kernel_bodies(frames: list[dict], parent, kind, qindex) -> dict:
+def constant_transform(kind: str | None, value: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, p)`` of the simple transform ``X_kind(value)`` (identity for ``None``)."""
+    R, p = np.eye(3), np.zeros(3)
+    if kind is None:
+        return R, p
+    axis = AXES[kind[1]]
+    if kind[0] == "t":
+        p[axis] = value
+        return R, p
+    c, s = math.cos(value), math.sin(value)
+    i, j = (axis + 1) % 3, (axis + 2) % 3
+    R[i, i], R[i, j], R[j, i], R[j, j] = c, -s, s, c
+    return R, p
+
+
+def _kernel_bodies(frames: list[dict], parent, qindex) -> dict:
     """The model's per-frame bodies (``frame_mass``, ``frame_com``, ``frame_inertia``), with the
-    body of every frame rigidly fixed to its parent frame (a constant offset and nothing else)
-    merged exactly into the parent's body (:class:`core.inertia.MergedBody`), leaves first so
-    that chains of such frames collapse. The kernels then skip the emptied frames, which cost as
-    much as a moving body in every recursion (a frame per centre of mass in a hand-built model).
-    The frames themselves stay: constraints, inputs and springs may refer to them."""
+    body of every frame rigidly fixed to its parent frame (a constant offset and transform: no
+    variable, e.g. a locked one) merged exactly into the parent's body
+    (:class:`core.inertia.MergedBody`), leaves first so that chains of such frames collapse. The
+    kernels then skip the emptied frames, which cost as much as a moving body in every recursion
+    (a frame per centre of mass in a hand-built model, a locked joint's links). The frames
+    themselves stay: constraints, inputs and springs may refer to them."""
     nf = len(frames)
     bodies = []
     for f in frames:
@@ -631,10 +686,13 @@ def _kernel_bodies(frames: list[dict], parent, kind, qindex) -> dict:
         bodies.append(b)
     for fi in range(nf - 1, -1, -1):
         par = parent[fi]
-        if par >= 0 and qindex[fi] < 0 and kind[fi] == KIND_CONST and not bodies[fi].is_empty():
+        if par >= 0 and qindex[fi] < 0 and not bodies[fi].is_empty():
             m, c, I = bodies[fi].mass_com_inertia()
-            R = np.asarray(frames[fi]["offset_R"], float).reshape(3, 3)
-            bodies[par].add(m, c, I, R, np.asarray(frames[fi]["offset_p"], float).reshape(3))
+            f = frames[fi]
+            R_off = np.asarray(f["offset_R"], float).reshape(3, 3)
+            R_x, p_x = constant_transform(f["kind"], float(f["value"]))
+            p = np.asarray(f["offset_p"], float).reshape(3) + R_off @ p_x
+            bodies[par].add(m, c, I, R_off @ R_x, p)
             bodies[fi] = MergedBody()
     merged = [b.mass_com_inertia() for b in bodies]
     return dict(frame_mass=np.array([b[0] for b in merged]).reshape(nf),
@@ -644,16 +702,17 @@ def _kernel_bodies(frames: list[dict], parent, kind, qindex) -> dict:
 
 def _compile(system: System) -> _Compiled:
     """The model record and the names of a system's description (reads, never writes, it)."""
-    if not system._frames:
-        raise ModelError("a system needs at least one frame")
-    declared = system._frames + _plane_frames(system)
+    locked, mimic_map = _locks(system)
+    own_frames = [dict(f, value=locked[f["value"]]) if isinstance(f["value"], str) and f["value"] in locked
+                  else f for f in system._frames]
+    declared = own_frames + _plane_frames(system)
     order = _topological_order(declared)
     frames = [declared[i] for i in order]
     names = [f["name"] for f in frames]
     index = {n: i for i, n in enumerate(names)}
 
     config_names: list[str] = []
-    for f in system._frames:           # declaration order, not topological
+    for f in own_frames:               # declaration order, not topological
         if isinstance(f["value"], str) and f["value"] not in config_names:
             config_names.append(f["value"])
 
@@ -701,6 +760,8 @@ def _compile(system: System) -> _Compiled:
             for a in axes:
                 hc.append((HC_COINCIDE, f1, f2, _axis(a, f"{where}.axes"), 0.0, -1))
     for name in system._kinematic:
+        if name in locked:
+            raise ModelError(f"kinematic: {name!r} is locked: a locked variable cannot be prescribed")
         extra_config(name, "kinematic")
 
     vc = []
@@ -714,7 +775,7 @@ def _compile(system: System) -> _Compiled:
 
     nj, nf = len(config_names), len(frames)       # joint coordinates (all variables, coupled too)
     cidx = {n: i for i, n in enumerate(config_names)}
-    mimic_src, mimic_mul, mimic_off, joint_names, config_names = _coupling(system, config_names, frames, vc)
+    mimic_src, mimic_mul, mimic_off, joint_names, config_names = _coupling(mimic_map, config_names, frames, vc)
     nq = len(config_names)
     frame_parent = np.array([index[f["parent"]] if f["parent"] != WORLD else -1 for f in frames], np.int64)
     frame_kind = np.array([TRANSFORM_KINDS[f["kind"]] if f["kind"] else KIND_CONST for f in frames], np.int64)
@@ -755,6 +816,8 @@ def _compile(system: System) -> _Compiled:
         if s["type"] == "config":
             _check_keys(s, {"type", "config", "stiffness", "polynomial", "rest", "name"}, where)
             q = _req(s, "config", where)
+            if q in locked:
+                continue            # (absorbed by the lock)
             if q not in cidx:
                 raise ModelError(f"{where}: unknown configuration variable {q!r}")
             springs_q.append((cidx[q], _spring_polynomial(s, where), _number(s.get("rest", 0.0), f"{where}.rest")))
@@ -770,26 +833,32 @@ def _compile(system: System) -> _Compiled:
         if f1 == f2:
             raise ModelError(f"{where}: frame1 and frame2 are both {d['frame1']!r}: a damper needs two frames")
         dampers.append((f1, f2, _number(d["coefficient"], f"{where}.coefficient", nonnegative=True)))
-    damping = np.zeros(nj)
-    for q, c in system._damping.items():
-        if q not in cidx:
-            raise ModelError(f"damping: unknown configuration variable {q!r}")
-        damping[cidx[q]] = c
+    damping, armature = np.zeros(nj), np.zeros(nj)
+    for what, values, out in (("damping", system._damping, damping), ("armature", system._armature, armature)):
+        for q, c in values.items():
+            if q in locked:
+                continue
+            if q not in cidx:
+                raise ModelError(f"{what}: unknown configuration variable {q!r}")
+            out[cidx[q]] = c
 
-    inputs, input_names = [], []
+    inputs, input_names, kept = [], [], []
     for ii, inp in enumerate(system._inputs):
         where = f"input {ii} ({inp['type']})"
         t = inp["type"]
         if t == "torque":
             _check_keys(inp, {"type", "config", "name"}, where)
             q = _req(inp, "config", where)
+            if q in locked:
+                continue            # (absorbed by the lock)
             if q not in cidx:
                 raise ModelError(f"{where}: unknown configuration variable {q!r}")
-            if q in system._mimic:
-                raise ModelError(f"{where}: {q!r} mimics {system._mimic[q][0]!r} (no coordinate of "
+            if q in mimic_map:
+                raise ModelError(f"{where}: {q!r} mimics {mimic_map[q][0]!r} (no coordinate of "
                                  "its own): it takes no input")
             inputs.append((INPUT_TORQUE, cidx[q], -1, 0))
             input_names.append(inp["name"] or q)
+            kept.append(inp)
         else:
             _check_keys(inp, {"type", "frame", "axis", "name"}, where)
             fname = _req(inp, "frame", where)
@@ -800,6 +869,7 @@ def _compile(system: System) -> _Compiled:
                 comps = list(range(6))
             else:
                 comps = [_axis(_req(inp, "axis", where), f"{where}.axis") + (0 if t == "force" else 3)]
+            kept.append(inp)
             for comp in comps:
                 inputs.append((INPUT_WRENCH, -1, f, comp))
                 base = inp["name"] or fname
@@ -826,8 +896,8 @@ def _compile(system: System) -> _Compiled:
     for k in system._kinematic:
         if k not in cidx:
             raise ModelError(f"kinematic: unknown configuration variable {k!r}")
-        if k in system._mimic:
-            raise ModelError(f"kinematic: {k!r} mimics {system._mimic[k][0]!r}: it cannot be prescribed")
+        if k in mimic_map:
+            raise ModelError(f"kinematic: {k!r} mimics {mimic_map[k][0]!r}: it cannot be prescribed")
 
     def col(rows, i, dtype):
         return np.array([r[i] for r in rows], dtype=dtype)
@@ -837,7 +907,7 @@ def _compile(system: System) -> _Compiled:
         frame_parent=frame_parent, frame_kind=frame_kind, frame_qindex=frame_qindex, frame_value=frame_value,
         frame_offset_R=np.array([f["offset_R"] for f in frames]).reshape(nf, 3, 3),
         frame_offset_p=np.array([f["offset_p"] for f in frames]).reshape(nf, 3),
-        **_kernel_bodies(frames, frame_parent, frame_kind, frame_qindex),
+        **_kernel_bodies(frames, frame_parent, frame_qindex),
         frame_joint=frame_joint,
         joint_frame=joint_frame, anc_ptr=anc_ptr, anc_idx=anc_idx, joint_depth=joint_depth,
         tree_order=tree_order, tree_anc_ptr=tree_anc_ptr, tree_anc_idx=tree_anc_idx,
@@ -845,7 +915,7 @@ def _compile(system: System) -> _Compiled:
         gravity=system.gravity.copy(),
         spring_q=col(springs_q, 0, np.int64), spring_coef=_spring_coefficients([s[1] for s in springs_q]),
         spring_rest=col(springs_q, 2, float),
-        damping=damping,
+        damping=damping, armature=armature,
         fspring_f1=col(fsprings, 0, np.int64), fspring_f2=col(fsprings, 1, np.int64),
         fspring_k=col(fsprings, 2, float), fspring_rest=col(fsprings, 3, float),
         damper_f1=col(dampers, 0, np.int64), damper_f2=col(dampers, 1, np.int64),
@@ -862,14 +932,15 @@ def _compile(system: System) -> _Compiled:
     for value in model.values():
         if isinstance(value, np.ndarray):
             value.setflags(write=False)  # the model is immutable: shared by every evaluation
-    return _Compiled(Model(*[model[f] for f in MODEL_FIELDS]), config_names, input_names, names, joint_names)
+    return _Compiled(Model(*[model[f] for f in MODEL_FIELDS]), config_names, input_names, names, joint_names,
+                     locked, kept)
 
 
-def _coupling(system: System, joint_names: list[str], frames: list[dict], vc: list):
+def _coupling(mimic: dict, joint_names: list[str], frames: list[dict], vc: list):
     """``(mimic_src, mimic_mul, mimic_off, joint_names, config_names)``: the affine map from the
     configuration variables to the joint coordinates (see :mod:`core.model`); the variables are
-    the joint coordinates that mimic nothing, in their order."""
-    mimic = system._mimic
+    the joint coordinates that mimic nothing, in their order. ``mimic``: the couplings that
+    are not locked."""
     driving = {f["value"] for f in frames if isinstance(f["value"], str)}
     for name, (leader, _, _) in mimic.items():
         where = f"mimic {name!r}"
@@ -893,6 +964,28 @@ def _coupling(system: System, joint_names: list[str], frames: list[dict], vc: li
         else:
             src[j] = ridx[n]
     return src, mul, off, list(joint_names), config_names
+
+
+def _locks(system: System) -> tuple[dict, dict]:
+    """``(locked, mimic)``: every locked variable with its value (the mimics of a locked leader
+    at ``multiplier * value + offset``), checked against the frames and the limits, and the
+    couplings that remain."""
+    driving = {f["value"] for f in system._frames if isinstance(f["value"], str)}
+    locked = {}
+    for name, value in system._locked.items():
+        where = f"lock {name!r}"
+        if name not in driving:
+            raise ModelError(f"{where}: not a variable that drives a frame")
+        if name in system._mimic:
+            raise ModelError(f"{where}: it mimics {system._mimic[name][0]!r}; lock {system._mimic[name][0]!r}")
+        lim = system._limits.get(name)
+        if lim is not None and not lim["lower"] <= value <= lim["upper"]:
+            raise ModelError(f"{where}: value {value} is outside its limits [{lim['lower']}, {lim['upper']}]")
+        locked[name] = value
+    for name, (leader, mul, off) in system._mimic.items():
+        if leader in locked:
+            locked[name] = mul * locked[leader] + off
+    return locked, {n: c for n, c in system._mimic.items() if n not in locked}
 
 
 def _spring_polynomial(s: dict, where: str) -> np.ndarray:

@@ -52,11 +52,12 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 
 import numpy as np
 
-from .errors import ModelError
-from .inertia import MergedBody
+from .errors import InertiaWarning, ModelError, ModelWarning
+from .inertia import MergedBody, check_inertia, check_policy
 from .model import WORLD
 from .system import System
 
@@ -81,18 +82,57 @@ def is_urdf_source(source) -> bool:
     return source.lstrip().startswith("<") or source.lower().endswith(".urdf")
 
 
-def load_urdf(source, *, floating_base: bool = False, actuated=None, mimic: str = "couple",
+def load_urdf(source, *, floating_base=False, actuated=None, mimic: str = "couple",
+              inertia: str = "warn", armature=None, joint_damping: bool = False, locked=None,
               gravity=(0.0, 0.0, -9.81), max_bytes: int = MAX_URDF_BYTES) -> System:
     """A :class:`System` from a URDF file path or XML text (see the module docstring).
 
-    ``floating_base``: a six-coordinate root (``root_x .. root_roll``); ``actuated``: names of
-    the joints that get an input (default: every moving joint); ``mimic``: ``"couple"`` or
-    ``"independent"``; ``max_bytes``: size limit checked before parsing.
+    Parameters
+    ----------
+    floating_base : bool or str
+        ``False``: the root link is fixed to the world; ``"euler"`` (or ``True``): a
+        six-coordinate root ``root_x .. root_roll``.
+    actuated : list of str or "transmissions", optional
+        The joints that get an input (default: every moving joint); ``"transmissions"``: the
+        joints named by the file's ``<transmission>`` elements.
+    mimic : str
+        ``"couple"`` (a mimic joint follows its leader) or ``"independent"``.
+    inertia : str
+        The inertia policy (:mod:`core.inertia`): ``"warn"``, ``"strict"`` or ``"repair"``.
+    armature : float or dict, optional
+        Rotor inertia added to ``M``'s diagonal: one number for every moving joint, or
+        ``{joint: value}`` (:meth:`System.add_armature`).
+    joint_damping : bool
+        Apply the joints' ``<dynamics damping>`` as viscous damping (off by default, as in
+        Pinocchio's ``aba``).
+    locked : dict, optional
+        ``{joint: value}``: joints frozen at these values, their bodies folded into their
+        parent's (:meth:`System.lock`).
+    max_bytes : int
+        Size limit, checked before parsing.
+
+    Raises
+    ------
+    ModelError
+        A malformed file or option, naming the element.
     """
     if mimic not in ("couple", "independent"):
         raise ModelError(f"load_urdf: mimic must be 'couple' or 'independent', got {mimic!r}")
+    check_policy(inertia)
+    base = _floating_kind(floating_base)
     robot = _parse(_read(source, max_bytes))
-    return _build(robot, floating_base, actuated, mimic, gravity)
+    return _build(robot, base, actuated, mimic, inertia, armature, joint_damping, locked, gravity)
+
+
+def _floating_kind(floating_base):
+    """``None``, ``"euler"`` or ``"quaternion"`` from the ``floating_base`` option."""
+    if floating_base is False or floating_base is None:
+        return None
+    if floating_base is True:
+        return "euler"
+    if floating_base in ("euler",):
+        return floating_base
+    raise ModelError(f"load_urdf: floating_base must be False, True or 'euler', got {floating_base!r}")
 
 
 # ------------------------------------------------------------------------------- reading
@@ -195,7 +235,9 @@ def _name(element, what: str, index: int) -> str:
 
 
 def _link(element, name: str):
-    """``(mass, com, inertia about the com in link axes)`` of a link (zeros without inertial)."""
+    """``(mass, com, inertia about the com in link axes)`` of a link (zeros without inertial),
+    checked for form only: whether the body is physical is the inertia policy's question
+    (:func:`core.inertia.check_inertia`), asked in :func:`_build` of the links that move."""
     where = f"link {name!r}"
     inertial = element.find("inertial")
     if inertial is None:
@@ -203,8 +245,8 @@ def _link(element, name: str):
     R, com = _origin(inertial, f"{where} inertial")
     m_el = inertial.find("mass")
     mass = _number(m_el.get("value") if m_el is not None else None, f"{where} mass", 0.0)
-    if not math.isfinite(mass) or mass < 0:
-        raise ModelError(f"{where}: mass must be finite and non-negative, got {mass}")
+    if not math.isfinite(mass):
+        raise ModelError(f"{where}: mass must be finite, got {mass}")
     i_el = inertial.find("inertia")
     if i_el is None:
         I = np.zeros((3, 3))
@@ -215,19 +257,16 @@ def _link(element, name: str):
             raise ModelError(f"{where}: inertia must be finite, got {c}")
         I = np.array([[c["ixx"], c["ixy"], c["ixz"]], [c["ixy"], c["iyy"], c["iyz"]],
                       [c["ixz"], c["iyz"], c["izz"]]])
-    moments = np.linalg.eigvalsh(I)
-    tol = 1e-9 * max(abs(moments[2]), 1e-300)
-    if moments[0] < -tol:
-        raise ModelError(f"{where}: inertia is not positive semi-definite (principal moments "
-                         f"{_fmt(moments)})")
-    if moments[2] > moments[0] + moments[1] + tol:
-        raise ModelError(f"{where}: inertia is physically impossible: principal moments {_fmt(moments)} "
-                         "violate the triangle inequality (each at most the sum of the other two)")
     return mass, com, R @ I @ R.T
 
 
-def _fmt(values) -> str:
-    return "[" + ", ".join(f"{v:.6g}" for v in values) + "]"
+def _body(links: dict, name: str, policy: str):
+    """A moving link's ``(mass, com, inertia)`` under the inertia policy (a negative mass is
+    refused whatever the policy)."""
+    mass, com, inertia = links[name]
+    if mass < 0:
+        raise ModelError(f"link {name!r}: mass must be non-negative, got {mass}")
+    return mass, com, check_inertia(inertia, f"link {name!r}", policy, stacklevel=5)
 
 
 def _joint(element, name: str, links: dict) -> dict:
@@ -304,6 +343,11 @@ def _tree(robot):
     if not links:
         raise ModelError("URDF: the robot has no <link>")
     links = {name: _link(el, name) for name, el in links.items()}
+    # a 'world' parent that the file does not declare is the world frame (Drake's files do this;
+    # ROS files declare <link name="world"/>): an empty link, the root of a fixed base
+    if WORLD not in links and any((el.find("parent") is not None and el.find("parent").get("link") == WORLD)
+                                  for el in robot.findall("joint")):
+        links[WORLD] = (0.0, np.zeros(3), np.zeros((3, 3)))
     joints = {}
     parent_joint = {}
     for i, el in enumerate(robot.findall("joint")):
@@ -319,12 +363,13 @@ def _tree(robot):
     for j in joints.values():
         if j["mimic"] is not None:
             leader = j["mimic"][0]
-            if leader not in joints:
-                raise ModelError(f"joint {j['name']!r}: mimics unknown joint {leader!r}")
-            if leader == j["name"]:
-                raise ModelError(f"joint {j['name']!r}: mimics itself")
-            if joints[leader]["type"] == "fixed":
-                raise ModelError(f"joint {j['name']!r}: mimics fixed joint {leader!r}")
+            defect = ("unknown joint" if leader not in joints else "itself" if leader == j["name"]
+                      else "fixed joint" if joints[leader]["type"] == "fixed" else None)
+            if defect:
+                what = f"{defect} {leader!r}" if defect != "itself" else defect
+                warnings.warn(f"joint {j['name']!r}: mimics {what}; the mimic is ignored (the joint moves "
+                              "on its own, as in Pinocchio's default model)", ModelWarning, stacklevel=4)
+                j["mimic"] = None
     roots = [n for n in links if n not in parent_joint]
     if len(roots) != 1:
         if not roots:
@@ -365,7 +410,60 @@ def _alignment(axis: np.ndarray):
 
 
 # ------------------------------------------------------------------------------- building
-def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
+def _transmissions(robot, joints: dict) -> list[str]:
+    """The joints named by the ``<transmission>`` elements (ROS's ``<joint name>`` children, in
+    file order, each once)."""
+    names = []
+    for i, tr in enumerate(robot.findall("transmission")):
+        where = f"transmission {tr.get('name') or i!r}"
+        found = tr.findall("joint")
+        if not found:
+            raise ModelError(f"{where}: names no <joint>")
+        for el in found:
+            name = el.get("name")
+            if not name:
+                raise ModelError(f"{where}: a <joint> without a name")
+            if name not in joints:
+                raise ModelError(f"{where}: unknown joint {name!r}")
+            if name not in names:
+                names.append(name)
+    if not names:
+        raise ModelError("actuated='transmissions': the file has no <transmission> element")
+    return names
+
+
+def _locked(locked, joints: dict, coupled: dict) -> dict:
+    """``{joint: value}`` checked: moving joints, finite values within their position limits;
+    a coupled (mimic) joint follows its leader, so it is locked with it, never on its own."""
+    if locked is None:
+        return {}
+    if not isinstance(locked, dict):
+        raise ModelError(f"locked: expected a mapping {{joint: value}}, got {locked!r}")
+    out = {}
+    for name, value in locked.items():
+        where = f"locked joint {name!r}"
+        if name not in joints:
+            raise ModelError(f"{where}: unknown joint")
+        j = joints[name]
+        if j["type"] == "fixed":
+            raise ModelError(f"{where}: a fixed joint has nothing to lock")
+        if name in coupled:
+            raise ModelError(f"{where}: it mimics {coupled[name][0]!r} (mimic='couple'); lock "
+                             f"{coupled[name][0]!r}, or load with mimic='independent'")
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise ModelError(f"{where}: expected a number, got {value!r}") from None
+        if not math.isfinite(x):
+            raise ModelError(f"{where}: must be finite, got {value!r}")
+        if not j["lower"] <= x <= j["upper"]:
+            raise ModelError(f"{where}: value {x} is outside its limits [{j['lower']}, {j['upper']}]")
+        out[name] = x
+    return out
+
+
+def _build(robot, base, actuated, mimic: str, policy: str, armature, joint_damping: bool, locked,
+           gravity) -> System:
     links, joints, root, children = _tree(robot)
     coupled = {}
     if mimic == "couple":
@@ -375,11 +473,13 @@ def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
                 raise ModelError(f"joint {name!r}: mimics joint {leader!r}, itself a mimic joint (a "
                                  "mimic of a mimic is refused, as by Pinocchio); mimic the joint "
                                  f"{coupled[leader][0]!r} directly")
-    system = System(gravity=gravity, name=robot.get("name") or "robot")
+    locked = _locked(locked, joints, coupled)
+    system = System(gravity=gravity, name=robot.get("name") or "robot", inertia=policy)
     placement = {}          # link -> (frame, R, p): where the link sits in its body's frame
     bodies = {}             # frame -> MergedBody
     order = []              # frames in creation order: (name, parent, kind, value, R_off, p_off)
-    if floating_base:
+    welded = set()          # links rigidly attached to the world (fixed or locked joints only)
+    if base is not None:
         if root == WORLD:
             raise ModelError("floating_base: the root link is 'world' (fixed to the world by its joints); "
                              "a floating base needs the robot's own root link")
@@ -395,8 +495,8 @@ def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
         bodies[root] = MergedBody()
     else:
         placement[root] = (WORLD, np.eye(3), np.zeros(3))
-        bodies[WORLD] = MergedBody()
-    coords = [v for v in FLOATING_BASE] if floating_base else []
+        welded.add(root)
+    coords = [v for v in FLOATING_BASE] if base is not None else []
     # depth first from the root, children in name order (urdfdom's, hence Pinocchio's and KDL's)
     stack = [root]
     visit = []
@@ -408,6 +508,8 @@ def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
             frame, R_bp, p_bp = placement[link]
             R_j, p_j = R_bp @ j["R"], R_bp @ j["p"] + p_bp     # joint frame in the body frame
             child = j["child"]
+            if link in welded and (j["type"] == "fixed" or jn in locked):
+                welded.add(child)
             if j["type"] == "fixed":
                 placement[child] = (frame, R_j, p_j)
             else:
@@ -421,35 +523,42 @@ def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
             stack.append(child)
     # sort frames by depth-first visit of their child links (joints are pushed in reverse)
     rank = {link: i for i, link in enumerate(visit)}
-    fixed_frames = order[:len(FLOATING_BASE) - 1] if floating_base else []
+    fixed_frames = order[:len(FLOATING_BASE) - 1] if base is not None else []
     moving = sorted(order[len(fixed_frames):], key=lambda f: rank[f[0]])
-    for link, (frame, R, p) in placement.items():
-        if frame != WORLD or floating_base:
-            mass, com, inertia = links[link]
-            bodies[frame].add(mass, com, inertia, R, p)
+    for link in visit:                  # (the inertia policy's warnings in tree order)
+        if link not in welded:          # a link welded to the world cannot move: its inertia is moot
+            frame, R, p = placement[link]
+            bodies[frame].add(*_body(links, link, policy), R, p)
     for name, parent, kind, value, R_off, p_off in fixed_frames + moving:
         body = bodies.get(name)
         m, c, I = body.mass_com_inertia() if body is not None else (0.0, np.zeros(3), np.zeros((3, 3)))
-        system.add_frame(name, parent=parent, mass=m, inertia=I, com=c,
-                         offset={"translation": p_off, "rotation": R_off}, **{kind: value})
+        with warnings.catch_warnings():     # (the policy has judged every link of the body above)
+            warnings.simplefilter("ignore", InertiaWarning)
+            system.add_frame(name, parent=parent, mass=m, inertia=I, com=c,
+                             offset={"translation": p_off, "rotation": R_off}, **{kind: value})
         if value in joints:
             coords.append(value)
     for name, (leader, multiplier, offset) in coupled.items():
         system.add_mimic(name, leader, multiplier, offset)
-    # inputs and limits (a coupled joint has neither: no coordinate of its own)
-    moving_joints = [c for c in coords if c in joints and c not in coupled]
+    for name, value in locked.items():
+        system.lock(name, value)
+    # inputs, limits, damping and armature (a coupled joint has no coordinate, input or limits;
+    # a locked one none of them)
+    moving_joints = [c for c in coords if c in joints and c not in coupled and c not in locked]
     if actuated is None:
         chosen = moving_joints
     else:
-        if isinstance(actuated, str):
-            raise ModelError(f"actuated: expected a list of joint names, got {actuated!r}")
-        chosen = list(actuated)
+        if isinstance(actuated, str) and actuated != "transmissions":
+            raise ModelError(f"actuated: expected a list of joint names or 'transmissions', got {actuated!r}")
+        chosen = _transmissions(robot, joints) if actuated == "transmissions" else list(actuated)
         for name in chosen:
             if name not in joints:
                 raise ModelError(f"actuated: unknown joint {name!r}")
             if name in coupled:
                 raise ModelError(f"actuated: joint {name!r} mimics {coupled[name][0]!r} (mimic='couple': "
                                  "no coordinate, no input)")
+            if name in locked:
+                raise ModelError(f"actuated: joint {name!r} is locked (no coordinate, no input)")
             if name not in moving_joints:
                 raise ModelError(f"actuated: joint {name!r} is {joints[name]['type']} (no coordinate)")
         if len(set(chosen)) != len(chosen):
@@ -461,6 +570,28 @@ def _build(robot, floating_base: bool, actuated, mimic: str, gravity) -> System:
         j = joints[name]
         system.set_joint_limits(name, lower=j["lower"], upper=j["upper"], velocity=j["velocity"],
                                 effort=j["effort"], damping=j["damping"], friction=j["friction"])
+    driven = [c for c in coords if c in joints and c not in locked]      # coupled joints too
+    if joint_damping:
+        for name in driven:
+            if joints[name]["damping"] > 0:
+                system.add_damping(name, joints[name]["damping"])
+    for name, value in _armature(armature, joints, driven, locked).items():
+        system.add_armature(name, value)
     system.links = {link: (frame, R.copy(), p.copy()) for link, (frame, R, p) in placement.items()}
     system.compile()
     return system
+
+
+def _armature(armature, joints: dict, driven: list, locked: dict) -> dict:
+    """``{joint: rotor inertia}`` from the ``armature`` option: a number for every moving joint
+    or a mapping (a locked joint's is moot: it is dropped)."""
+    if armature is None:
+        return {}
+    if isinstance(armature, dict):
+        for name in armature:
+            if name not in joints:
+                raise ModelError(f"armature: unknown joint {name!r}")
+            if name not in driven and name not in locked:
+                raise ModelError(f"armature: joint {name!r} is {joints[name]['type']} (no coordinate)")
+        return {n: v for n, v in armature.items() if n not in locked}
+    return {name: armature for name in driven}

@@ -195,6 +195,8 @@ class Reference:
                 inertia = np.diag(inertia) if inertia.shape == (3,) else inertia
                 Jw = self.angular_jacobian(q, name, kin=kin)
                 M += Jw.T @ (R[name] @ inertia @ R[name].T) @ Jw
+        for name, a in (self.spec.get("armature") or {}).items():      # rotor inertia: M's diagonal
+            M[self.index[name], self.index[name]] += a
         return M
 
     def potential(self, q):
@@ -341,6 +343,8 @@ def build_system(spec: dict, use_api: bool = False):
     for inp in spec.get("inputs", []):
         inp = dict(inp)
         s.add_input(inp.pop("type"), **inp)
+    for name, a in (spec.get("armature") or {}).items():
+        s.add_armature(name, a)
     return s
 
 
@@ -596,3 +600,32 @@ def assert_close(exact, approx, what: str, tol: float = 1e-6, scale: float | Non
         raise AssertionError(
             f"{what}: ||exact - reference|| = {err:.3e} > {tol:g} * {ref:.3e}; worst entry {worst}: "
             f"exact {exact[worst]:.10g}, reference {approx[worst]:.10g}")
+
+
+# ---------------------------------------------------------------------------------- derivative checks
+def continuous_checks(s, q, dq, u, tol=1e-7):
+    """A, B against finite differences of ``qdd``; ``H`` of ``linearize2`` against finite
+    differences of the exact ``A, B``."""
+    n = s.nq
+    A, B, H = s.linearize2(q, dq, u)
+    assert_close(A[n:, :n], fd(lambda x: s.qdd(x, dq, u), q), "d qdd / dq")
+    assert_close(A[n:, n:], fd(lambda x: s.qdd(q, x, u), dq), "d qdd / d dq")
+    assert_close(B[n:], fd(lambda x: s.qdd(q, dq, x), u), "d qdd / du")
+
+    def AB(z):
+        return np.hstack(s.linearize(z[:n], z[n:2 * n], z[2 * n:], residual_limit=None))
+
+    assert_close(H, fd(AB, np.concatenate([q, dq, u]), 1e-4), "H", tol=tol)
+
+
+def discrete_checks(s, q, dq, u, dt=0.01):
+    """The step's A, B against finite differences of the step; H against finite differences
+    of the exact A, B."""
+    vi = core.MidpointVI(s, dt, tolerance=1e-13)
+    x = vi.discrete_state(q, dq)
+    nx = x.size
+    A, B, H = vi.linearize2(x, u)
+    z = np.concatenate([x, u])
+    assert_close(np.hstack([A, B]), fd(lambda y: vi.step(y[:nx], y[nx:]), z, 1e-5), "VI A, B")
+    assert_close(H, fd(lambda y: np.hstack(vi.linearize(y[:nx], y[nx:])), z, 1e-4), "VI H", tol=1e-5)
+    return vi, x

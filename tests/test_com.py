@@ -125,8 +125,9 @@ def test_bad_com_is_refused(com):
 
 
 def test_impossible_inertia_is_refused():
-    """Issue 19, item 5: principal moments must satisfy the triangle inequality."""
-    s = core.System()
+    """Issue 19, item 5: principal moments must satisfy the triangle inequality (refused under
+    the strict inertia policy; the default loads it with a warning, see test_model.py)."""
+    s = core.System(inertia="strict")
     with pytest.raises(core.ModelError, match=r"frame 'link'.*triangle inequality"):
         s.add_frame("link", rz="q", mass=1.0, inertia=[0.1, 0.1, 5.0])
     R = np.linalg.qr(np.random.default_rng(0).normal(size=(3, 3)))[0]
@@ -135,4 +136,7 @@ def test_impossible_inertia_is_refused():
     s.add_frame("rod", rz="q3", mass=1.0, inertia=[0.0, 1.0, 1.0])     # a thin rod: the limit case
     s.add_frame("plate", rz="q4", mass=1.0, inertia=[1.0, 2.0, 3.0])   # a thin plate
     with pytest.raises(core.ModelError, match="frames\\[0\\]|'link'"):
+        core.load_system({"frames": [{"name": "link", "rz": "q", "mass": 1.0, "inertia": [0.1, 0.1, 5.0]}]},
+                         inertia="strict")
+    with pytest.warns(core.InertiaWarning, match=r"frame 'link'.*triangle inequality"):
         core.load_system({"frames": [{"name": "link", "rz": "q", "mass": 1.0, "inertia": [0.1, 0.1, 5.0]}]})

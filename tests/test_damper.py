@@ -18,7 +18,16 @@ import core
 from core import ModelError
 from core.del_solve import sparse_newton
 
-from randsys import Reference, assert_close, fd, fd_along, force_terms, random_system
+from randsys import (
+    Reference,
+    assert_close,
+    continuous_checks,
+    discrete_checks,
+    fd,
+    fd_along,
+    force_terms,
+    random_system,
+)
 
 FREE = [3, 8, 11]
 CONSTRAINED = [104, 115, 121]
@@ -115,50 +124,22 @@ def test_force_derivatives_match_finite_differences(seed):
     assert_close(Fqu, fd(lambda x: force_terms(s, q, dq, x, 1)[1], u), "Fqu")
 
 
-def _continuous_checks(s, q, dq, u, tol=1e-7):
-    """A, B against finite differences of ``qdd``; ``H`` of ``linearize2`` against finite
-    differences of the exact ``A, B``."""
-    n = s.nq
-    A, B, H = s.linearize2(q, dq, u)
-    assert_close(A[n:, :n], fd(lambda x: s.qdd(x, dq, u), q), "d qdd / dq")
-    assert_close(A[n:, n:], fd(lambda x: s.qdd(q, x, u), dq), "d qdd / d dq")
-    assert_close(B[n:], fd(lambda x: s.qdd(q, dq, x), u), "d qdd / du")
-
-    def AB(z):
-        return np.hstack(s.linearize(z[:n], z[n:2 * n], z[2 * n:], residual_limit=None))
-
-    assert_close(H, fd(AB, np.concatenate([q, dq, u]), 1e-4), "H", tol=tol)
-
-
 @pytest.mark.parametrize("seed", FREE)
 def test_continuous_first_and_second_order(seed):
-    _continuous_checks(*_damped(seed))
+    continuous_checks(*_damped(seed))
 
 
 @pytest.mark.parametrize("seed", CONSTRAINED)
 def test_continuous_first_and_second_order_constrained(seed):
     s, q, dq, u = _damped(seed, constraints=2, velocity_constraints=1)
     assert s.model.nh + s.model.nv >= 2
-    _continuous_checks(s, q, dq, u)
-
-
-def _discrete_checks(s, q, dq, u, dt=0.01):
-    """The step's A, B against finite differences of the step; H against finite differences
-    of the exact A, B."""
-    vi = core.MidpointVI(s, dt, tolerance=1e-13)
-    x = vi.discrete_state(q, dq)
-    nx = x.size
-    A, B, H = vi.linearize2(x, u)
-    z = np.concatenate([x, u])
-    assert_close(np.hstack([A, B]), fd(lambda y: vi.step(y[:nx], y[nx:]), z, 1e-5), "VI A, B")
-    assert_close(H, fd(lambda y: np.hstack(vi.linearize(y[:nx], y[nx:])), z, 1e-4), "VI H", tol=1e-5)
-    return vi, x
+    continuous_checks(s, q, dq, u)
 
 
 @pytest.mark.parametrize("seed", FREE + CONSTRAINED)
 def test_integrator_first_and_second_order(seed):
     s, q, dq, u = _damped(seed, constraints=0 if seed in FREE else 2)
-    vi, x = _discrete_checks(s, q, dq, u)
+    vi, x = discrete_checks(s, q, dq, u)
     # the damper acts in the step: without it the step differs
     bare, *_ = random_system(seed, constraints=0 if seed in FREE else 2, velocity_constraints=0,
                              n_frames=(4, 12), com=True)
@@ -173,7 +154,7 @@ def test_a_damper_across_branches_keeps_the_dense_newton_matrix():
     assert sparse_newton(bare.model, 0)
     s, q, dq, u = _damped(204, n_frames=(15, 15), count=1)
     assert not sparse_newton(s.model, 0)
-    _discrete_checks(s, q, dq, u)
+    discrete_checks(s, q, dq, u)
 
 
 def _coupled():
@@ -195,8 +176,8 @@ def test_a_damper_on_a_coupled_system():
     s = _coupled()
     assert s.config_names == ["a"]
     q, dq, u = np.array([0.4]), np.array([1.1]), np.array([0.3])
-    _continuous_checks(s, q, dq, u)
-    _discrete_checks(s, q, dq, u)
+    continuous_checks(s, q, dq, u)
+    discrete_checks(s, q, dq, u)
 
 
 def test_yaml_key_and_refusals():

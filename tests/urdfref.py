@@ -161,7 +161,7 @@ class PinocchioRobot:
     (PX, PY, PZ, RZ, RY, RX, the last one carrying the root link) under the URDF, built with
     Pinocchio's API; mimic joints are independent joints (its default)."""
 
-    def __init__(self, system: core.System, source, floating_base: bool = False):
+    def __init__(self, system: core.System, source, floating_base: bool = False, armature=None, locked=None):
         import pinocchio as pin
         self.pin = pin
         xml = source if isinstance(source, str) and source.lstrip().startswith("<") else open(source).read()
@@ -177,6 +177,19 @@ class PinocchioRobot:
             self.model = pin.appendModel(prefix, body, frame, pin.SE3.Identity())
         else:
             self.model = pin.buildModelFromXML(xml)
+        if locked:          # Pinocchio's reduced model, locked joints at their values
+            full = self.model
+            q_ref = pin.neutral(full)
+            for name, value in locked.items():
+                joint = full.joints[full.getJointId(name)]
+                if joint.nq == 2:
+                    q_ref[joint.idx_q:joint.idx_q + 2] = math.cos(value), math.sin(value)
+                else:
+                    q_ref[joint.idx_q] = value
+            self.model = pin.buildReducedModel(full, [full.getJointId(n) for n in locked], q_ref)
+        if armature:        # {joint name: rotor inertia}
+            for name, value in armature.items():
+                self.model.armature[self.model.joints[self.model.getJointId(name)].idx_v] = value
         self.data = self.model.createData()
         m = self.model
         self.iq, self.iv, self.continuous = [], [], []
@@ -221,11 +234,76 @@ class PinocchioRobot:
         return A, B
 
 
+def robot_files() -> list[str]:
+    """Every URDF file of example-robot-data, relative to :func:`robots_dir`, sorted."""
+    root = robots_dir()
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, files in os.walk(root)
+                  for f in files if f.endswith(".urdf"))
+
+
+def compare_file(relative: str, seed: int = 0, states: int = 3) -> dict:
+    """One example-robot-data file against Pinocchio (``buildModelFromUrdf``), as a user loads
+    it: ``pinocchio`` (whether Pinocchio loads it, else its error), ``loaded`` (whether
+    ``core.load_urdf`` loads it with the default options), ``warnings`` (the messages of that
+    load), ``nq``; where both load and the robot has coordinates, ``qdd``, ``A``, ``B`` are
+    compared at ``states`` random states (fixed base, mimic joints independent, the inertias as
+    written) and ``worst`` is the largest relative error, ``tolerance`` the bound it must meet:
+    1e-8, scaled by ``cond(M) / 1e7`` where ``M`` is worse conditioned (double precision loses
+    ``log10 cond(M)`` digits in both tools). A robot whose ``M`` is singular (links without mass,
+    Romeo's fingers) is compared with ``armature`` 0.01 on every joint in both (``armature``
+    says so)."""
+    import warnings
+
+    import pinocchio as pin
+    path = robot_path(relative)
+    out = dict(file=relative, pinocchio=True, loaded=False, warnings=[], nq=None, worst=None,
+               tolerance=None, armature=None)
+    try:
+        pin.buildModelFromUrdf(path)
+    except Exception as exc:  # noqa: BLE001 - any refusal of Pinocchio's
+        out["pinocchio"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            default = core.load_urdf(path)
+    except core.ModelError as exc:
+        out["error"] = str(exc)
+        return out
+    out.update(loaded=True, nq=default.nq,
+               warnings=[str(w.message) for w in caught if issubclass(w.category, core.ModelWarning)])
+    if out["pinocchio"] is not True:
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", core.ModelWarning)
+        system = core.load_urdf(path, mimic="independent")
+        robot = PinocchioRobot(system, path)
+        M = pin.crba(robot.model, robot.data, pin.neutral(robot.model))
+        if system.nq and np.linalg.eigvalsh(np.triu(M) + np.triu(M, 1).T)[0] <= 1e-12 * np.abs(M).max():
+            out["armature"] = 0.01
+            system = core.load_urdf(path, mimic="independent", armature=0.01)
+            robot = PinocchioRobot(system, path, armature={n: 0.01 for n in system.config_names})
+    out["nq_independent"] = system.nq
+    if system.nq == 0:
+        return out
+    rng = np.random.default_rng(seed)
+    worst, tol = 0.0, 1e-8
+    for _ in range(states):
+        q, dq, u = rng.uniform(-1.0, 1.0, system.nq), rng.normal(size=system.nq), 5.0 * rng.normal(size=system.nu)
+        A, B = system.linearize(q, dq, u)
+        Ap, Bp = robot.linearize(q, dq, u)
+        worst = max(worst, relative_error(system.qdd(q, dq, u), robot.qdd(q, dq, u)),
+                    relative_error(A, Ap), relative_error(B, Bp))
+        Mp = pin.crba(robot.model, robot.data, robot.state(q, dq, u)[0])
+        tol = max(tol, 1e-8 * np.linalg.cond(np.triu(Mp) + np.triu(Mp, 1).T) / 1e7)
+    out.update(worst=worst, tolerance=tol)
+    return out
+
+
 def relative_error(ours, reference) -> float:
     """``||ours - reference|| / ||reference||`` (Frobenius; reference non-zero)."""
     ours, reference = np.asarray(ours, float), np.asarray(reference, float)
     return float(np.linalg.norm(ours - reference) / max(np.linalg.norm(reference), 1e-300))
 
 
-__all__ = ["ROBOTS", "robot_path", "robots_dir", "random_urdf", "hand_built", "PinocchioRobot",
-           "relative_error", "rpy_rotation"]
+__all__ = ["ROBOTS", "robot_path", "robots_dir", "robot_files", "compare_file", "random_urdf", "hand_built",
+           "PinocchioRobot", "relative_error", "rpy_rotation"]
