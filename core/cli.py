@@ -5,7 +5,8 @@
     python -m core.cli ...                                              (the same)
 
 MODEL is a packaged model's name (``cartpole.yaml``, ``arm7.urdf``; see ``core.model_names()``),
-a YAML file or a URDF file (``--floating-base``, ``--actuated`` as :func:`core.load_urdf`).
+a YAML file or a URDF file (``--floating-base [euler|quaternion]``, ``--actuated`` as
+:func:`core.load_urdf`).
 ``--q``, ``--dq``, ``--u`` take numbers separated by commas or spaces, in the order the header
 prints (default: zeros), or ``name=value`` pairs that set single entries of the zero vector
 (``--q theta=0.3``); write ``--q=-0.5,1`` or ``--q -0.5 1`` for a leading minus.
@@ -101,7 +102,7 @@ def controllability_rank(A, B) -> int:
 
 
 # ------------------------------------------------------------------------------ inputs
-def load_model(model: str, floating_base: bool = False, actuated=None):
+def load_model(model: str, floating_base=False, actuated=None):
     """The :class:`core.System` of ``model`` (packaged name, YAML or URDF path)."""
     from .data import model_file
     from .loader import load_system
@@ -190,8 +191,8 @@ def linearize(system, q=None, dq=None, u=None, *, discrete: bool = False, dt: fl
     if dt is not None and not discrete:
         raise UsageError("--dt is the time step of --discrete; add --discrete")
     names = system.config_names
-    q = _vector("--q", q, names)
-    dq = _vector("--dq", dq, names)
+    q = _vector("--q", q, names, system.neutral())
+    dq = _vector("--dq", dq, system.velocity_names)
     t0 = time.perf_counter()
     if discrete:
         from .midpoint import MidpointVI
@@ -331,7 +332,9 @@ def parser() -> argparse.ArgumentParser:
                    "and/or speeds, separated by commas (default: automatic)")
     p.add_argument("--residual-limit", default="1e-6",
                    help="refuse a state off the constraints by more ('none' skips; default 1e-6)")
-    p.add_argument("--floating-base", action="store_true", help="URDF: six-coordinate root")
+    p.add_argument("--floating-base", nargs="?", const="euler", choices=("euler", "quaternion"),
+                   help="URDF: a floating root, the six-coordinate Euler chart (the default) or a "
+                        "quaternion free-flyer (continuous linearization only)")
     p.add_argument("--actuated", help="URDF: joints with an input, separated by commas")
     p.add_argument("--format", choices=FORMATS, default="text")
     p.add_argument("--output", "-o", help="write here instead of stdout (needed for npz)")

@@ -23,6 +23,13 @@ CONVENTIONS = """\
   Jacobians in the order of `constraints`, a `coincide` entry one row per axis, then the
   velocity-constraint rows). Linearization: `d/dt x = A x + B u`, `A` (2n, 2n), `B` (2n, m + nk);
   it refuses a state off the constraints (`residual_limit`, default 1e-6; `None` skips).
+* Quaternion floating base (`floating_base="quaternion"`, `System.set_free_flyer`, Pinocchio's
+  free-flyer): `q = [x, y, z, qx, qy, qz, qw, joints]` (the base's origin in the world, its
+  orientation a unit quaternion, scalar last), `v = [vx, vy, vz, wx, wy, wz, joints]` (the base's
+  spatial velocity in its own frame, `System.velocity_names`), `nq = nv + 1`;
+  `q ⊕ v = System.integrate(q, v)` moves the base by `exp(v)` in its own frame. `qdd` is `dv/dt`;
+  `linearize` is in the tangent space: `A` (2nv, 2nv) for `[δ, v]` with `x = x̄ ⊕ δ`
+  (`System.state_names`), its top-left block `-ad(v)` on the base.
 * Variational integrator: `x_k = [q_k (all), p_k (dynamic variables), v_k (kinematic
   velocities)]` (`MidpointVI.state_names`), `u_k = [force inputs, next values of the kinematic
   variables]` (`MidpointVI.input_names`); `p = dL/d dq` on the dynamic rows. Discrete

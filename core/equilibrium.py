@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import EquilibriumError, SingularMatrixError
+from .floating import refuse
 from .minimal import velocity_constraint
 from .validation import check_vector, number
 
@@ -108,6 +109,7 @@ def satisfy_constraints(system, q, fixed=(), tol: float = 1e-12, max_iter: int =
     iterations or stalls (the constraints cannot be met with these coordinates held).
     """
     what = "satisfy_constraints"
+    refuse(system, what)
     q = check_vector("q", q, system.nq, system.config_names).copy()
     tol = number("tol", tol, positive=True)
     max_iter = int(number("max_iter", max_iter, positive=True, integer=True))
@@ -163,6 +165,7 @@ def project_velocity(system, q, dq, fixed=()) -> np.ndarray:
     constraints (see :func:`satisfy_constraints`). Returns a new array; raises
     :class:`SingularMatrixError` when ``C_f`` lacks full row rank."""
     what = "project_velocity"
+    refuse(system, what)
     names = system.config_names
     q = check_vector("q", q, system.nq, names)
     dq = check_vector("dq", dq, system.nq, names).copy()
@@ -188,6 +191,7 @@ def holding_inputs(system, q, tol: float | None = None):
     such a ``q`` is *returned* with its residual (``u`` then the least-squares best); with
     ``tol`` a residual above ``tol`` raises :class:`EquilibriumError` (``.residual``).
     ``q`` must satisfy the holonomic constraints (ValueError otherwise)."""
+    refuse(system, "holding_inputs")
     names = system.config_names
     q = check_vector("q", q, system.nq, names)
     system.check_configuration(q, what="holding_inputs")

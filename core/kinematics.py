@@ -33,6 +33,8 @@ DATA_FIELDS = [
     "D", "DD", "dJ",         # per joint / joint pair: velocity derivative tables (see lagrangian)
     "IcS", "IcD",            # per joint pair (m, j): Ic_m S_j and Ic_m D_j
     "dq",                    # per joint: the velocity of the last forward_kinematics (armature)
+    "gravity",               # the gravity the kernels apply, in world coordinates: the model's,
+                             # or per evaluation (a quaternion base evaluated in its own frame)
 ]
 DataType, Data = record_type("Data", DATA_FIELDS, __name__)
 
@@ -46,13 +48,14 @@ set_constructor(Data, _new_data)
 
 
 def create_data(model: Model) -> Data:
-    """Allocate per-evaluation scratch for ``model`` (one per thread)."""
+    """Allocate per-evaluation scratch for ``model`` (one per thread); its gravity is the
+    model's."""
     nf, nq = model.nf, model.nj
     return Data(np.zeros((nf, 3, 3)), np.zeros((nf, 3)), np.zeros((nf, 6)),
                 np.zeros((nq, 6)), np.zeros((nq, 6)),
                 np.zeros((nf, 6, 6)), np.zeros((nf, 6)), np.zeros(nf), np.zeros((nf, 3)),
                 np.zeros((nq, 6)), np.zeros((nq, nq, 6)), np.zeros((nq, nq, 6)),
-                np.zeros((nq, nq, 6)), np.zeros((nq, nq, 6)), np.zeros(nq))
+                np.zeros((nq, nq, 6)), np.zeros((nq, nq, 6)), np.zeros(nq), np.array(model.gravity, float))
 
 
 @njit(cache=True, nogil=True)
@@ -60,7 +63,7 @@ def copy_data(d):
     """Fresh scratch with the same shapes (for parallel evaluations)."""
     return Data(d.R.copy(), d.p.copy(), d.V.copy(), d.S.copy(), d.Vp.copy(), d.Ic.copy(),
                 d.Hc.copy(), d.mc.copy(), d.mp.copy(), d.D.copy(), d.DD.copy(), d.dJ.copy(),
-                d.IcS.copy(), d.IcD.copy(), d.dq.copy())
+                d.IcS.copy(), d.IcD.copy(), d.dq.copy(), d.gravity.copy())
 
 
 # ------------------------------------------------------------------------------ small algebra

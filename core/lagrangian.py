@@ -146,7 +146,7 @@ def lagrangian_value(model, data, q):
     Ib = np.empty((6, 6))
     tmp = np.empty(6)
     pc = np.empty(3)
-    g = model.gravity
+    g = data.gravity
     L = 0.0
     for f in range(model.nf):
         m = model.frame_mass[f]
@@ -187,7 +187,7 @@ def _tree_gradient_hessian(model, data, order, out):
     S, D, Hc, Ic = data.S, data.D, data.Hc, data.Ic
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     Lq, Lv, Lqq, Lqv, Lvv = out.Lq, out.Lv, out.Lqq, out.Lqv, out.Lvv
-    g = model.gravity
+    g = data.gravity
     t3 = np.empty(3)
     Lq[:] = 0.0
     Lv[:] = 0.0
@@ -384,7 +384,7 @@ def third_order(model, data, q, full, wq, wv, out):
     S, DD, dJ, IcS, IcD, Hcs = data.S, data.DD, data.dJ, data.IcS, data.IcD, data.Hc
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     Lqqq, Lqqv, Lqvv, dLqq, dLqv, dLvv = out.Lqqq, out.Lqqv, out.Lqvv, out.dLqq, out.dLqv, out.dLvv
-    g = model.gravity
+    g = data.gravity
     if full:
         Lqqq[:, :, :] = 0.0
         Lqqv[:, :, :] = 0.0

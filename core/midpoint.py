@@ -80,6 +80,8 @@ class MidpointVI:
 
     def __init__(self, system, dt: float, tolerance: float = 1e-11, max_iterations: int = 50,
                  condition_limit: float = 1e12):
+        from .floating import refuse
+        refuse(system, "MidpointVI (the variational integrator)")
         self.system, self.dt = system, number("dt", dt, positive=True)
         self.tolerance = number("tolerance", tolerance, positive=True)
         self.max_iterations = number("max_iterations", max_iterations, positive=True, integer=True)

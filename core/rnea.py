@@ -75,7 +75,7 @@ def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
     """One Newton-Euler pass: the acceleration ``Ap[j]`` of each joint's parent (gravity
     included), composite wrenches ``F`` and ``tau[j] = S_j . F_(frame of j) + armature_j ddq_j``
     (the rotor's term only for a variable that drives no frame)."""
-    g = model.gravity
+    g = data.gravity
     frame_parent, frame_qindex, joint_frame = model.frame_parent, model.frame_qindex, model.joint_frame
     S, V, Vp = data.S, data.V, data.Vp
     A = np.empty((model.nf, 6))      # frame accelerations
@@ -291,7 +291,7 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
     nf, n = model.nf, model.nj
     frame_parent, frame_qindex, joint_frame = model.frame_parent, model.frame_qindex, model.joint_frame
     S, V, Vp = data.S, data.V, data.Vp
-    g, armature = model.gravity, model.armature
+    g, armature = data.gravity, model.armature
     for j in range(n):
         if joint_frame[j] < 0:
             return j

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dynamics, minimal
+from . import dynamics, floating, minimal
 from .errors import ModelError
 from .inertia import MergedBody, check_inertia, check_policy
 from .linalg import tree_index
@@ -136,6 +136,8 @@ class System:
         self._mimic: dict[str, tuple[str, float, float]] = {}
         self._locked: dict[str, float] = {}
         self._armature: dict[str, float] = {}
+        self._free_flyer: tuple[str, str] | None = None     # (frame, prefix): a quaternion base
+        self._chart: System | None = None                    # its chart system (compile())
         self._model: Model | None = None          # set by compile() only
         self._workspace: Workspace | None = None
         self._config_names: list[str] = []
@@ -347,6 +349,32 @@ class System:
         self.compile()
         return dict(self._locked_values)
 
+    def set_free_flyer(self, frame: str, prefix: str | None = None) -> "System":
+        """Let the root frame ``frame`` (parent ``world``, no transform of its own) float
+        freely on a quaternion free-flyer (Pinocchio's ``JointModelFreeFlyer``): seven
+        coordinates ``<prefix>_x, _y, _z`` (its origin in the world) and ``<prefix>_qx, _qy,
+        _qz, _qw`` (its orientation, a unit quaternion), six velocities ``<prefix>_vx, _vy,
+        _vz, _wx, _wy, _wz`` (its spatial velocity in its own frame). The conventions, and
+        what the linearization means on this configuration space, are in
+        :mod:`core.floating`; :attr:`nv` counts the velocities (``nq = nv + 1``),
+        :meth:`integrate` and :meth:`difference` move on it. Every other frame must descend
+        from ``frame`` (the dynamics are computed in its frame); constraints and kinematic
+        variables are refused, as are the integrator (:class:`MidpointVI`) and the node (use
+        the Euler chart of :func:`core.load_urdf` there). ``prefix`` defaults to ``frame``."""
+        if not isinstance(frame, str) or not frame:
+            raise ModelError(f"free flyer: expected a frame name, got {frame!r}")
+        prefix = frame if prefix is None else prefix
+        if not isinstance(prefix, str) or not prefix:
+            raise ModelError(f"free flyer: expected a name prefix, got {prefix!r}")
+        self._free_flyer = (frame, prefix)
+        self._model = None
+        return self
+
+    @property
+    def free_flyer(self) -> str | None:
+        """The frame carried by a quaternion free-flyer (:meth:`set_free_flyer`), or None."""
+        return self._free_flyer[0] if self._free_flyer else None
+
     @property
     def mimic_joints(self) -> dict[str, tuple[str, float, float]]:
         """Coupled (mimic) variables: ``{name: (leader, multiplier, offset)}``, the value of
@@ -359,8 +387,10 @@ class System:
         """``{name: value}`` of the coupled (mimic) variables at the configuration ``q`` (their
         velocities are ``multiplier * dq[leader]``, see :attr:`mimic_joints`)."""
         from .validation import check_vector
-        q = check_vector("q", q, self.nq, self._config_names)
         model = self.model
+        q = check_vector("q", q, self.nq, self._config_names)
+        if self._chart is not None:            # (the chart's variables: the base's six, then the joints)
+            q = np.concatenate([np.zeros(6), q[7:]])
         return {n: float(model.mimic_mul[j] * q[model.mimic_src[j]] + model.mimic_off[j])
                 for j, n in enumerate(self._joint_names) if n in self._mimic}
 
@@ -418,8 +448,9 @@ class System:
 
     @property
     def velocity_limits(self) -> np.ndarray:
-        """``|dq| <=`` these, in variable order (``inf`` where unlimited)."""
-        return np.array([d["velocity"] for d in self.joint_limits.values()])
+        """``|v| <=`` these, in :attr:`velocity_names` order (``inf`` where unlimited)."""
+        limits = self.joint_limits
+        return np.array([limits[n]["velocity"] if n in limits else math.inf for n in self.velocity_names])
 
     @property
     def effort_limits(self) -> np.ndarray:
@@ -438,11 +469,15 @@ class System:
 
     # ----------------------------------------------------------------------------- numerics
     def qdd(self, q, dq, u=None):
-        """Accelerations of the constrained, forced dynamics (see :mod:`core.dynamics`)."""
+        """Accelerations of the constrained, forced dynamics (see :mod:`core.dynamics`; with a
+        quaternion base, ``dv/dt`` for the velocity ``dq = v``: :mod:`core.floating`)."""
+        if self._free_flyer:
+            return floating.qdd(self, q, dq, u)
         return dynamics.qdd(self, q, dq, u)
 
     def constraint_forces(self, q, dq, u=None):
         """Constraint multipliers lambda (holonomic rows, then velocity rows)."""
+        self._fixed_chart("constraint_forces")
         return dynamics.constraint_forces(self, q, dq, u)
 
     def linearize(self, q, dq, u=None, multipliers: bool = False, *,
@@ -450,13 +485,21 @@ class System:
         """Exact continuous linearization ``(A, B)`` for ``x = [q, dq]``, ``u`` as
         :attr:`continuous_input_names` (and the multipliers' derivatives with
         ``multipliers=True``); a state off the constraints by more than ``residual_limit`` is
-        refused (``None`` skips the check; see :func:`core.dynamics.linearize`)."""
+        refused (``None`` skips the check; see :func:`core.dynamics.linearize`). With a
+        quaternion base, in the tangent space (``A`` is ``2 nv x 2 nv``, :mod:`core.floating`)."""
+        if self._free_flyer:
+            if multipliers:
+                self._fixed_chart("linearize(multipliers=True)")
+            return floating.linearize(self, q, dq, u)
         return dynamics.linearize(self, q, dq, u, multipliers, residual_limit)
 
     def linearize2(self, q, dq, u=None, *, residual_limit: float | None = 1e-6):
         """Exact continuous linearization to second order: ``(A, B, H)`` with
         ``H[i, a, b] = d2 xdot_i / dz_a dz_b``, ``z = [q, dq, u]``, constraints included (see
-        :func:`core.dynamics.linearize2`)."""
+        :func:`core.dynamics.linearize2`; with a quaternion base, in the tangent space:
+        :mod:`core.floating`)."""
+        if self._free_flyer:
+            return floating.linearize2(self, q, dq, u)
         return dynamics.linearize2(self, q, dq, u, residual_limit)
 
     def linearize_minimal(self, q, dq, u=None, independent=None, condition_limit: float = 1e8, *,
@@ -464,41 +507,95 @@ class System:
         """Linearization in independent coordinates and speeds (Peterson, Gede & Hubbard):
         ``(A, B, info)`` for the state ``[independent q, independent dq]`` (see
         :mod:`core.minimal`)."""
+        self._fixed_chart("linearize_minimal")
         return minimal.linearize_minimal(self, q, dq, u, independent, condition_limit,
                                  residual_limit=residual_limit)
 
     def momentum(self, q, dq):
-        """Generalized momentum ``dL/d dq``."""
+        """Generalized momentum ``dL/d dq`` (with a quaternion base, ``dL/dv``)."""
+        if self._free_flyer:
+            return floating.momentum(self, q, dq)
         return dynamics.momentum(self, q, dq)
 
     def energy(self, q, dq):
         """Total mechanical energy ``KE + V``."""
+        if self._free_flyer:
+            return floating.energy(self, q, dq)
         return dynamics.energy(self, q, dq)
 
     def constraint(self, q, order: int = 0):
         """Holonomic constraint values ``h(q)`` (and ``Dh``, ``D2h`` with ``order`` 1, 2)."""
+        self._fixed_chart("constraint")
         return dynamics.constraint(self, q, order)
 
     def check_configuration(self, q, residual_limit: float = 1e-6, what: str = "the computation") -> None:
         """Raise ValueError naming the row if ``q`` violates a holonomic constraint:
         ``|h_r(q)| > residual_limit |Dh_r(q)|`` (about ``residual_limit`` in q from it). For
         computations that take a configuration alone, e.g. a step of the integrator."""
+        self._fixed_chart("check_configuration")
         dynamics.check_configuration(self, q, residual_limit, what)
 
     def lagrangian_derivatives(self, q, dq, order: int = 2):
         """Derivatives of the Lagrangian up to third order (see :mod:`core.lagrangian`)."""
+        self._fixed_chart("lagrangian_derivatives")
         return dynamics.lagrangian_derivatives(self, q, dq, order)
 
     def input_matrix(self, q):
-        """``dF/du`` (n x m) at ``q``: how each input enters the generalized forces."""
+        """``dF/du`` (n x m) at ``q``: how each input enters the generalized forces (with a
+        quaternion base, ``nv x m``)."""
+        if self._free_flyer:
+            return floating.input_matrix(self, q)
         return dynamics.input_matrix(self, q)
+
+    # ----------------------------------------------------------------------------- configurations
+    def neutral(self) -> np.ndarray:
+        """The configuration of zero joint values (with a quaternion base: at the origin, the
+        identity orientation ``qw = 1``)."""
+        q = np.zeros(self.nq)
+        if self._free_flyer:
+            q[6] = 1.0
+        return q
+
+    def integrate(self, q, v) -> np.ndarray:
+        """``q ⊕ v``: the configuration reached from ``q`` along the velocity ``v`` held for unit
+        time (``q + v``; with a quaternion base, the base pose ``g exp(v^)``, see
+        :mod:`core.floating`)."""
+        from .validation import check_vector
+        v = check_vector("v", v, self.nv, self.velocity_names)
+        if self._free_flyer:
+            return floating.integrate(floating.configuration(self, q), v)
+        return check_vector("q", q, self.nq, self._config_names) + v
+
+    def difference(self, q0, q1) -> np.ndarray:
+        """``q1 ⊖ q0``, the velocity that :meth:`integrate` takes from ``q0`` to ``q1`` (``q1 -
+        q0``; with a quaternion base, the base's ``log(g0⁻¹ g1)``)."""
+        from .validation import check_vector
+        if self._free_flyer:
+            return floating.difference(floating.configuration(self, q0), floating.configuration(self, q1))
+        return check_vector("q1", q1, self.nq, self._config_names) - check_vector("q0", q0, self.nq,
+                                                                                 self._config_names)
+
+    def _fixed_chart(self, what: str) -> None:
+        """Refuse ``what`` on a quaternion base (it works on coordinates with ``nq == nv``)."""
+        floating.refuse(self, what)
 
     # ----------------------------------------------------------------------------- compilation
     def compile(self) -> Model:
         """Compile the description into its immutable :class:`Model` (and a fresh
         :class:`Workspace`) now, raising :class:`ModelError` naming a malformed element. Numeric
         methods compile on first use; call this to fail early. Any later change recompiles."""
+        if self._model is None and self._free_flyer:
+            chart = floating.chart_system(self)
+            chart.compile()
+            self._chart = chart
+            frame, prefix = self._free_flyer
+            self._config_names = [f"{prefix}_{x}" for x in floating.CONFIG_SUFFIXES] + chart._config_names[6:]
+            for name in ("_joint_names", "_input_names", "_frame_names", "_locked_values", "_kept_inputs",
+                         "_kinematic_set", "_workspace"):
+                setattr(self, name, getattr(chart, name))
+            self._model = chart._model
         if self._model is None:
+            self._chart = None
             compiled = _compile(self)
             self._config_names = compiled.config_names
             self._joint_names = compiled.joint_names
@@ -560,7 +657,20 @@ class System:
 
     @property
     def nq(self) -> int:
+        """The number of configuration coordinates (``nv + 1`` with a quaternion base)."""
+        return self.model.nq + (1 if self._free_flyer else 0)
+
+    @property
+    def nv(self) -> int:
+        """The number of velocities: :attr:`nq`, or ``nq - 1`` with a quaternion base."""
         return self.model.nq
+
+    @property
+    def velocity_names(self) -> list[str]:
+        """The velocities' names: :attr:`config_names`, or with a quaternion base its six
+        velocities then the joints' (:meth:`set_free_flyer`)."""
+        self.compile()
+        return list(self._chart._config_names if self._chart is not None else self._config_names)
 
     @property
     def nu(self) -> int:
@@ -568,7 +678,16 @@ class System:
 
     @property
     def state_names(self) -> list[str]:
-        """Continuous state names: ``[q..., dq...]``."""
+        """Names of the rows and columns of :meth:`linearize`'s ``A``: ``[q..., dq...]`` with
+        ``dq`` named ``d<variable>``. With a quaternion base, ``[δ..., v...]``: the tangent
+        displacement ``δ`` of the base ``<prefix>_tx, _ty, _tz, _rx, _ry, _rz`` (along and about
+        its own axes) then the joints, and the velocities :attr:`velocity_names` (``d<joint>``
+        for the joints)."""
+        if self._free_flyer:
+            self.compile()
+            prefix, joints = self._free_flyer[1], self._chart._config_names[6:]
+            return ([f"{prefix}_{x}" for x in ("tx", "ty", "tz", "rx", "ry", "rz")] + joints
+                    + self._chart._config_names[:6] + ["d" + n for n in joints])
         return self.config_names + ["d" + n for n in self.config_names]
 
     def config_index(self, name: str) -> int:

@@ -18,25 +18,37 @@ Kinematics and inertia only: visual, collision, transmission and Gazebo elements
   axis theorem), as Pinocchio does; the merged body's centre of mass is the frame's ``com``.
 * A link's ``<inertial>`` (origin ``xyz`` + ``rpy``, full inertia tensor about the centre of mass
   in the inertial frame's axes) becomes mass, ``com`` and inertia of its body; links without
-  ``<inertial>`` are massless.
+  ``<inertial>`` are massless. Each moving link's inertia passes the inertia policy
+  (:mod:`core.inertia`, ``inertia=``: round-off silent, defects warned, refused or repaired);
+  links welded to the world (by fixed or locked joints) are not checked: they cannot move.
 * Origins: ``xyz`` and ``rpy``, the URDF's fixed-axis roll-pitch-yaw ``R = Rz(y) Ry(p) Rx(r)``.
 * Inputs: one torque (force, for a prismatic joint) per actuated joint, named after it, in
-  coordinate order; ``actuated=[names]`` restricts them. Limits (``<limit lower upper velocity
-  effort>``, infinite where absent, no position limit on a continuous joint) and ``<dynamics
-  damping friction>`` are kept as plain data (:attr:`System.joint_limits`); damping is not
-  applied (Pinocchio's ``aba`` does not either): add it with :meth:`System.add_damping`.
-* ``floating_base=True``: the root link is carried by six coordinates ``root_x, root_y, root_z``
-  (translations along the world axes) then ``root_yaw, root_pitch, root_roll`` (successive
-  rotations about the moving z, y and x axes), so the root's orientation is
-  ``Rz(yaw) Ry(pitch) Rx(roll)`` — the URDF's ``rpy = (roll, pitch, yaw)`` — and its position
-  ``(x, y, z)``. The chart is singular at ``pitch = ±π/2`` (yaw and roll turn about the same
-  axis): there the mass matrix is singular and the dynamics raise :class:`SingularMatrixError`.
+  coordinate order; ``actuated=[names]`` restricts them, ``actuated="transmissions"`` takes the
+  joints of the ``<transmission>`` elements. Limits (``<limit lower upper velocity effort>``,
+  infinite where absent, no position limit on a continuous joint) and ``<dynamics damping
+  friction>`` are kept as plain data (:attr:`System.joint_limits`); damping is applied with
+  ``joint_damping=True`` (Pinocchio's ``aba`` does not apply it), friction never.
+* ``armature``: rotor inertia on ``M``'s diagonal (:meth:`System.add_armature`); ``locked``:
+  joints frozen at given values, their links folded into the parent (:meth:`System.lock`).
+* Conventions of other tools: a ``world`` parent the file does not declare is the world frame;
+  unknown elements (Gazebo, ``ros2_control``, Drake) are ignored; a file without moving joints
+  is a system of zero coordinates.
+* ``floating_base="quaternion"`` (or ``True``): the root link rides a free-flyer (seven
+  coordinates ``root_x, root_y, root_z, root_qx, root_qy, root_qz, root_qw``, six velocities
+  ``root_vx .. root_wz``; :meth:`System.set_free_flyer`, :mod:`core.floating`).
+  ``floating_base="euler"``: six coordinates ``root_x, root_y, root_z`` (translations along the
+  world axes) then ``root_yaw, root_pitch, root_roll`` (successive rotations about the moving z,
+  y and x axes), so the root's orientation is ``Rz(yaw) Ry(pitch) Rx(roll)`` — the URDF's
+  ``rpy = (roll, pitch, yaw)`` — and its position ``(x, y, z)``. That chart is singular at
+  ``pitch = ±π/2`` (yaw and roll turn about the same axis): there the mass matrix is singular
+  and the dynamics raise :class:`SingularMatrixError`; the integrator and the node take it.
 * Mimic joints: ``mimic="couple"`` (the default) makes a mimic joint's value ``multiplier q +
   offset`` of the joint ``q`` it follows (:meth:`System.add_mimic`): it drives its frame but has
   no coordinate, input or limits of its own and is not in ``config_names``/``input_names``; the
   dynamics are those of the coupled system, derivatives exact (:mod:`core.coupling`).
   :attr:`System.mimic_joints` lists the couplings, :meth:`System.mimic_positions` gives their
-  values. A mimic of a mimic joint is refused (``ModelError`` naming it, as Pinocchio does).
+  values. A mimic of a mimic is refused (``ModelError`` naming it, as Pinocchio does); a mimic of
+  an unknown, fixed or the same joint is ignored with a :class:`~core.errors.ModelWarning`.
   ``mimic="independent"`` gives a mimic joint its own coordinate and input (Pinocchio's default
   model). Files without mimic joints load the same with either.
 * ``planar`` and ``floating`` joints inside the tree are refused (``ModelError`` naming the joint).
@@ -90,8 +102,11 @@ def load_urdf(source, *, floating_base=False, actuated=None, mimic: str = "coupl
     Parameters
     ----------
     floating_base : bool or str
-        ``False``: the root link is fixed to the world; ``"euler"`` (or ``True``): a
-        six-coordinate root ``root_x .. root_roll``.
+        ``False``: the root link is fixed to the world; ``"quaternion"`` (or ``True``): a
+        free-flyer ``root_x, root_y, root_z, root_qx, root_qy, root_qz, root_qw`` with the
+        velocities ``root_vx .. root_wz`` (:meth:`System.set_free_flyer`); ``"euler"``: six
+        coordinates ``root_x .. root_roll`` (singular at pitch ±90°; what the integrator and the
+        node take).
     actuated : list of str or "transmissions", optional
         The joints that get an input (default: every moving joint); ``"transmissions"``: the
         joints named by the file's ``<transmission>`` elements.
@@ -129,10 +144,11 @@ def _floating_kind(floating_base):
     if floating_base is False or floating_base is None:
         return None
     if floating_base is True:
-        return "euler"
-    if floating_base in ("euler",):
+        return "quaternion"
+    if floating_base in ("euler", "quaternion"):
         return floating_base
-    raise ModelError(f"load_urdf: floating_base must be False, True or 'euler', got {floating_base!r}")
+    raise ModelError(f"load_urdf: floating_base must be False, True, 'quaternion' or 'euler', got "
+                     f"{floating_base!r}")
 
 
 # ------------------------------------------------------------------------------- reading
@@ -484,19 +500,22 @@ def _build(robot, base, actuated, mimic: str, policy: str, armature, joint_dampi
             raise ModelError("floating_base: the root link is 'world' (fixed to the world by its joints); "
                              "a floating base needs the robot's own root link")
         taken = [n for n in FLOATING_BASE[:-1] if n in links]
-        if taken:
+        if taken and base == "euler":
             raise ModelError(f"floating_base: link name(s) {taken} collide with the floating base's frames")
-        parent = WORLD
-        for var, kind in zip(FLOATING_BASE, _FLOATING_KINDS, strict=True):
-            frame = root if var == FLOATING_BASE[-1] else var
-            order.append((frame, parent, kind, var, np.eye(3), np.zeros(3)))
-            parent = frame
+        if base == "euler":
+            parent = WORLD
+            for var, kind in zip(FLOATING_BASE, _FLOATING_KINDS, strict=True):
+                frame = root if var == FLOATING_BASE[-1] else var
+                order.append((frame, parent, kind, var, np.eye(3), np.zeros(3)))
+                parent = frame
+        else:
+            order.append((root, WORLD, None, None, np.eye(3), np.zeros(3)))
         placement[root] = (root, np.eye(3), np.zeros(3))
         bodies[root] = MergedBody()
     else:
         placement[root] = (WORLD, np.eye(3), np.zeros(3))
         welded.add(root)
-    coords = [v for v in FLOATING_BASE] if base is not None else []
+    coords = [v for v in FLOATING_BASE] if base == "euler" else []
     # depth first from the root, children in name order (urdfdom's, hence Pinocchio's and KDL's)
     stack = [root]
     visit = []
@@ -523,7 +542,7 @@ def _build(robot, base, actuated, mimic: str, policy: str, armature, joint_dampi
             stack.append(child)
     # sort frames by depth-first visit of their child links (joints are pushed in reverse)
     rank = {link: i for i, link in enumerate(visit)}
-    fixed_frames = order[:len(FLOATING_BASE) - 1] if base is not None else []
+    fixed_frames = order[:{"euler": len(FLOATING_BASE) - 1, "quaternion": 1}[base]] if base is not None else []
     moving = sorted(order[len(fixed_frames):], key=lambda f: rank[f[0]])
     for link in visit:                  # (the inertia policy's warnings in tree order)
         if link not in welded:          # a link welded to the world cannot move: its inertia is moot
@@ -535,13 +554,15 @@ def _build(robot, base, actuated, mimic: str, policy: str, armature, joint_dampi
         with warnings.catch_warnings():     # (the policy has judged every link of the body above)
             warnings.simplefilter("ignore", InertiaWarning)
             system.add_frame(name, parent=parent, mass=m, inertia=I, com=c,
-                             offset={"translation": p_off, "rotation": R_off}, **{kind: value})
+                             offset={"translation": p_off, "rotation": R_off}, **({kind: value} if kind else {}))
         if value in joints:
             coords.append(value)
     for name, (leader, multiplier, offset) in coupled.items():
         system.add_mimic(name, leader, multiplier, offset)
     for name, value in locked.items():
         system.lock(name, value)
+    if base == "quaternion":
+        system.set_free_flyer(root, prefix="root")
     # inputs, limits, damping and armature (a coupled joint has no coordinate, input or limits;
     # a locked one none of them)
     moving_joints = [c for c in coords if c in joints and c not in coupled and c not in locked]

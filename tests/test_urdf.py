@@ -84,8 +84,8 @@ def test_random_urdfs_match_pinocchio(seed):
     system = core.load_urdf(xml)
     worst = cross_check(system, PinocchioRobot(system, xml), seed)
     assert worst.max() < TOL, worst
-    floating = core.load_urdf(xml, floating_base=True)
-    worst = cross_check(floating, PinocchioRobot(floating, xml, floating_base=True), seed)
+    floating = core.load_urdf(xml, floating_base="euler")
+    worst = cross_check(floating, PinocchioRobot(floating, xml, floating_base="euler"), seed)
     assert worst.max() < TOL, worst
 
 
@@ -186,7 +186,7 @@ def test_real_robots_have_expected_sizes():
 
 # ---------------------------------------------------------------------------------- floating base
 def test_floating_base_coordinates_and_singular_orientation():
-    s = core.load_urdf(TWO_LINKS, floating_base=True)
+    s = core.load_urdf(TWO_LINKS, floating_base="euler")
     assert s.config_names[:6] == ["root_x", "root_y", "root_z", "root_yaw", "root_pitch", "root_roll"]
     assert s.input_names == ["shoulder", "rail"]
     from core.kinematics import create_data, forward_kinematics
@@ -208,7 +208,7 @@ def test_floating_base_coordinates_and_singular_orientation():
 def test_floating_base_name_collision():
     xml = TWO_LINKS.replace('"tool"', '"root_pitch"')
     with pytest.raises(core.ModelError, match="root_pitch"):
-        core.load_urdf(xml, floating_base=True)
+        core.load_urdf(xml, floating_base="euler")
 
 
 # ---------------------------------------------------------------------------------- mimic
@@ -332,7 +332,7 @@ def test_world_conventions():
         assert_close(s.linearize(q, dq, u)[0], declared.linearize(q, dq, u)[0], "A", 1e-14)
     assert undeclared.links["base"][0] == "world"
     with pytest.raises(core.ModelError, match="the root link is 'world'"):
-        core.load_urdf(text, floating_base=True)
+        core.load_urdf(text, floating_base="euler")
 
 
 def test_single_link_is_a_fixed_or_floating_body():
@@ -411,7 +411,7 @@ def test_not_a_source():
 def test_linearization_matches_finite_differences():
     """On a URDF robot with offset centres of mass, fixed joints and arbitrary axes, independent
     of Pinocchio."""
-    s = core.load_urdf(random_urdf(7), floating_base=True)
+    s = core.load_urdf(random_urdf(7), floating_base="euler")
     q, dq, u = next(states(s, 7))
     n = s.nq
     A, B = s.linearize(q, dq, u)

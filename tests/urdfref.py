@@ -32,7 +32,7 @@ ROBOTS = {
     "double_pendulum": ("double_pendulum_description/urdf/double_pendulum_continuous.urdf", {}),
     "baxter": ("baxter_description/urdf/baxter.urdf", {"mimic": "independent"}),
     "talos_reduced": ("talos_data/robots/talos_reduced.urdf", {}),
-    "solo12_floating": ("solo_description/robots/solo12.urdf", {"floating_base": True}),
+    "solo12_floating": ("solo_description/robots/solo12.urdf", {"floating_base": "euler"}),
 }
 
 
@@ -222,6 +222,10 @@ class PinocchioRobot:
     def qdd(self, q, dq, u):
         return self.pin.aba(self.model, self.data, *self.state(q, dq, u))[self.iv]
 
+    def mass_matrix(self, q):
+        M = self.pin.crba(self.model, self.data, self.state(q, np.zeros(self.n), np.zeros(len(self.inputs)))[0])
+        return (np.triu(M) + np.triu(M, 1).T)[np.ix_(self.iv, self.iv)]
+
     def linearize(self, q, dq, u):
         """``(A, B)`` for ``x = [q, dq]`` from ``computeABADerivatives`` (upper triangle of
         ``Minv`` mirrored)."""
@@ -234,6 +238,65 @@ class PinocchioRobot:
         return A, B
 
 
+class PinocchioFreeFlyer:
+    """A URDF in Pinocchio on a ``JointModelFreeFlyer`` root, with our quaternion base's
+    coordinates (the same ``[x, y, z, qx, qy, qz, qw]`` and base velocities, our joint order):
+    ``qdd`` and, in the tangent space, ``A = [[-ad(v_base), I], [ddq_dq, ddq_dv]]`` (``ad`` from
+    Pinocchio's ``Motion.action``), ``B = [[0], [Minv]]``; ``integrate``, ``difference``."""
+
+    def __init__(self, system: core.System, source, armature=None):
+        import pinocchio as pin
+        self.pin = pin
+        xml = source if isinstance(source, str) and source.lstrip().startswith("<") else open(source).read()
+        self.model = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
+        if armature:
+            for name, value in armature.items():
+                self.model.armature[self.model.joints[self.model.getJointId(name)].idx_v] = value
+        self.data = self.model.createData()
+        m = self.model
+        joints = system.velocity_names[6:]
+        self.iq = [m.joints[m.getJointId(n)].idx_q for n in joints]
+        self.iv = list(range(6)) + [m.joints[m.getJointId(n)].idx_v for n in joints]
+        self.continuous = [m.joints[m.getJointId(n)].nq == 2 for n in joints]
+        assert m.nv == system.nv, (m.nv, system.nv)
+        self.n = system.nv
+        self.inputs = [system.velocity_names.index(u) for u in system.input_names]
+
+    def configuration(self, q):
+        qp = np.zeros(self.model.nq)
+        qp[:7] = q[:7]
+        for k, (iq, c) in enumerate(zip(self.iq, self.continuous, strict=True)):
+            if c:
+                qp[iq], qp[iq + 1] = math.cos(q[7 + k]), math.sin(q[7 + k])
+            else:
+                qp[iq] = q[7 + k]
+        return qp
+
+    def state(self, q, v, u):
+        vp, tau = np.zeros(self.model.nv), np.zeros(self.model.nv)
+        vp[self.iv] = v
+        for r, k in enumerate(self.inputs):
+            tau[self.iv[k]] = u[r]
+        return self.configuration(q), vp, tau
+
+    def qdd(self, q, v, u):
+        return self.pin.aba(self.model, self.data, *self.state(q, v, u))[self.iv]
+
+    def linearize(self, q, v, u):
+        pin, d, n, P = self.pin, self.data, self.n, np.array(self.iv)
+        pin.computeABADerivatives(self.model, d, *self.state(q, v, u))
+        Minv = np.triu(d.Minv) + np.triu(d.Minv, 1).T
+        top = np.hstack([np.zeros((n, n)), np.eye(n)])
+        top[:6, :6] = -pin.Motion(np.asarray(v[:6], float)).action
+        A = np.vstack([top, np.hstack([d.ddq_dq[np.ix_(P, P)], d.ddq_dv[np.ix_(P, P)]])])
+        B = np.vstack([np.zeros((n, len(self.inputs))), Minv[np.ix_(P, P[self.inputs])]])
+        return A, B
+
+    def mass_matrix(self, q):
+        M = self.pin.crba(self.model, self.data, self.configuration(q))
+        return np.triu(M) + np.triu(M, 1).T
+
+
 def robot_files() -> list[str]:
     """Every URDF file of example-robot-data, relative to :func:`robots_dir`, sorted."""
     root = robots_dir()
@@ -241,7 +304,19 @@ def robot_files() -> list[str]:
                   for f in files if f.endswith(".urdf"))
 
 
-def compare_file(relative: str, seed: int = 0, states: int = 3) -> dict:
+def random_base_state(system, rng):
+    """``(q, v, u)``: a random quaternion base pose, joints in [-1, 1], velocities and inputs."""
+    q = system.neutral()
+    if system.free_flyer:
+        quat = rng.normal(size=4)
+        q[:3], q[3:7] = rng.normal(size=3), quat / np.linalg.norm(quat)
+        q[7:] = rng.uniform(-1.0, 1.0, system.nq - 7)
+    else:
+        q[:] = rng.uniform(-1.0, 1.0, system.nq)
+    return q, rng.normal(size=system.nv), 5.0 * rng.normal(size=system.nu)
+
+
+def compare_file(relative: str, seed: int = 0, states: int = 3, free_flyer: bool = False) -> dict:
     """One example-robot-data file against Pinocchio (``buildModelFromUrdf``), as a user loads
     it: ``pinocchio`` (whether Pinocchio loads it, else its error), ``loaded`` (whether
     ``core.load_urdf`` loads it with the default options), ``warnings`` (the messages of that
@@ -273,28 +348,34 @@ def compare_file(relative: str, seed: int = 0, states: int = 3) -> dict:
                warnings=[str(w.message) for w in caught if issubclass(w.category, core.ModelWarning)])
     if out["pinocchio"] is not True:
         return out
+    base = "quaternion" if free_flyer else False
+    Robot = PinocchioFreeFlyer if free_flyer else PinocchioRobot
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", core.ModelWarning)
-        system = core.load_urdf(path, mimic="independent")
-        robot = PinocchioRobot(system, path)
-        M = pin.crba(robot.model, robot.data, pin.neutral(robot.model))
-        if system.nq and np.linalg.eigvalsh(np.triu(M) + np.triu(M, 1).T)[0] <= 1e-12 * np.abs(M).max():
+        try:
+            system = core.load_urdf(path, mimic="independent", floating_base=base)
+        except core.ModelError as exc:      # (a file whose root is 'world' cannot float)
+            out["error"] = str(exc)
+            return out
+        robot = Robot(system, path)
+        joints = system.velocity_names[6:] if free_flyer else system.config_names
+        M = robot.mass_matrix(system.neutral()) if system.nv else np.zeros((0, 0))
+        if system.nv and np.linalg.eigvalsh(M)[0] <= 1e-12 * np.abs(M).max():
             out["armature"] = 0.01
-            system = core.load_urdf(path, mimic="independent", armature=0.01)
-            robot = PinocchioRobot(system, path, armature={n: 0.01 for n in system.config_names})
+            system = core.load_urdf(path, mimic="independent", armature=0.01, floating_base=base)
+            robot = Robot(system, path, armature={n: 0.01 for n in joints})
     out["nq_independent"] = system.nq
     if system.nq == 0:
         return out
     rng = np.random.default_rng(seed)
     worst, tol = 0.0, 1e-8
     for _ in range(states):
-        q, dq, u = rng.uniform(-1.0, 1.0, system.nq), rng.normal(size=system.nq), 5.0 * rng.normal(size=system.nu)
+        q, dq, u = random_base_state(system, rng)
         A, B = system.linearize(q, dq, u)
         Ap, Bp = robot.linearize(q, dq, u)
         worst = max(worst, relative_error(system.qdd(q, dq, u), robot.qdd(q, dq, u)),
                     relative_error(A, Ap), relative_error(B, Bp))
-        Mp = pin.crba(robot.model, robot.data, robot.state(q, dq, u)[0])
-        tol = max(tol, 1e-8 * np.linalg.cond(np.triu(Mp) + np.triu(Mp, 1).T) / 1e7)
+        tol = max(tol, 1e-8 * np.linalg.cond(robot.mass_matrix(q)) / 1e7)
     out.update(worst=worst, tolerance=tol)
     return out
 
@@ -306,4 +387,4 @@ def relative_error(ours, reference) -> float:
 
 
 __all__ = ["ROBOTS", "robot_path", "robots_dir", "robot_files", "compare_file", "random_urdf", "hand_built",
-           "PinocchioRobot", "relative_error", "rpy_rotation"]
+           "PinocchioRobot", "PinocchioFreeFlyer", "random_base_state", "relative_error", "rpy_rotation"]
