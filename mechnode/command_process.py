@@ -133,7 +133,7 @@ class CommandProcess:
                 self._logger.warning(f"command process restarted (pid {self._proc.pid})")
         t0 = time.perf_counter()
         self._request("configure", plant.text, plant.dt, plant.source, list(joint_map_entries or ()),
-                      timeout=CONFIGURE_TIMEOUT)
+                      plant.locked, timeout=CONFIGURE_TIMEOUT)
         return time.perf_counter() - t0
 
     def start(self, settings):
@@ -249,11 +249,11 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool):
             try:
                 value = None
                 if kind == "configure":
-                    text, dt, source, entries = args
+                    text, dt, source, entries, locked = args
                     path.close()
                     plant = joint_map = None
-                    plant = Plant.from_text(text, dt, source)
-                    joint_map = JointMap(plant.config_names, entries, plant.mimic_names)
+                    plant = Plant.from_text(text, dt, source, locked)
+                    joint_map = JointMap(plant.config_names, entries, plant.follower_names)
                     # load (or compile) the control kernel now, not at the first state
                     z = np.zeros(plant.n)
                     plant.vi.feedback(z, z, np.zeros(plant.nx), np.zeros(plant.nu), np.zeros((plant.nu, plant.nx)))

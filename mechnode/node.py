@@ -67,7 +67,7 @@ from .errors import InputError
 from .joint_map import JointMap
 from .lfc import check_lfc_model, lfc_schedule
 from .parameters import NodeParameters
-from .plant import MAX_MODEL_BYTES, ModelSpecError, Plant
+from .plant import MAX_MODEL_BYTES, ModelSpecError, Plant, parse_locked_joints
 from .qos import COMMAND_QOS, LATCHED
 from .reference import ReferencePipeline
 from .services import ModelServices
@@ -158,12 +158,13 @@ class MechNode(LifecycleNode):
         spec, dt = value("model"), float(value("dt"))
         try:
             topic = value("robot_description_topic")
+            locked = parse_locked_joints(value("locked_joints"))
             if topic:
                 text, source = self._robot_description(topic, float(value("robot_description_timeout")))
-                plant = Plant.from_text(text, dt, source)
+                plant = Plant.from_text(text, dt, source, locked)
             else:
-                plant = Plant.load(spec, dt)
-            joint_map = JointMap(plant.config_names, value("joint_map") or (), plant.mimic_names)
+                plant = Plant.load(spec, dt, locked)
+            joint_map = JointMap(plant.config_names, value("joint_map") or (), plant.follower_names)
             weights = self.params.weights(plant)
             self.params.limits(plant, joint_map.joint_names)     # checked here, applied at activate
             t1 = time.perf_counter()
@@ -185,7 +186,8 @@ class MechNode(LifecycleNode):
         gc.collect()
         gc.freeze()
         self.health.stats.update(load_s=t1 - t0, warm_up_s=t2 - t1, command_process_configure_s=command_s)
-        log.info(f"configured: model {plant.source!r} ({plant.system.name}: q = {plant.config_names}, "
+        locks = f", locked {plant.system.locked_joints}" if plant.locked else ""
+        log.info(f"configured: model {plant.source!r} ({plant.system.name}: q = {plant.config_names}{locks}, "
                  f"joints {joint_map.joint_names}, inputs {plant.input_names}, {plant.actuation}), "
                  f"dt = {plant.dt} s; load {t1 - t0:.2f} s, warm-up {t2 - t1:.2f} s, command process "
                  f"(pid {self.command.pid}) {command_s:.2f} s")

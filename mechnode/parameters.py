@@ -33,7 +33,7 @@ from .limits import (
     Limits,
     limit_values,
 )
-from .plant import DEFAULT_MODEL, MAX_MODEL_BYTES, ModelSpecError, check_model_spec
+from .plant import DEFAULT_MODEL, MAX_MODEL_BYTES, ModelSpecError, check_model_spec, parse_locked_joints
 from .schedule import Options
 from .weights import Weights, check_weight_values
 
@@ -41,7 +41,8 @@ COMMAND_MODES = ("effort", "full")
 TIMEOUT_ACTIONS = ("zero", "hold")
 FEASIBILITY_MODES = ("auto", "inverse_dynamics", "optimizer", "none")
 OPTIMIZER_METHODS = ("first_order", "second_order")
-CONFIGURE_PARAMETERS = ("model", "dt", "joint_map", "robot_description_topic", "robot_description_timeout")
+CONFIGURE_PARAMETERS = ("model", "dt", "joint_map", "locked_joints", "robot_description_topic",
+                        "robot_description_timeout")
 TOPIC_PARAMETERS = ("state_topic", "reference_topic", "command_topic", "schedule_topic",
                     "diagnostics_topic", "command_echo_topic", "lfc_topic")
 REQUIRED_TOPICS = ("state_topic", "reference_topic", "command_topic", "schedule_topic")
@@ -99,6 +100,10 @@ def declare_parameters(node) -> None:
     node.declare_parameter("joint_map", Parameter.Type.STRING_ARRAY, D(
         "joint_map", description="'model_variable:joint_name' entries; unmapped variables use their own "
                     "name. Read at configure."))
+    node.declare_parameter("locked_joints", Parameter.Type.STRING_ARRAY, D(
+        "locked_joints", description="'joint=value' entries: joints of the model frozen at these values "
+                    "(a gripper left to its own driver); they leave the state and the commands, and "
+                    "JointStates may omit them. Read at configure."))
     for name, default, text in (
             ("state_topic", "joint_states", "sensor_msgs/JointState input (sensor-data QoS)"),
             ("reference_topic", "~/reference", "trajectory_msgs/JointTrajectory references "
@@ -280,6 +285,8 @@ class NodeParameters:
             check_model_spec(value)
         elif name == "joint_map" and value is not None:
             JointMap(JointMap.parse(value).keys(), value)     # format, duplicate joint names
+        elif name == "locked_joints" and value is not None:
+            parse_locked_joints(value)
         elif name in ("Q", "R", "Q_N") and value is not None:
             check_weight_values(value, name, allow_empty=True, definite=name == "R")
             if plant is not None:

@@ -14,8 +14,12 @@ import yaml
 
 import core
 
+from .errors import InputError
+
 #: The default model of the node (a model packaged with core: core.data).
 DEFAULT_MODEL = "cartpole.yaml"
+#: Most entries of the ``locked_joints`` parameter, and longest entry (characters).
+MAX_LOCKED_JOINTS, MAX_LOCKED_ENTRY = 1000, 256
 
 
 class ModelSpecError(ValueError):
@@ -114,21 +118,59 @@ def check_model_spec(spec: str) -> None:
     read_model_spec(spec)
 
 
-def system_from_text(text: str, source: str) -> core.System:
+def parse_locked_joints(entries) -> dict:
+    """``["joint=value", ...]`` (the ``locked_joints`` parameter) -> ``{joint: value}``; an
+    :class:`InputError` naming a malformed entry (bounded: :data:`MAX_LOCKED_JOINTS` entries of
+    at most :data:`MAX_LOCKED_ENTRY` characters, checked before anything is parsed)."""
+    entries = list(entries or ())
+    if len(entries) > MAX_LOCKED_JOINTS:
+        raise InputError(f"locked_joints has {len(entries)} entries, more than {MAX_LOCKED_JOINTS}")
+    out = {}
+    for e in entries:
+        if not isinstance(e, str) or len(e) > MAX_LOCKED_ENTRY or e.count("=") != 1:
+            shown = e if not isinstance(e, str) or len(e) <= 60 else e[:60] + "..."
+            raise InputError(f"locked_joints entry {shown!r} must be 'joint=value' (a joint name and a "
+                             f"number, at most {MAX_LOCKED_ENTRY} characters)")
+        name, text = (x.strip() for x in e.split("="))
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not name or not np.isfinite(value):
+            raise InputError(f"locked_joints entry {e!r}: expected 'joint=value' with a finite number")
+        if name in out:
+            raise InputError(f"locked_joints names joint {name!r} twice")
+        out[name] = value
+    return out
+
+
+def system_from_text(text: str, source: str, locked=None) -> core.System:
     """A :class:`core.System` from a model's text: URDF (``core.load_urdf`` with its default
     ``mimic="couple"``: a mimic joint follows its leader, with no coordinate or input of its
-    own) or YAML (:func:`parse_model_text`)."""
+    own) or YAML (:func:`parse_model_text`); ``locked`` (``{joint: value}``) freezes joints
+    (``core.System.lock``: they leave the state and the inputs)."""
+    locked = dict(locked or {})
     try:
         if is_urdf_text(text):
-            return core.load_urdf(text)
-        return core.load_system(parse_model_text(text, source))
+            return core.load_urdf(text, locked=locked)
+        spec = parse_model_text(text, source)
+        if locked:
+            own = spec.get("locked") or {}
+            if not isinstance(own, dict):
+                raise core.ModelError(f"locked: expected a mapping {{variable: value}}, got {own!r}")
+            clash = sorted(n for n in set(own) & set(locked) if float(own[n]) != locked[n])
+            if clash:
+                raise core.ModelError(f"locked_joints locks {clash} at other values than the model's own "
+                                      f"'locked' ({ {n: own[n] for n in clash} })")
+            spec = dict(spec, locked={**own, **locked})
+        return core.load_system(spec)
     except core.ModelError as exc:
         raise ModelSpecError(f"model {source}: {exc}") from None
 
 
-def load_model(spec: str) -> core.System:
+def load_model(spec: str, locked=None) -> core.System:
     """A :class:`core.System` from a YAML or URDF file or model text (see :func:`read_model_text`)."""
-    return system_from_text(*read_model_text(spec))
+    return system_from_text(*read_model_text(spec), locked)
 
 
 def model_source(spec: str) -> str:
@@ -154,12 +196,15 @@ class Plant:
     threads at once.
     """
 
-    def __init__(self, system: core.System, dt: float, source: str = "", text: str | None = None):
+    def __init__(self, system: core.System, dt: float, source: str = "", text: str | None = None,
+                 locked=None):
         self.system = system
         self.source = source
-        #: the model text the system was built from (None if built otherwise): what another
-        #: process builds the same plant from (:meth:`from_text`)
+        #: the model text the system was built from (None if built otherwise) and the joints
+        #: locked in it (the locked_joints parameter): what another process builds the same
+        #: plant from (:meth:`from_text`)
         self.text = text
+        self.locked = dict(locked or {})
         self.vi = core.MidpointVI(system, dt)
         nd, m = self.vi.nd, system.nu
         Fu = system.input_matrix(np.zeros(system.nq))
@@ -171,19 +216,20 @@ class Plant:
                           f"underactuated ({rank} independent force inputs for {nd} dynamic variables)")
 
     @classmethod
-    def load(cls, spec: str, dt: float) -> "Plant":
-        """The plant of a model parameter value (a file or model text) at ``dt``."""
+    def load(cls, spec: str, dt: float, locked=None) -> "Plant":
+        """The plant of a model parameter value (a file or model text) at ``dt``, ``locked``
+        joints frozen (``{joint: value}``)."""
         text, _ = read_model_text(spec)
-        return cls.from_text(text, dt, model_source(spec))
+        return cls.from_text(text, dt, model_source(spec), locked)
 
     @classmethod
-    def from_text(cls, text: str, dt: float, source: str = "model text") -> "Plant":
-        """The plant of a model's text (as in :attr:`text`) at ``dt``."""
-        return cls(system_from_text(text, source), dt, source, text)
+    def from_text(cls, text: str, dt: float, source: str = "model text", locked=None) -> "Plant":
+        """The plant of a model's text (as in :attr:`text`) at ``dt``, ``locked`` joints frozen."""
+        return cls(system_from_text(text, source, locked), dt, source, text, locked)
 
     def with_dt(self, dt: float) -> "Plant":
         """The same system with another time step (shares the compiled model)."""
-        return self if float(dt) == self.dt else Plant(self.system, dt, self.source, self.text)
+        return self if float(dt) == self.dt else Plant(self.system, dt, self.source, self.text, self.locked)
 
     # ------------------------------------------------------------------ sizes and names
     dt = property(lambda self: self.vi.dt, doc="time step [s]")
@@ -199,6 +245,10 @@ class Plant:
     config_names = property(lambda self: self.system.config_names)
     mimic_names = property(lambda self: list(self.system.mimic_joints),
                            doc="joints that follow a variable (mimic joints): no state of their own")
+    locked_names = property(lambda self: list(self.system.locked_joints),
+                            doc="joints frozen by locked_joints (and their mimics): no state or input")
+    follower_names = property(lambda self: self.mimic_names + self.locked_names,
+                              doc="joints a JointState may carry that have no variable: ignored")
     dynamic_names = property(lambda self: self.vi.dynamic_names)
     kinematic_names = property(lambda self: self.vi.kinematic_names)
     force_input_names = property(lambda self: self.system.input_names)

@@ -309,3 +309,39 @@ def test_state_transforms_inverse_dynamics_and_holding_inputs_on_panda():
     u, res = core.holding_inputs(s, q)
     assert res < 1e-9
     assert_close(s.qdd(q, np.zeros(8), u), np.zeros(8), "held", 1e-8)
+
+
+def test_the_node_plant_locks_the_panda_gripper():
+    """The node's ``locked_joints`` parameter (mechnode.plant, ROS-free): Panda's gripper left
+    to its own driver. The arm keeps 7 variables and 7 inputs; JointStates may carry the finger
+    joints (ignored, not reported as unknown) or omit them; the same locks apply to a YAML model,
+    and malformed entries are refused naming them."""
+    from mechnode.errors import InputError
+    from mechnode.joint_map import JointMap
+    from mechnode.plant import ModelSpecError, Plant, parse_locked_joints
+    locked = parse_locked_joints(["panda_finger_joint1 = 0.04"])
+    assert locked == {"panda_finger_joint1": 0.04}
+    with open(PANDA) as fh:
+        text = fh.read()
+    plant = Plant.from_text(text, 0.01, "panda", locked)
+    arm = [f"panda_joint{i}" for i in range(1, 8)]
+    assert plant.config_names == arm and plant.force_input_names == arm and plant.fully_actuated
+    assert plant.locked == locked and sorted(plant.follower_names) == ["panda_finger_joint1", "panda_finger_joint2"]
+    jm = JointMap(plant.config_names, (), plant.follower_names)
+    full = arm + ["panda_finger_joint1", "panda_finger_joint2"]
+    q, _, unknown = jm.state(full, np.arange(9.0), np.zeros(9))
+    assert unknown == () and q.tolist() == list(range(7))
+    assert jm.state(arm, np.arange(7.0), np.zeros(7))[0].tolist() == list(range(7))
+    assert plant.with_dt(0.02).locked == locked
+    for bad, match in ((["finger"], "must be 'joint=value'"), (["a=b"], "expected 'joint=value' with a finite"),
+                       (["a=nan"], "finite"), (["a=1", "a=2"], "names joint 'a' twice"),
+                       (["x=" + "1" * 300], "at most 256 characters"), (["j=0"] * 1001, "more than 1000")):
+        with pytest.raises(InputError, match=match):
+            parse_locked_joints(bad)
+    with pytest.raises(ModelSpecError, match=r"locked joint 'gripper': unknown joint"):
+        Plant.from_text(text, 0.01, "panda", {"gripper": 0.0})
+    yaml_plant = Plant.from_text("frames:\n- {name: a, rz: th, mass: 1, com: [0.5, 0, 0]}\n"
+                                 "- {name: b, parent: a, rz: phi, mass: 1, offset: {translation: [1, 0, 0]}}\n"
+                                 "inputs:\n- {type: torque, config: th}\n- {type: torque, config: phi}\n",
+                                 0.01, "two links", {"phi": 0.3})
+    assert yaml_plant.config_names == ["th"] and yaml_plant.force_input_names == ["th"]

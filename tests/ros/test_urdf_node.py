@@ -157,3 +157,52 @@ def test_panda_with_its_mimic_finger_from_robot_description(rclpy_mod, ifaces, t
         assert "unknown to the model" not in h.log()
     finally:
         h.close()
+
+
+def test_panda_with_its_gripper_locked(rclpy_mod, ifaces, tmp_path):
+    """``locked_joints: ["panda_finger_joint1=0.04"]`` (the gripper left to its own driver):
+    the model has the arm's seven variables and inputs; JointStates without the fingers are
+    taken, those with them too (the fingers ignored, not reported as unknown), and every command
+    has seven efforts."""
+    from mechnode_interfaces.srv import GetModel
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+    from urdfref import robot_path
+
+    from mechnode.conversions import joint_state, joint_trajectory
+    with open(robot_path("panda_description/urdf/panda.urdf")) as fh:
+        text = fh.read()
+    arm = [f"panda_joint{i}" for i in range(1, 8)]
+    params = _params_file(tmp_path / "params.yaml", Q=[10.0] * 7 + [1.0] * 7, R=[0.1] * 7,
+                          locked_joints=["panda_finger_joint1=0.04"])
+    h = NodeProcess(rclpy_mod, params, f"/test_panda_locked_{os.getpid()}", tmp_path / "mechnode.log")
+    try:
+        h.lifecycle.wait(60.0)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        pub = h.client.create_publisher(String, f"{h.ns}/robot_description", latched)
+        pub.publish(String(data=text))
+        assert h.transition("configure", 600), h.log()[-3000:]
+        m = h.call(GetModel, "get_model", GetModel.Request())
+        assert m.success and list(m.config_names) == arm and list(m.input_names) == arm
+        h.wait_log(r"locked \{'panda_finger_joint1': 0.04, 'panda_finger_joint2': 0.04\}")
+        assert h.transition("activate"), h.log()[-3000:]
+        commands = []
+        h.connect_io(lambda msg: commands.append(np.asarray(msg.data)))
+        t = np.arange(0.0, 5.0 + 1e-9, 0.5)
+        q_ref = np.array([0.0, -0.3, 0.0, -2.0, 0.0, 1.8, 0.8])
+        h.ref_pub.publish(joint_trajectory(arm, t, np.tile(q_ref, (t.size, 1))))
+        h.wait(lambda: h.schedules, "the GainSchedule", timeout=120)
+        clock = h.client.get_clock()
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline and len(commands) < 40:
+            with_fingers = len(commands) % 2 == 1
+            names = arm + (["panda_finger_joint1", "panda_finger_joint2"] if with_fingers else [])
+            q_msg = list(q_ref + 0.01) + ([0.02, 0.02] if with_fingers else [])
+            h.state_pub.publish(joint_state(names, q_msg, [0.0] * len(names), clock.now().nanoseconds))
+            time.sleep(0.02)
+        assert len(commands) >= 20, h.log()[-3000:]
+        assert all(c.shape == (7,) and np.all(np.isfinite(c)) for c in commands)
+        assert "unknown to the model" not in h.log() and "lacks joint" not in h.log()
+    finally:
+        h.close()
