@@ -147,3 +147,23 @@ def test_locked_panda_gripper_by_default_options():
         warnings.simplefilter("error")
         assert core.load_urdf(path, locked={"panda_finger_joint1": 0.0}, armature=0.1).armature == {
             f"panda_joint{i}": 0.1 for i in range(1, 8)}
+
+
+def test_urdf_joint_damping_on_request():
+    """``joint_damping=True`` applies the files' ``<dynamics damping>`` (viscous, ``-c dq``);
+    by default it is kept as data only, as Pinocchio's aba does."""
+    path = robot_path("talos_data/robots/talos_reduced.urdf")      # damping on 20 of its 32 joints
+    plain = core.load_urdf(path, mimic="independent")
+    damped = core.load_urdf(path, mimic="independent", joint_damping=True)
+    c = np.array([plain.joint_limits[n]["damping"] for n in plain.config_names])
+    assert (c > 0).sum() >= 10
+    by_hand = core.load_urdf(path, mimic="independent")
+    for name, value in zip(plain.config_names, c, strict=True):
+        if value > 0:
+            by_hand.add_damping(name, value)
+    rng = np.random.default_rng(2)
+    q, dq, u = rng.uniform(-1, 1, plain.nq), rng.normal(size=plain.nq), rng.normal(size=plain.nu)
+    M = plain.lagrangian_derivatives(q, dq).Lvv
+    # M (ddq_damped - ddq_plain) = -c dq, and the same as damping added by hand
+    assert np.allclose(M @ (damped.qdd(q, dq, u) - plain.qdd(q, dq, u)), -c * dq, atol=1e-9)
+    assert np.array_equal(damped.linearize(q, dq, u)[0], by_hand.linearize(q, dq, u)[0])
