@@ -33,9 +33,10 @@ from .conventions import CONVENTIONS
 from .data import model_file, model_names
 from .equilibrium import holding_inputs, project_velocity, satisfy_constraints
 from .errors import (CoreError, EquilibriumError, InertiaWarning, IntegratorError, LinearizerError, ModelError,
-                     ModelWarning, RiccatiError, NonFiniteError, SingularMatrixError, SingularStepError)
+                     ModelWarning, NonFiniteError, ResourceLimitError, RiccatiError, SingularMatrixError,
+                     SingularStepError)
 from .linearizer import Linearizer
-from .loader import load_system
+from .loader import load_system, read_yaml
 from .lqr import Controllability, controllability, dlqr, tvlqr
 from .midpoint import MidpointVI
 from .minimal import MinimalInfo
@@ -53,7 +54,7 @@ from .workspace import Workspace
 __version__ = "0.1.0"
 
 __all__ = [
-    "System", "Model", "Workspace", "load_system", "load_urdf", "MidpointVI", "MinimalInfo",
+    "System", "Model", "Workspace", "load_system", "load_urdf", "read_yaml", "MidpointVI", "MinimalInfo",
     "Linearizer", "from_sympy",
     "tvlqr", "dlqr", "controllability", "Controllability",
     "simulate_open_loop", "simulate_closed_loop",
@@ -62,7 +63,7 @@ __all__ = [
     "check_vector", "too_large", "weight_matrix", "CONVENTIONS", "model_file", "model_names",
     "CoreError", "ModelError", "SingularMatrixError", "RiccatiError", "IntegratorError",
     "SingularStepError", "NonFiniteError", "LinearizerError", "EquilibriumError", "ModelWarning",
-    "InertiaWarning",
+    "InertiaWarning", "ResourceLimitError",
     "satisfy_constraints", "project_velocity", "holding_inputs",
     "save_trajectory", "load_trajectory", "Trajectory", "__version__",
 ]

@@ -50,7 +50,7 @@ from .kinematics import body_inertias, composites_from_bodies
 from .lagrangian import create_derivs
 from .linalg import PIVOT_TOLERANCE, cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
 from .rnea import articulated_body
-from .validation import check_vector, largest_entry, number, refuse_nonfinite
+from .validation import check_second_order_memory, check_vector, largest_entry, number, refuse_nonfinite
 
 #: Plain-Python copy of the Lagrangian derivatives returned to users (see core.lagrangian).
 Derivatives = namedtuple("Derivatives", ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "Lqqq", "Lqqv", "Lqvv",
@@ -419,7 +419,7 @@ def _arguments(system, q, dq, u, nk):
     unames = system._input_names if mu == system.model.nu else continuous_input_names(system)
     return (("q", check_vector("q", q, n, names, finite=False), names),
             ("dq", check_vector("dq", dq, n, names, finite=False), names),
-            ("u", check_vector("u", u, mu, unames, finite=False), unames))
+            ("u", check_vector("u", u, mu, unames, finite=False, optional=True), unames))
 
 
 def _raise_for(system, status, inputs) -> None:
@@ -496,6 +496,7 @@ def linearize2(system, q, dq, u=None, residual_limit: float | None = 1e-6):
     state must satisfy them to within ``residual_limit``, as for :func:`linearize`)."""
     model = system.model
     dyn, kin = _indices(system)
+    check_second_order_memory("linearize2", 2 * model.nq, 2 * model.nq + model.nu + kin.shape[0])
     inputs = _arguments(system, q, dq, u, kin.shape[0])
     q, dq, u = inputs[0][1], inputs[1][1], inputs[2][1]
     ddq, lam, A, B, dlam = _dynamics(system, q, dq, u, True, residual_limit, "the linearization")

@@ -97,6 +97,12 @@ class EquilibriumError(CoreError, ArithmeticError):
         self.residual = residual
 
 
+class ResourceLimitError(CoreError, MemoryError):
+    """A computation would allocate more than its documented limit
+    (:data:`core.validation.SECOND_ORDER_MEMORY_LIMIT`): refused before anything is allocated,
+    the message says how much and which limit."""
+
+
 class ModelWarning(UserWarning):
     """A model loaded despite a defect in its description, worked around as the message says
     (the element named); filter it with the ``warnings`` module, or make it an error."""

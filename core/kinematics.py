@@ -47,15 +47,19 @@ def _new_data(*fields):
 set_constructor(Data, _new_data)
 
 
-def create_data(model: Model) -> Data:
+def create_data(model: Model, pairs: bool = True) -> Data:
     """Allocate per-evaluation scratch for ``model`` (one per thread); its gravity is the
-    model's."""
+    model's. ``pairs``: the per-joint-pair tables of the third order (``DD, dJ, IcS, IcD``,
+    ``4 x 48 nj²`` bytes); without them (first and second order) they are empty, and the third
+    order refuses such scratch."""
     nf, nq = model.nf, model.nj
+    npair = nq if pairs else 0
     return Data(np.zeros((nf, 3, 3)), np.zeros((nf, 3)), np.zeros((nf, 6)),
                 np.zeros((nq, 6)), np.zeros((nq, 6)),
                 np.zeros((nf, 6, 6)), np.zeros((nf, 6)), np.zeros(nf), np.zeros((nf, 3)),
-                np.zeros((nq, 6)), np.zeros((nq, nq, 6)), np.zeros((nq, nq, 6)),
-                np.zeros((nq, nq, 6)), np.zeros((nq, nq, 6)), np.zeros(nq), np.array(model.gravity, float))
+                np.zeros((nq, 6)), np.zeros((npair, npair, 6)), np.zeros((npair, npair, 6)),
+                np.zeros((npair, npair, 6)), np.zeros((npair, npair, 6)), np.zeros(nq),
+                np.array(model.gravity, float))
 
 
 @njit(cache=True, nogil=True)

@@ -93,6 +93,8 @@ def _pair_tables(model, data):
     ``IcS[m, j] = Ic_m S_j`` and ``IcD[m, j] = Ic_m D_j`` for j at or above m."""
     # record fields read into locals once (a field read inside a loop costs reference counting)
     S, D, DD, dJ, Ic, IcS, IcD = data.S, data.D, data.DD, data.dJ, data.Ic, data.IcS, data.IcD
+    if DD.shape[0] < model.nj:
+        raise ValueError("third order: this scratch has no joint-pair tables (Workspace.get(third_order=True))")
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     for b in range(model.nj):
         fb = joint_frame[b]
@@ -529,6 +531,8 @@ def fourth_order(model, data, dq, T4, W):
     """
     nj, nf = model.nj, model.nf
     S, D, DD, dJ, Ic, IcS, IcD, Hcs = data.S, data.D, data.DD, data.dJ, data.Ic, data.IcS, data.IcD, data.Hc
+    if DD.shape[0] < nj:
+        raise ValueError("fourth order: this scratch has no joint-pair tables (Workspace.get(third_order=True))")
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
     body_inertias(model, data, Ib, has_mass)

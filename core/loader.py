@@ -10,6 +10,11 @@ from .errors import ModelError
 from .model import WORLD
 from .system import System
 
+#: Largest model text or file accepted (bytes), checked before it is parsed.
+MAX_MODEL_BYTES = 5_000_000
+#: Deepest nesting of mappings and lists in a YAML model (a model needs about 5).
+MAX_YAML_DEPTH = 32
+
 _TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "dampers", "inputs", "wrenches",
              "kinematic", "mimic", "armature", "locked"}
 
@@ -115,13 +120,59 @@ def _mapping(spec: dict, key: str) -> dict:
     return value
 
 
+def read_yaml(text: str, where: str = "model"):
+    """The plain data of the YAML ``text`` (mappings, lists, strings, numbers): PyYAML's safe
+    loader, which constructs no objects of its own, after a scan of its events that refuses
+    what could exhaust the host before anything is built: more than :data:`MAX_MODEL_BYTES`,
+    nesting deeper than :data:`MAX_YAML_DEPTH` (deep nesting exhausts Python's stack) and
+    aliases (``*name``: shared references that expand into huge arrays). Every problem is a
+    :class:`ModelError` naming ``where`` and the line."""
+    import yaml  # imported on use: loading the library needs no YAML parser
+    if not isinstance(text, str):
+        raise ModelError(f"{where}: expected YAML text, got {type(text).__name__}")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_MODEL_BYTES:
+        raise ModelError(f"{where}: {size} bytes exceeds the size limit of {MAX_MODEL_BYTES} bytes")
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise ModelError(f"{where}: line {event.start_mark.line + 1}: nested more than "
+                                     f"{MAX_YAML_DEPTH} levels deep (a model needs a few)")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            elif isinstance(event, yaml.AliasEvent):
+                raise ModelError(f"{where}: line {event.start_mark.line + 1}: YAML aliases (*{event.anchor}) "
+                                 "are not accepted in models; write the values out")
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise ModelError(f"{where}: not valid YAML: {at}{exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise ModelError(f"{where}: not valid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") \
+            from None
+    except (RecursionError, MemoryError) as exc:
+        raise ModelError(f"{where}: the YAML is too large or too deeply nested to load ({type(exc).__name__})") \
+            from None
+
+
 def _read_spec(source):
     if isinstance(source, dict):
         return source
-    import yaml  # imported on use: loading the library needs no YAML parser
     if isinstance(source, (str, os.PathLike)) and os.path.exists(str(source)):
-        with open(source, encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
+        path = os.fspath(source)
+        if os.path.getsize(path) > MAX_MODEL_BYTES:
+            raise ModelError(f"model file {path!r}: {os.path.getsize(path)} bytes exceeds the size limit of "
+                             f"{MAX_MODEL_BYTES} bytes")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read(MAX_MODEL_BYTES + 1)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ModelError(f"model file {path!r}: cannot read ({exc})") from None
+        return read_yaml(text, f"model file {path!r}")
     if isinstance(source, str) and ("\n" in source or ":" in source):
-        return yaml.safe_load(source)
+        return read_yaml(source, "model text")
     raise ModelError(f"load_system: {source!r} is neither an existing file, a YAML string nor a dict")

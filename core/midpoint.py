@@ -54,7 +54,7 @@ from .legendre import (
     legendre_jacobian,
     legendre_many,
 )
-from .validation import check_vector, float_stack, is_plain_vector, largest_entry, number
+from .validation import check_second_order_memory, check_vector, float_stack, is_plain_vector, largest_entry, number
 
 #: A DEL solve that fails at an iterate moving more than this times max(1, |q_k|) in one step
 #: is reported as an overflow (inputs too large for the system and dt), not a singular matrix.
@@ -163,7 +163,7 @@ class MidpointVI:
         """``(u_force, rho)`` copies of ``u`` (views without ``copy``; errors as
         :meth:`split_state`)."""
         if not is_plain_vector(u, self._nu, finite):
-            u = check_vector("u", u, self._nu, self._names()[1], finite)
+            u = check_vector("u", u, self._nu, self._names()[1], finite, optional=True)
         m = self._m
         return (u[:m].copy(), u[m:].copy()) if copy else (u[:m], u[m:])
 
@@ -254,7 +254,7 @@ class MidpointVI:
         if u is None:
             from .equilibrium import holding_inputs
             u = holding_inputs(self.system, q)[0]
-        u = check_vector("u", u, self._m, self.system.input_names)
+        u = check_vector("u", u, self._m, self.system.input_names, optional=True)
         return np.concatenate([u, q[self.kinematic_index]])
 
     def discrete_momenta(self, Q, p0) -> np.ndarray:
@@ -402,6 +402,8 @@ class MidpointVI:
         u = np.zeros(self.nu) if u is None else u
         # sizes now; finiteness with the solve (a step solved before had its inputs checked)
         # and for v_k, which the solve does not see
+        if second:
+            check_second_order_memory("MidpointVI.linearize2", self.nx, self.nx + self.nu)
         q, p, v = self.split_state(x, finite=False)
         u_force, rho = self.split_input(u, finite=False, copy=False)  # the kernels only read
         check = lambda: (self.split_state(x), self.split_input(u))  # noqa: E731
@@ -504,6 +506,8 @@ class MidpointVI:
     def _linearize_stack(self, X, U, second_order, threads, offset):
         """:meth:`linearize_trajectory` of checked stacks; errors name step ``k + offset``."""
         N, n, nd, m = U.shape[0], self.nq, self.nd, self._m
+        if second_order:
+            check_second_order_memory("linearize_trajectory(second_order=True)", self.nx, self.nx + self.nu, N)
         model = self.system.model
         dyn, kin = self.dynamic_index, self.kinematic_index
         Q = np.ascontiguousarray(X[:, :n])

@@ -304,7 +304,7 @@ def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: 
     q = check_vector("q", q, n, names)
     dq = check_vector("dq", dq, n, names)
     unames = system.continuous_input_names      # [force inputs, kinematic accelerations]
-    u = check_vector("u", u, len(unames), unames)
+    u = check_vector("u", u, len(unames), unames, optional=True)
     if not (np.isfinite(condition_limit) and condition_limit >= 1.0):
         raise ValueError(f"condition_limit must be a finite number >= 1, got {condition_limit!r}")
     ni_q, ni_v = n - nh, n - nh - nv

@@ -22,7 +22,7 @@ from .errors import RiccatiError
 from .lqr import lq_riccati, state_weights, tvlqr, weight_stack
 from .midpoint import MidpointVI
 from .simulation import initial_state, next_state, simulate_open_loop
-from .validation import float_array
+from .validation import check_second_order_memory, float_array
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +202,8 @@ def linearize_trajectory(system, x, u, second_order: bool = False):
         # callers that are themselves multi-threaded never share numba's threading layer)
         return system.linearize_trajectory(x, u, second_order=second_order, threads=1)
     (N, nu), nx = u.shape, x.shape[1]
+    if second_order:
+        check_second_order_memory("linearize_trajectory(second_order=True)", nx, nx + nu, N)
     shapes = ((nx, nx), (nx, nu), (nx, nx + nu, nx + nu))[:3 if second_order else 2]
     stacks = [np.empty((N,) + shape) for shape in shapes]
     for k in range(N):

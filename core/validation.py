@@ -11,25 +11,56 @@ import math
 
 import numpy as np
 
+from .errors import ResourceLimitError
+
+#: Largest memory (bytes) one second-order computation may allocate (``System.linearize2``,
+#: ``MidpointVI.linearize2``, second-order trajectory linearizations), checked before anything
+#: is allocated: the tensor ``H`` and its work arrays take about twice ``H``'s ``8 rows nz²``
+#: bytes (``rows = 2n``, ``nz = 2n + nu``: about ``300 n³`` bytes for ``n`` actuated variables,
+#: 2 GiB at ``n ≈ 190``). Raise it (``core.validation.SECOND_ORDER_MEMORY_LIMIT = ...``) where
+#: the host has the memory.
+SECOND_ORDER_MEMORY_LIMIT = 2 * 1024 ** 3
+
+
+def check_second_order_memory(what: str, rows: int, nz: int, count: int = 1) -> None:
+    """A :class:`ResourceLimitError` if a second-order computation with ``count`` tensors of
+    ``rows x nz x nz`` would pass :data:`SECOND_ORDER_MEMORY_LIMIT`."""
+    need = 2 * 8 * rows * nz * nz * count
+    if need > SECOND_ORDER_MEMORY_LIMIT:
+        stack = f"{count} x " if count > 1 else ""
+        raise ResourceLimitError(
+            f"{what} would allocate about {need / 1e9:.3g} GB (H is {stack}{rows} x {nz} x {nz} doubles, "
+            f"with its work arrays): above the limit of {SECOND_ORDER_MEMORY_LIMIT / 1e9:.3g} GB "
+            "(core.validation.SECOND_ORDER_MEMORY_LIMIT; raise it where the host has the memory)")
+
 
 def is_plain_vector(x, n: int, finite: bool = True) -> bool:
-    """Whether ``x`` can be used as it is: a C-contiguous float64 vector of length ``n``
-    (with ``finite``: all entries finite; a finite sum means finite entries, and an overflow
-    only sends ``x`` down the slow path of :func:`check_vector`)."""
+    """Whether ``x`` can be used as it is: a writable, C-contiguous float64 vector of length
+    ``n`` (with ``finite``: all entries finite; a finite sum means finite entries, and an
+    overflow only sends ``x`` down the slow path of :func:`check_vector`). Anything else is
+    converted once by :func:`check_vector`: a read-only or strided array is another numba type,
+    which would compile the kernels again."""
     return (type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,)
-            and x.flags.c_contiguous and (not finite or math.isfinite(x.sum())))
+            and x.flags.c_contiguous and x.flags.writeable and (not finite or math.isfinite(x.sum())))
 
 
-def check_vector(name: str, x, n: int, names=None, finite: bool = True) -> np.ndarray:
-    """``x`` as a float64 vector of length ``n``, or a ValueError naming what is wrong.
+def check_vector(name: str, x, n: int, names=None, finite: bool = True, optional: bool = False) -> np.ndarray:
+    """``x`` as a writable, contiguous float64 vector of length ``n`` (converted from any real
+    numeric sequence or array, integers and booleans included), or a ValueError naming what is
+    wrong.
 
     ``names`` (one per entry) label the offending entry; ``finite=False`` leaves the NaN/inf
-    check to a kernel that reports it (see :func:`refuse_nonfinite`)."""
+    check to a kernel that reports it (see :func:`refuse_nonfinite`). ``None`` is refused, but
+    for an ``optional`` vector (an input ``u``), which it makes zeros."""
     if is_plain_vector(x, n, finite):
         return x
-    arr = float_array(name, np.zeros(n) if x is None else x, finite=False)
+    label = f" ({', '.join(names)})" if names is not None and n <= 12 else ""
+    if x is None:
+        if optional:
+            return np.zeros(n)
+        raise ValueError(f"{name} is missing (None): expected a vector of {n} entries{label}")
+    arr = float_array(name, x, finite=False)
     if arr.ndim != 1 or arr.shape[0] != n:
-        label = f" ({', '.join(names)})" if names is not None and n <= 12 else ""
         raise ValueError(f"{name} must be a vector of {n} entries{label}, got shape {arr.shape}")
     bad = np.flatnonzero(~np.isfinite(arr)) if finite else ()
     if len(bad):
@@ -47,12 +78,20 @@ def refuse_nonfinite(vectors) -> None:
 
 
 def float_array(name: str, value, finite: bool = True) -> np.ndarray:
-    """``value`` as a C-contiguous float64 array; with ``finite``, no NaN or inf entries."""
+    """``value`` as a writable, C-contiguous float64 array (a copy where it is not one); with
+    ``finite``, no NaN or inf entries. Complex values are refused (not cast: that would drop
+    their imaginary parts), as are ``None``, strings and objects."""
+    if value is None or isinstance(value, (str, bytes, dict)):
+        raise ValueError(f"{name} must be a real numeric array, got {type(value).__name__}")
+    if np.iscomplexobj(value):
+        raise ValueError(f"{name} must be real, got complex values")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a real numeric array, "
                          f"got {type(value).__name__}") from None
+    if not arr.flags.writeable:
+        arr = arr.copy()
     if finite and not np.all(np.isfinite(arr)):
         i = np.unravel_index(int(np.flatnonzero(~np.isfinite(arr))[0]), arr.shape)
         raise ValueError(f"{name} contains non-finite values (NaN or inf): {name}{list(i)} = "

@@ -31,12 +31,13 @@ class Workspace:
 
     def get(self, third_order: bool = False):
         """``(data, der)`` of the calling thread: kinematics scratch and Lagrangian derivative
-        arrays (with ``third_order``, also the third derivatives)."""
+        arrays (with ``third_order``, also the third derivatives and the joint-pair tables they
+        need: ``O(n³)`` and ``O(n²)`` memory that first-order work does not allocate)."""
         local = self._local.__dict__
         key = "third" if third_order else "second"
         pair = local.get(key)
         if pair is None:
-            pair = local[key] = (create_data(self.model), create_derivs(self.model.nq, third_order))
+            pair = local[key] = (create_data(self.model, third_order), create_derivs(self.model.nq, third_order))
         return pair
 
     def buffer(self, name: str, shape, dtype=np.float64) -> np.ndarray:
