@@ -303,6 +303,25 @@ class CommandPath:
         health.last_error = f"JointState rejected: {exc}"
         health.warn_limited(key, f"JointState rejected: {exc}")
 
+    def _timeout_command(self) -> np.ndarray:
+        """What ``timeout_action`` sends: zeros, or the last command (saturated)."""
+        m = self._plant.m if self._command_mode == "effort" else self._plant.nu
+        if self._timeout_action == "zero" or self._last_command is None or self._last_command.size != m:
+            return np.zeros(m)
+        return self._limits.saturate(self._last_command)[0]
+
+    def fail_safe(self, reason: str) -> bool:
+        """If commanding: send the ``timeout_action`` command once and stop (the node's main
+        process is gone: the robot must not keep the last torque). Returns whether it sent."""
+        if not self._enabled or not self._commanding or self._plant is None:
+            return False
+        hold = self._timeout_command()
+        sent = self._publish("command", cv.command_msg(hold))
+        self.stop()
+        self.health.logger.error(f"{reason}: sent {np.round(hold, 6).tolist()} ({self._timeout_action}) and "
+                                 "stopped commanding")
+        return sent
+
     @callback_guard
     def _on_watchdog(self):
         if not self._enabled or not self._commanding or self._last_state_mono is None:
@@ -312,10 +331,7 @@ class CommandPath:
         if age <= timeout:
             return
         action = self._timeout_action
-        plant = self._plant
-        m = plant.m if self._command_mode == "effort" else plant.nu
-        hold = (np.zeros(m) if action == "zero" or self._last_command is None
-                or self._last_command.size != m else self._limits.saturate(self._last_command)[0])
+        hold = self._timeout_command()
         self._publish("command", cv.command_msg(hold))
         self._commanding = False
         self.tripped = True

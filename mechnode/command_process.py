@@ -22,16 +22,21 @@ socket pair (:class:`multiprocessing.connection.Connection` messages), one reque
 
 The pipe carries only what the node itself sends (model text, schedules, settings), never
 anything from the network unread. The process ends when the pipe closes: if the node's process
-dies, so does the command path (and the robot's own command timeout takes over). If the command
-process dies or stops answering, the node logs it, reports ``command_process: not running`` at
-ERROR in the diagnostics, and starts a new one at the next configure.
+dies, the command path first sends its timeout action (a zero command by default), then ends.
+If the command process dies while the node is active, the node logs it, leaves ``active`` (it
+deactivates itself) and reports ``command_process: not running`` at ERROR; the next activate
+starts a new one. A shared heartbeat page (:class:`Heartbeat`, written every 10 ms) lets the
+node see a stalled command process (stopped, starved): its diagnostics report ERROR while the
+heartbeat is older than :data:`STALL_SECONDS`, and once for every stall that has ended.
 """
 from __future__ import annotations
 
 import argparse
+import mmap
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -60,9 +65,19 @@ class CommandProcess:
         self._logger = logger
         self._lock = threading.Lock()
         self._proc = self._conn = None
+        # the heartbeat page the process writes (Heartbeat) and this one reads
+        self._beat_fd = os.memfd_create("mechnode-heartbeat")
+        os.ftruncate(self._beat_fd, Heartbeat.SIZE)
+        self._beat = Heartbeat(mmap.mmap(self._beat_fd, Heartbeat.SIZE))
         self._spawn()
 
+    def heartbeat(self):
+        """``(age, stalls, longest)``: seconds since the process's last heartbeat, how many
+        times it stalled (a gap above :data:`STALL_SECONDS`) and the longest gap [s]."""
+        return self._beat.read()
+
     def _spawn(self):
+        self._beat.write(time.monotonic(), 0, 0.0)
         here, there = socket.socketpair()
         name, namespace, sim = self._args
         env = dict(os.environ)
@@ -70,8 +85,9 @@ class CommandProcess:
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         cmd = [sys.executable, "-m", "mechnode.command_process", "--fd", str(there.fileno()),
+               "--heartbeat-fd", str(self._beat_fd),
                "--name", name, "--namespace", namespace] + (["--use-sim-time"] if sim else [])
-        proc = subprocess.Popen(cmd, pass_fds=(there.fileno(),), env=env, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, pass_fds=(there.fileno(), self._beat_fd), env=env, stdin=subprocess.DEVNULL)
         there.close()
         self._proc, self._conn = proc, Connection(here.detach())
 
@@ -122,9 +138,14 @@ class CommandProcess:
             why += f"; {how}"
         return CommandProcessError(f"command process (pid {proc.pid if proc else '-'}): {why}")
 
-    def configure(self, plant, joint_map_entries, generation: int):
+    def configure(self, plant, joint_map_entries, generation: int, use_sim_time: bool | None = None):
         """Build ``plant`` in the process (from ``plant.text``) with the node's ``joint_map``
-        entries; a new process if the last one is gone."""
+        entries; a new process if the last one is gone, or if ``use_sim_time`` (the node's
+        clock now) differs from the process's: both processes always run on one clock."""
+        if use_sim_time is not None and bool(use_sim_time) != self._args[2]:
+            self.close()
+            self._args = self._args[:2] + (bool(use_sim_time),)
+            self._logger.info(f"command process: use_sim_time is now {bool(use_sim_time)}; starting it anew")
         with self._lock:
             if not self.alive:
                 if self._proc is not None:
@@ -210,10 +231,48 @@ def _exit_status(code: int) -> str:
     return f"exit status {code}"
 
 
+# ==================================================================== the heartbeat
+#: A heartbeat gap above this is a stall of the command process (it beats every 10 ms).
+STALL_SECONDS = 0.2
+HEARTBEAT_PERIOD = 0.01
+
+
+class Heartbeat:
+    """A page shared by the two processes: the command process's last beat (``time.monotonic``,
+    one clock for every process of the host), its stall count and its longest gap."""
+    SIZE = 24
+
+    def __init__(self, page):
+        self._page = page
+
+    def write(self, beat: float, stalls: int, longest: float) -> None:
+        struct.pack_into("3d", self._page, 0, beat, float(stalls), longest)
+
+    def read(self):
+        beat, stalls, longest = struct.unpack_from("3d", self._page, 0)
+        return time.monotonic() - beat, int(stalls), longest
+
+    def run(self) -> None:
+        """Beat every :data:`HEARTBEAT_PERIOD` (in a thread of the command process); a gap above
+        :data:`STALL_SECONDS` (the process was stopped) is counted when it ends."""
+        last, stalls, longest = time.monotonic(), 0, 0.0
+        while True:
+            now = time.monotonic()
+            gap = now - last
+            if gap > STALL_SECONDS:
+                stalls += 1
+                longest = max(longest, gap)
+            self.write(now, stalls, longest)
+            last = now
+            time.sleep(HEARTBEAT_PERIOD)
+
+
 # ==================================================================== the process itself
 def serve(conn, node_name: str, namespace: str, use_sim_time: bool):
     """The command process's main: an rclpy context of its own and a command path, driven by
-    the requests on ``conn`` until it closes or asks to close."""
+    the requests on ``conn`` until it closes or asks to close. If the node's main process goes
+    away (the connection breaks), the path first applies its timeout action (a zero command by
+    default), so the robot is not left with the last torque."""
     import gc
 
     import numpy as np
@@ -236,6 +295,8 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool):
             try:
                 message = conn.recv()
             except (EOFError, OSError):
+                if path.fail_safe("the node's main process is gone"):
+                    time.sleep(0.1)         # (the command leaves before the writer is destroyed)
                 break
             kind, args = message[0], message[1:]
             if kind == "install":
@@ -290,7 +351,11 @@ def main(argv=None) -> int:
     ap.add_argument("--name", required=True)
     ap.add_argument("--namespace", required=True)
     ap.add_argument("--use-sim-time", action="store_true")
+    ap.add_argument("--heartbeat-fd", type=int)
     args = ap.parse_args(argv)
+    if args.heartbeat_fd is not None:
+        beat = Heartbeat(mmap.mmap(args.heartbeat_fd, Heartbeat.SIZE))
+        threading.Thread(target=beat.run, daemon=True, name="mechnode_heartbeat").start()
     serve(Connection(args.fd), args.name, args.namespace, args.use_sim_time)
     return 0
 

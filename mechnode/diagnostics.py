@@ -68,14 +68,16 @@ def callback_guard(method):
 
 
 def tracking_status(name, plant, lifecycle_state, active, command, schedule, health,
-                    now_ns) -> DiagnosticStatus:
+                    now_ns, heartbeat=None) -> DiagnosticStatus:
     """The status of the tracking controller.
 
     ``plant``: the configured Plant or None; ``active``: whether the node is active;
     ``command``: the command path's report (:meth:`~mechnode.command.CommandPath.status`: state
     age, watchdog, latencies, its counters and last error) or None if it cannot report;
     ``schedule``: the :class:`~mechnode.reference.ActiveSchedule` in force or None;
-    ``health``: the managed node's :class:`Health`; ``now_ns``: ROS time.
+    ``health``: the managed node's :class:`Health`; ``now_ns``: ROS time; ``heartbeat``: the
+    command process's heartbeat (``age`` [s] or None if it is not running, ``stalls``,
+    ``longest`` [s], ``stalled`` now, ``new_stalls`` since the last report).
     """
     st = DiagnosticStatus()
     st.name = f"{name}: tracking controller"
@@ -88,9 +90,14 @@ def tracking_status(name, plant, lifecycle_state, active, command, schedule, hea
     if cmd.get("last_error_time") is not None and (health.last_error_time is None
                                                    or cmd["last_error_time"] > health.last_error_time):
         last_error = cmd["last_error"]
+    beat = heartbeat or {}
+    stalled = bool(beat.get("stalled"))
     values = {
         "lifecycle_state": lifecycle_state,
-        "command_process": "running" if command is not None else "not running",
+        "command_process": "stalled" if stalled else "running" if command is not None else "not running",
+        "command_heartbeat_age_s": "none" if beat.get("age") is None else f"{beat['age']:.4f}",
+        "command_stalls": str(beat.get("stalls", 0)),
+        "command_longest_stall_s": f"{beat.get('longest', 0.0):.4f}",
         "state_age_s": "none" if age is None else f"{age:.4f}",
         "schedule_active": str(schedule is not None),
         "schedule_time_remaining_s": "none" if remaining is None else f"{remaining:.4f}",
@@ -111,10 +118,17 @@ def tracking_status(name, plant, lifecycle_state, active, command, schedule, hea
     st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
     if plant is None:
         st.level, st.message = DiagnosticStatus.WARN, "unconfigured"
+    elif stalled:
+        st.level, st.message = DiagnosticStatus.ERROR, (
+            f"the command path is stalled: no heartbeat from the command process for {beat['age']:.2f} s")
     elif command is None:
         st.level, st.message = DiagnosticStatus.ERROR, "the command process is not running: not commanding"
     elif not active:
         st.level, st.message = DiagnosticStatus.OK, "inactive"
+    elif beat.get("new_stalls"):
+        st.level, st.message = DiagnosticStatus.ERROR, (
+            f"the command path stalled {beat['new_stalls']} time(s) since the last report (the longest "
+            f"stall so far {beat['longest']:.2f} s): commands were late")
     elif tripped:
         st.level, st.message = DiagnosticStatus.ERROR, (
             f"state timeout: no JointState for {age:.2f} s, not commanding")

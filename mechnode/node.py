@@ -61,7 +61,7 @@ from trajectory_msgs.msg import JointTrajectory
 import core
 
 from .command import CommandSettings
-from .command_process import CommandProcess
+from .command_process import STALL_SECONDS, CommandProcess
 from .diagnostics import Health, callback_guard, tracking_status
 from .errors import InputError
 from .joint_map import JointMap
@@ -98,6 +98,8 @@ class MechNode(LifecycleNode):
         self.config = None                      # Configuration while configured
         self._generation = 0                    # of the last successful configure
         self._lock = threading.RLock()          # the transitions' entities vs the callbacks
+        self._stalls_seen: dict = {}            # command process pid -> stalls reported
+        self._leaving = False                   # deactivating after the command process died
         self._schedule_pub = None               # lifecycle publishers, timers and the
         self._diagnostics_pub = None            # reference subscription while active
         self._diagnostics_timer = None
@@ -164,6 +166,7 @@ class MechNode(LifecycleNode):
                 plant = Plant.from_text(text, dt, source, locked)
             else:
                 plant = Plant.load(spec, dt, locked)
+            plant.check_size(int(value("max_model_variables")))
             joint_map = JointMap(plant.config_names, value("joint_map") or (), plant.follower_names)
             weights = self.params.weights(plant)
             self.params.limits(plant, joint_map.joint_names)     # checked here, applied at activate
@@ -172,9 +175,11 @@ class MechNode(LifecycleNode):
                 log.info(f"warm-up: loading the numba kernels of {plant.system.name} from the cache "
                          "(a first run compiles them: minutes; core names each kernel on stderr)")
                 plant.warm_up()
+            plant.check_regular()       # a model that can never be linearized is refused here
             t2 = time.perf_counter()
             # after the warm-up: the command process loads the control kernel from the cache
-            command_s = self.command.configure(plant, value("joint_map"), self._generation + 1)
+            command_s = self.command.configure(plant, value("joint_map"), self._generation + 1,
+                                               self.get_parameter("use_sim_time").value)
         except Exception as exc:  # noqa: BLE001 - any failure is a failed transition
             log.error(f"configure failed: {type(exc).__name__}: {exc}")
             self.health.last_error = f"configure: {exc}"
@@ -241,6 +246,9 @@ class MechNode(LifecycleNode):
                 if settings.lfc_topic:
                     check_lfc_model(self.config.plant)
                 self._lfc = bool(settings.lfc_topic)
+                if not self.command.alive:      # it died (and the node left active): a new one
+                    self.command.configure(self.config.plant, value("joint_map"), self.config.generation,
+                                           self.get_parameter("use_sim_time").value)
                 self.command.start(settings)
                 # subscriptions last: their callbacks may run as soon as they exist
                 self._reference_sub = self.create_subscription(
@@ -323,10 +331,35 @@ class MechNode(LifecycleNode):
 
     # ================================================================== diagnostics
     def diagnostics(self):
-        """The node's ``DiagnosticStatus`` now."""
+        """The node's ``DiagnosticStatus`` now. A stalled command process (an old heartbeat)
+        is not asked for its status (the request would wait for it)."""
+        age, stalls, longest = self.command.heartbeat()
+        alive = self.command.alive
+        stalled = alive and age > STALL_SECONDS
+        new_stalls = stalls - self._stalls_seen.get(self.command.pid, 0)
+        self._stalls_seen = {self.command.pid: stalls}
+        heartbeat = dict(age=age if alive else None, stalls=stalls, longest=longest, stalled=stalled,
+                         new_stalls=max(new_stalls, 0))
         return tracking_status(self.get_name(), self._configured_plant(), self.lifecycle_label,
-                               self.is_active, self.command.status(), self.reference.active, self.health,
-                               self.get_clock().now().nanoseconds)
+                               self.is_active, None if stalled else self.command.status(), self.reference.active,
+                               self.health, self.get_clock().now().nanoseconds, heartbeat)
+
+    def _check_command_process(self) -> None:
+        """Active with a dead command process: say so and leave active (nothing commands the
+        robot any more; the next activate starts a new process)."""
+        if self.is_active and not self.command.alive and not self._leaving:
+            self._leaving = True
+            self.health.count("command_process_deaths")
+            self.health.last_error = "the command process died: left active"
+            self.get_logger().error("the command process died while active: nothing commands the robot; "
+                                    "deactivating (activate again to start a new one)")
+            threading.Thread(target=self._deactivate_after_death, daemon=True).start()
+
+    def _deactivate_after_death(self):
+        try:
+            self.trigger_deactivate()
+        finally:
+            self._leaving = False
 
     @callback_guard
     def _on_diagnostics(self):
@@ -336,3 +369,4 @@ class MechNode(LifecycleNode):
         with self._lock:                # _teardown destroys the publisher
             if self._diagnostics_pub is not None:
                 self._diagnostics_pub.publish(arr)
+        self._check_command_process()   # (after the report: leaving active ends the diagnostics)

@@ -42,7 +42,7 @@ TIMEOUT_ACTIONS = ("zero", "hold")
 FEASIBILITY_MODES = ("auto", "inverse_dynamics", "optimizer", "none")
 OPTIMIZER_METHODS = ("first_order", "second_order")
 CONFIGURE_PARAMETERS = ("model", "dt", "joint_map", "locked_joints", "robot_description_topic",
-                        "robot_description_timeout")
+                        "robot_description_timeout", "max_model_variables", "use_sim_time")
 TOPIC_PARAMETERS = ("state_topic", "reference_topic", "command_topic", "schedule_topic",
                     "diagnostics_topic", "command_echo_topic", "lfc_topic")
 REQUIRED_TOPICS = ("state_topic", "reference_topic", "command_topic", "schedule_topic")
@@ -100,6 +100,11 @@ def declare_parameters(node) -> None:
     node.declare_parameter("joint_map", Parameter.Type.STRING_ARRAY, D(
         "joint_map", description="'model_variable:joint_name' entries; unmapped variables use their own "
                     "name. Read at configure."))
+    node.declare_parameter("max_model_variables", 200, D(
+        "max_model_variables", integer_range=[IntegerRange(from_value=1, to_value=2000, step=1)],
+        description="Largest number of configuration variables a model may have: checked at configure "
+                    "right after the model is read, before anything grows with its size (the "
+                    "integrator's second order takes about 300 n^3 bytes). Read at configure."))
     node.declare_parameter("locked_joints", Parameter.Type.STRING_ARRAY, D(
         "locked_joints", description="'joint=value' entries: joints of the model frozen at these values "
                     "(a gripper left to its own driver); they leave the state and the commands, and "
@@ -258,11 +263,15 @@ class NodeParameters:
                        optimizer_time_limit=float(self.value("optimizer_time_limit")))
 
     def _on_set(self, params) -> SetParametersResult:
+        """rclpy's parameter callback: a refusal names the reason; nothing escapes (an exception
+        here would end the executor, and with it every service and subscription)."""
         try:
             for p in params:
                 self.check(p.name, p.value)
         except (InputError, ModelSpecError, ValueError, TypeError) as exc:
             return SetParametersResult(successful=False, reason=str(exc))
+        except Exception as exc:  # noqa: BLE001 - anything else: refused, never raised into rclpy
+            return SetParametersResult(successful=False, reason=f"{type(exc).__name__}: {exc}")
         return SetParametersResult(successful=True)
 
     def _after_set(self, params) -> None:

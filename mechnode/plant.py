@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import yaml
 
 import core
 
@@ -18,6 +17,8 @@ from .errors import InputError
 
 #: The default model of the node (a model packaged with core: core.data).
 DEFAULT_MODEL = "cartpole.yaml"
+#: The small packaged model the kernels are warmed up on.
+WARM_UP_MODEL = "double_pendulum.yaml"
 #: Most entries of the ``locked_joints`` parameter, and longest entry (characters).
 MAX_LOCKED_JOINTS, MAX_LOCKED_ENTRY = 1000, 256
 
@@ -93,12 +94,13 @@ def read_model_text(spec: str):
 
 
 def parse_model_text(text: str, source: str) -> dict:
-    """The YAML mapping of a model's text (``yaml.safe_load``: plain data only; nothing is
-    imported, called or evaluated). Raises :class:`ModelSpecError` naming ``source``."""
+    """The YAML mapping of a model's text (:func:`core.read_yaml`: plain data only, nothing is
+    imported, called or evaluated; depth, size and aliases bounded before anything is built).
+    Raises :class:`ModelSpecError` naming ``source``."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ModelSpecError(f"model {source}: not valid YAML: {exc}") from None
+        data = core.read_yaml(text, f"model {source}")
+    except core.ModelError as exc:
+        raise ModelSpecError(str(exc)) from None
     if not isinstance(data, dict):
         raise ModelSpecError(f"model {source}: expected a YAML mapping (frames, inputs, ...), got "
                              f"{type(data).__name__}")
@@ -257,9 +259,41 @@ class Plant:
     continuous_state_names = property(lambda self: self.system.state_names, doc="[q, qdot]")
     has_constraints = property(lambda self: self.system.model.nh > 0)
 
-    # ------------------------------------------------------------------ warm-up
+    # ------------------------------------------------------------------ checks and warm-up
+    def check_size(self, max_variables: int) -> None:
+        """A :class:`ModelSpecError` if the model has more than ``max_variables`` configuration
+        variables (checked before anything that grows with its size is allocated)."""
+        if self.n > max_variables:
+            raise ModelSpecError(f"model {self.source}: {self.n} configuration variables, more than "
+                                 f"max_model_variables = {max_variables} (the integrator's second order "
+                                 f"alone would take about {300 * self.n ** 3 / 1e9:.1f} GB)")
+
+    def check_regular(self) -> None:
+        """A :class:`ModelSpecError` with core's message if the mass matrix is singular at two
+        generic states (a variable that moves no mass: then it is singular everywhere and no
+        linearization will ever succeed). A model singular only at special configurations
+        passes."""
+        errors = []
+        for k in (1, 2):
+            q = np.array([0.1 * k * np.sin(1.0 + i) for i in range(self.n)])
+            lower, upper = self.system.position_limits
+            q = np.clip(q, np.where(np.isfinite(lower), lower, -np.inf), np.where(np.isfinite(upper), upper, np.inf))
+            try:
+                self.system.linearize(q, np.zeros(self.n), np.zeros(len(self.system.continuous_input_names)),
+                                      residual_limit=None)
+                return
+            except core.SingularMatrixError as exc:
+                if exc.matrix != "mass matrix":
+                    return          # (constraints degenerate at this state: not the model's fault)
+                errors.append(exc)
+        raise ModelSpecError(f"model {self.source}: {errors[-1]}")
+
     def warm_up(self) -> None:
-        """Load or compile every kernel the node uses (see :meth:`core.MidpointVI.warm_up`)."""
-        self.vi.warm_up(processes=2)
-        A, B = np.tile(np.eye(self.nx), (2, 1, 1)), np.tile(np.eye(self.nx, self.nu), (2, 1, 1))
-        core.tvlqr(A, B, np.eye(self.nx), np.eye(self.nu), np.eye(self.nx))
+        """Load or compile every kernel the node uses (see :meth:`core.MidpointVI.warm_up`), on
+        a small packaged model (a kernel's types do not depend on the model), so that nothing
+        here allocates with the size of the node's model."""
+        tiny = core.MidpointVI(core.load_system(WARM_UP_MODEL), self.dt)
+        tiny.warm_up(processes=2)
+        nx, nu = tiny.nx, tiny.nu
+        A, B = np.tile(np.eye(nx), (2, 1, 1)), np.tile(np.eye(nx, nu), (2, 1, 1))
+        core.tvlqr(A, B, np.eye(nx), np.eye(nu), np.eye(nx))

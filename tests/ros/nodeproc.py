@@ -63,7 +63,11 @@ class NodeProcess:
     def service(self, srv_type, name):
         key = (srv_type, name)
         if key not in self._clients:
-            self._clients[key] = self.client.create_client(srv_type, f"{self.fqn}/{name}")
+            # a deep reply queue: every client of a service reads every reply (the guide's note)
+            from rclpy.qos import QoSProfile, qos_profile_services_default
+            qos = QoSProfile(depth=100, reliability=qos_profile_services_default.reliability,
+                             durability=qos_profile_services_default.durability)
+            self._clients[key] = self.client.create_client(srv_type, f"{self.fqn}/{name}", qos_profile=qos)
         return self._clients[key]
 
     def call(self, srv_type, name, request, timeout=TIMEOUT):

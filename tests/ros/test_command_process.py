@@ -4,8 +4,10 @@
   collector pause — cannot stop the commands: with the main process *frozen* (SIGSTOP), states
   streamed at 100 Hz keep becoming commands. (In one process, as before, nothing was sent.)
 * A command process that dies is reported (diagnostics at ERROR, ``command_process: not
-  running``, a logged error), and the next configure starts a new one that commands again.
-* The command process ends with the node's process: a killed node leaves nothing commanding.
+  running``, a logged error), the node leaves ``active``, and the next activate starts a new one
+  that commands again; one that stalls (SIGSTOP) is reported by its heartbeat.
+* The command process ends with the node's process, after a zero command: a killed node leaves
+  nothing commanding and no torque applied.
 """
 from __future__ import annotations
 
@@ -117,32 +119,65 @@ def test_commands_flow_while_the_node_process_is_frozen(node):
     assert r["commands"] >= 200 and r["largest_gap"] < 0.5, r
 
 
-def test_a_dead_command_process_is_reported_and_replaced(node):
+def test_a_stalled_command_process_is_reported(node):
+    """The command process stopped (SIGSTOP) for 1 s: its heartbeat stops, and the node's
+    diagnostics report the stall at ERROR (while it lasts, or once it is over)."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    h = node
+    pid = command_pid(h)
+    got = []
+    sub = h.client.create_subscription(DiagnosticArray, "/diagnostics", got.append, 10)
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(1.0)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+        def reported():
+            for m in got:
+                for st in m.status:
+                    values = {kv.key: kv.value for kv in st.values}
+                    if (st.name.startswith("mechnode") and st.level == DiagnosticStatus.ERROR
+                            and "stall" in st.message and int(values["command_stalls"]) >= 1):
+                        return st, values
+            return None
+        status, values = h.wait(reported, "diagnostics reporting the stalled command path", timeout=10)
+    finally:
+        h.client.destroy_subscription(sub)
+    print(status.message, values["command_longest_stall_s"])
+    assert float(values["command_longest_stall_s"]) >= 0.9
+    assert command_pid(h) == pid                    # reported, not killed
+
+
+def test_a_dead_command_process_leaves_active_and_is_replaced(node):
+    """A command process that dies while active: the node reports it (ERROR, ``command_process:
+    not running``), logs it and leaves ``active`` on its own (nothing commands the robot); the
+    next activate starts a new process that commands again."""
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     h = node
     old = command_pid(h)
     mark = len(h.log())
-    os.kill(old, signal.SIGKILL)
     got = []
     sub = h.client.create_subscription(DiagnosticArray, "/diagnostics", got.append, 10)
+    os.kill(old, signal.SIGKILL)
     try:
         def reported():
             for m in got:
-                for s in m.status:
-                    values = {kv.key: kv.value for kv in s.values}
-                    if (s.name.startswith("mechnode") and s.level == DiagnosticStatus.ERROR
+                for st in m.status:
+                    values = {kv.key: kv.value for kv in st.values}
+                    if (st.name.startswith("mechnode") and st.level == DiagnosticStatus.ERROR
                             and values.get("command_process") == "not running"):
-                        return s
+                        return st
             return None
         status = h.wait(reported, "diagnostics reporting the command process not running", timeout=10)
     finally:
         h.client.destroy_subscription(sub)
     assert "command process is not running" in status.message
-    h.wait_log(rf"command process \(pid {old}\): (it exited|it is not running|cannot reach it)"
-               r".*ended by signal SIGKILL", after=mark)
-    # the next configure starts a new one, and commands flow again
-    for transition in ("deactivate", "cleanup", "configure", "activate"):
-        assert h.transition(transition, 120), f"{transition} failed:\n{h.log()[-3000:]}"
+    h.wait_log(r"the command process died while active: nothing commands the robot; deactivating", after=mark)
+    wait_for(lambda: h.state() == "inactive", 10.0, "the node to leave active")
+    # activate again: a new command process, and commands flow
+    assert h.transition("activate", 120), f"activate failed:\n{h.log()[-3000:]}"
     h.wait_log(r"command process restarted \(pid \d+\)", after=mark)
     new = command_pid(h)
     assert new != old
@@ -156,12 +191,24 @@ def test_a_dead_command_process_is_reported_and_replaced(node):
         stream.close()
 
 
-def test_the_command_process_ends_with_the_node(rclpy_mod, ifaces, tmp_path_factory):
+def test_the_command_process_ends_with_the_node_after_a_zero_command(rclpy_mod, ifaces, tmp_path_factory):
+    """The node's main process killed (SIGKILL) while commanding: the command process sends its
+    timeout action (zeros) before it ends, so the robot is not left with the last torque."""
     h = _up(rclpy_mod, tmp_path_factory, "cmdkill")
     try:
-        child = command_pid(h)
-        h.proc.kill()                   # SIGKILL: no shutdown transition, no clean-up
-        h.proc.wait(10)
-        wait_for(lambda: gone(child), 10.0, f"the command process {child} to end with the node")
+        commands = []
+        h.connect_io(lambda m: commands.append(np.asarray(m.data)))
+        stream = StateStream(h)
+        try:
+            child = command_pid(h)
+            # (a torque is being applied: the last command is not a watchdog's zero)
+            h.wait(lambda: len(commands) > 20 and np.abs(commands[-1]).max() > 0.0, "torque commands before the kill")
+            h.proc.kill()                   # SIGKILL: no shutdown transition, no clean-up
+            h.proc.wait(10)
+            wait_for(lambda: gone(child), 10.0, f"the command process {child} to end with the node")
+            time.sleep(0.3)
+        finally:
+            stream.close()
+        assert np.all(commands[-1] == 0.0), commands[-3:]
     finally:
         h.close()
