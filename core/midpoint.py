@@ -543,7 +543,7 @@ class MidpointVI:
         return (As, Bs, Hs) if second_order else (As, Bs)
 
     # ---------------------------------------------------------------- compilation
-    def warm_up(self, processes: int = 1, part: str = "all") -> None:
+    def warm_up(self, processes: int = 1, part: str = "all", second_order: bool = True) -> None:
         """Compile (or load from numba's cache) every kernel this integrator and its system
         use, by running each once at ``q = 0``. Without it the first call of each compiles
         (seconds to minutes on a cold cache); a controller calls it before it starts.
@@ -552,7 +552,9 @@ class MidpointVI:
         core.warmup``, on a small model of its own: a kernel's types do not depend on the
         model) while this one compiles the continuous ones, then load from the cache here
         (only when the cache is cold: a warm one just loads).
-        ``part``: ``"continuous"``, ``"discrete"`` or ``"all"``."""
+        ``part``: ``"continuous"``, ``"discrete"`` or ``"all"``. ``second_order=False`` leaves the
+        second-order linearization out (its memory grows as ``n³``: warm it up on a small model,
+        whose kernels are the same)."""
         if part not in ("all", "continuous", "discrete"):
             raise ValueError(f"warm_up: part must be 'all', 'continuous' or 'discrete', got {part!r}")
         cold = processes > 1 and part == "all" and not is_cached(linearize_chunk)
@@ -562,7 +564,7 @@ class MidpointVI:
         if helper is not None:
             helper.wait()
         if part in ("all", "discrete"):
-            self._warm_up_discrete()
+            self._warm_up_discrete(second_order)
 
     def _warm_up_continuous(self) -> None:
         """The system's continuous dynamics, the Legendre transforms and the feedback law."""
@@ -586,13 +588,13 @@ class MidpointVI:
             a.setflags(write=False)
         self.feedback(q, dq, x, u, K)
 
-    def _warm_up_discrete(self) -> None:
+    def _warm_up_discrete(self, second_order: bool = True) -> None:
         """DEL inverse dynamics, steps, first- and second-order linearizations, simulation."""
         n = self.nq
         Q = np.zeros((3, n))
         U, P, _ = self.inverse_dynamics(Q, np.zeros(self.nd))
         X = np.hstack([Q, P, np.zeros((3, self.nk))])
-        for second in (False, True):
+        for second in (False, True) if second_order else (False,):
             try:
                 self.linearize_trajectory(X, U, second_order=second, threads=1)
                 self.step_linearize(X[0], U[0], second_order=second)

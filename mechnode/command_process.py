@@ -244,6 +244,9 @@ class Heartbeat:
 
     def __init__(self, page):
         self._page = page
+        #: gaps count as stalls only while the path is started (configure holds the interpreter
+        #: for seconds while it builds the model: not a stall of the command path)
+        self.armed = False
 
     def write(self, beat: float, stalls: int, longest: float) -> None:
         struct.pack_into("3d", self._page, 0, beat, float(stalls), longest)
@@ -256,10 +259,12 @@ class Heartbeat:
         """Beat every :data:`HEARTBEAT_PERIOD` (in a thread of the command process); a gap above
         :data:`STALL_SECONDS` (the process was stopped) is counted when it ends."""
         last, stalls, longest = time.monotonic(), 0, 0.0
+        was_armed = False
         while True:
             now = time.monotonic()
             gap = now - last
-            if gap > STALL_SECONDS:
+            armed, was_armed = was_armed and self.armed, self.armed
+            if armed and gap > STALL_SECONDS:
                 stalls += 1
                 longest = max(longest, gap)
             self.write(now, stalls, longest)
@@ -268,7 +273,7 @@ class Heartbeat:
 
 
 # ==================================================================== the process itself
-def serve(conn, node_name: str, namespace: str, use_sim_time: bool):
+def serve(conn, node_name: str, namespace: str, use_sim_time: bool, heartbeat=None):
     """The command process's main: an rclpy context of its own and a command path, driven by
     the requests on ``conn`` until it closes or asks to close. If the node's main process goes
     away (the connection breaks), the path first applies its timeout action (a zero command by
@@ -299,6 +304,9 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool):
                     time.sleep(0.1)         # (the command leaves before the writer is destroyed)
                 break
             kind, args = message[0], message[1:]
+            if heartbeat is not None:
+                heartbeat.armed = kind in ("start", "install", "set_modes", "status") and (
+                    kind == "start" or heartbeat.armed)
             if kind == "install":
                 path.install(args[0])
                 continue
@@ -353,10 +361,11 @@ def main(argv=None) -> int:
     ap.add_argument("--use-sim-time", action="store_true")
     ap.add_argument("--heartbeat-fd", type=int)
     args = ap.parse_args(argv)
+    beat = None
     if args.heartbeat_fd is not None:
         beat = Heartbeat(mmap.mmap(args.heartbeat_fd, Heartbeat.SIZE))
         threading.Thread(target=beat.run, daemon=True, name="mechnode_heartbeat").start()
-    serve(Connection(args.fd), args.name, args.namespace, args.use_sim_time)
+    serve(Connection(args.fd), args.name, args.namespace, args.use_sim_time, beat)
     return 0
 
 

@@ -139,14 +139,13 @@ def test_a_stalled_command_process_is_reported(node):
                 for st in m.status:
                     values = {kv.key: kv.value for kv in st.values}
                     if (st.name.startswith("mechnode") and st.level == DiagnosticStatus.ERROR
-                            and "stall" in st.message and int(values["command_stalls"]) >= 1):
+                            and "stall" in st.message and float(values["command_longest_stall_s"]) >= 0.9):
                         return st, values
             return None
         status, values = h.wait(reported, "diagnostics reporting the stalled command path", timeout=10)
     finally:
         h.client.destroy_subscription(sub)
     print(status.message, values["command_longest_stall_s"])
-    assert float(values["command_longest_stall_s"]) >= 0.9
     assert command_pid(h) == pid                    # reported, not killed
 
 
