@@ -38,6 +38,7 @@ from .coupling import (
     third_order,
 )
 from .errors import (
+    BAD_SIZE,
     NONFINITE_INPUT,
     NONFINITE_INTERMEDIATE,
     OK,
@@ -100,29 +101,67 @@ def _articulated(model, data, Ib, has_mass, q, dq, u, ddq, status):
     return True
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _sizes_ok(ev, q, dq, u):
+    """Whether ``q``, ``dq``, ``u`` have the model's lengths (else BAD_SIZE in ``ev.status``:
+    the front-end's check names the argument)."""
+    n = ev.model.nq
+    if q.shape[0] != n or dq.shape[0] != n or u.shape[0] != ev.model.nu + ev.kin.shape[0]:
+        ev.status[0], ev.status[1] = BAD_SIZE, -1
+        return False
+    return True
+
+
 @njit(cache=True, nogil=True)
-def forward_dynamics(model, data, q, dq, u, ddq, status):
-    """``ddq`` of a system without constraints or kinematic variables, in O(n): the lean entry
-    of :func:`continuous_dynamics` for ``qdd`` (seven arguments: numba's call overhead grows
-    with their number). ``status`` as there; False (nothing set) when a pivot of ``M`` is too
-    small, and :func:`continuous_dynamics` then names it."""
+def forward_dynamics(ev, q, dq, u, ddq):
+    """``ddq`` at ``(q, dq, u)``, in place (``ev.status`` as in :func:`continuous_dynamics`): the
+    entry of ``System.qdd`` (five arguments: numba's call overhead grows with their number, and
+    an array allocated by the caller costs less than one returned). Without constraints,
+    kinematic and coupled variables, and with no pivot of ``M`` too small, the articulated-body
+    algorithm in O(n); otherwise :func:`continuous_dynamics`, which names a singular pivot."""
+    model, data = ev.model, ev.data
+    n = model.nq
+    if not _sizes_ok(ev, q, dq, u) or ddq.shape[0] != n:
+        ev.status[0] = BAD_SIZE
+        return
     bad = _first_nonfinite(q, dq, u)
     if bad >= 0:
-        status[0], status[1] = NONFINITE_INPUT, bad
-        return True
-    forward_kinematics(model, q, dq, data)
-    Ib, has_mass = np.empty((model.nf, 6, 6)), np.empty(model.nf, np.bool_)
-    body_inertias(model, data, Ib, has_mass)
-    return _articulated(model, data, Ib, has_mass, q, dq, u, ddq, status)
+        ev.status[0], ev.status[1] = NONFINITE_INPUT, bad
+        return
+    nh = model.hc_kind.shape[0]
+    nc = nh + model.vc_frame.shape[0]
+    if nc == 0 and ev.kin.shape[0] == 0:
+        forward_kinematics(model, q, dq, data)
+        Ib, has_mass = np.empty((model.nf, 6, 6)), np.empty(model.nf, np.bool_)
+        body_inertias(model, data, Ib, has_mass)
+        if _articulated(model, data, Ib, has_mass, q, dq, u, ddq, ev.status):
+            return
+    e2 = np.empty((0, 0))
+    continuous_dynamics(ev, q, dq, u, False, ddq, np.zeros(nc), e2, e2, e2, np.empty(nh),
+                        np.empty((nc, n)))
 
 
 @njit(cache=True, nogil=True)
-def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_lin, B_lin, dlam,
-                        h_out, A_out, status):
+def linearize_plain(ev, q, dq, u, A, B):
+    """``(A, B)`` at ``(q, dq, u)`` of a system without constraints, in place (``ev.status`` as
+    in :func:`continuous_dynamics`): the entry of ``System.linearize``."""
+    model = ev.model
+    n, mu = model.nq, model.nu + ev.kin.shape[0]
+    if not _sizes_ok(ev, q, dq, u) or A.shape != (2 * n, 2 * n) or B.shape != (2 * n, mu):
+        ev.status[0] = BAD_SIZE
+        return
+    continuous_dynamics(ev, q, dq, u, True, np.empty(n), np.zeros(0), A, B, np.zeros((0, 2 * n + mu)),
+                        np.empty(0), np.empty((0, n)))
+
+
+@njit(cache=True, nogil=True)
+def continuous_dynamics(ev, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, h_out, A_out):
     """Solve for ``ddq`` and ``lam``; with ``linearize``, fill ``A_lin`` and ``B_lin``.
 
-    ``u`` = [force inputs (m), accelerations of the kinematic variables ``kin`` (nk)]; the
-    equations of motion hold on the dynamic rows ``dyn`` only (see the module docstring).
+    ``ev``: the model, this thread's Data, the dynamic and kinematic variables ``dyn``, ``kin``
+    and the ``status`` this writes (:class:`core.workspace.Evaluation`). ``u`` = [force inputs
+    (m), accelerations of the kinematic variables (nk)]; the equations of motion hold on the
+    dynamic rows ``dyn`` only (see the module docstring).
     ``dlam`` (nc x (2n + m + nk)) receives the derivatives of ``lam`` with respect to
     ``[q, dq, u]``; ``h_out`` (nh) and ``A_out`` (nc x n) receive ``h(q)`` and the constraint
     rows ``A(q)`` (for the consistency check of the front-end).
@@ -138,6 +177,7 @@ def continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A_
     coupled variables and ``linearize``, ``ddq`` comes from the articulated-body algorithm in
     O(n) instead (:func:`core.rnea.articulated_body`; ``M`` is then not formed).
     """
+    model, data, dyn, kin, status = ev.model, ev.data, ev.dyn, ev.kin, ev.status
     n, m, nf = model.nq, model.nu, model.nf
     nd, nk = dyn.shape[0], kin.shape[0]
     nh, nv = model.hc_kind.shape[0], model.vc_frame.shape[0]
@@ -435,36 +475,61 @@ def _dynamics(system, q, dq, u, linearize, residual_limit=None, what=""):
     mu = m + kin.shape[0]
     inputs = _arguments(system, q, dq, u, kin.shape[0])
     q, dq, u = inputs[0][1], inputs[1][1], inputs[2][1]
-    data, der = system.workspace.get()
+    ev = system.workspace.evaluation()
     nc = model.nh + model.nv
     ddq, lam = np.empty(n), np.zeros(nc)
     k = 1 if linearize else 0      # (the kernel writes A, B and dlam only when linearizing)
     A, B = np.empty((2 * n * k, 2 * n * k)), np.empty((2 * n * k, mu * k))
     dlam = np.zeros((nc * k, (2 * n + mu) * k))
     h, Arows = np.empty(model.nh), np.empty((nc, n))
-    status = np.zeros(2, np.int64)
-    continuous_dynamics(model, data, q, dq, u, dyn, kin, linearize, ddq, lam, A, B, dlam, h, Arows,
-                        status)
-    _raise_for(system, status, inputs)
+    continuous_dynamics(ev, q, dq, u, linearize, ddq, lam, A, B, dlam, h, Arows)
+    _raise_for(system, ev.status, inputs)
     if residual_limit is not None and nc > 0:
         tol = number("residual_limit", residual_limit, positive=True)
         check_consistent(system, h, Arows, dq, tol, what)
     return ddq, lam, A, B, dlam
 
 
+#: Entry kernels called the checked way once (:func:`_checked`): they compile nothing more, so
+#: plain float64 vectors may go to them directly.
+_DIRECT = set()
+
+
+def _checked(entry, system, q, dq, u, out):
+    """``entry(ev, q, dq, u, *out)`` on the checked and converted arguments; raises naming
+    what is wrong. Its first call compiles (or loads) the kernel, which then compiles nothing
+    more (``disable_compile``): from then on :func:`qdd` and :func:`linearize` hand plain
+    float64, C-contiguous, writable vectors to it directly, and anything else is a
+    ``TypeError`` there (then this path), never a new compilation."""
+    ws = system.workspace
+    inputs = _arguments(system, q, dq, u, ws.kin.shape[0])
+    ev = ws.evaluation()
+    entry(ev, inputs[0][1], inputs[1][1], inputs[2][1], *out)
+    if entry not in _DIRECT and entry.signatures:
+        entry.disable_compile()
+        _DIRECT.add(entry)
+    _raise_for(system, ev.status, inputs)
+
+
 def qdd(system, q, dq, u=None) -> np.ndarray:
     """Accelerations ``ddq`` of the constrained, forced system; ``u`` = [force inputs,
     accelerations of the kinematic variables] (which ``ddq`` repeats on their rows).
-    Without constraints, kinematic and coupled variables: the articulated-body algorithm, O(n)."""
-    model = system.model
-    if model.nh + model.nv == 0 and _indices(system)[1].shape[0] == 0 and model.nj == model.nq:
-        inputs = _arguments(system, q, dq, u, 0)
-        ddq, status = np.empty(model.nq), np.zeros(2, np.int64)
-        if forward_dynamics(model, system.workspace.get()[0], inputs[0][1], inputs[1][1], inputs[2][1],
-                            ddq, status):
-            _raise_for(system, status, inputs)
-            return ddq
-    return _dynamics(system, q, dq, u, False)[0]
+    Without constraints, kinematic and coupled variables: the articulated-body algorithm, O(n).
+    Plain float64 vectors go straight to the kernel; anything else is checked and converted
+    first (:func:`_checked`)."""
+    ws = system.workspace
+    ddq = np.empty(ws.n)
+    if forward_dynamics in _DIRECT:
+        ev = ws.evaluation()
+        try:
+            forward_dynamics(ev, q, dq, u, ddq)
+        except TypeError:
+            pass
+        else:
+            if ws.status(ev)[0] == OK:
+                return ddq
+    _checked(forward_dynamics, system, q, dq, u, (ddq,))
+    return ddq
 
 
 def constraint_forces(system, q, dq, u=None) -> np.ndarray:
@@ -481,6 +546,21 @@ def linearize(system, q, dq, u=None, multipliers: bool = False,
     ``residual_limit`` (as in :func:`core.minimal.linearize_minimal`; ``None`` skips the check).
     With ``multipliers=True`` also returns ``dlam/dx`` (nc x 2n) and ``dlam/du`` (nc x nu).
     """
+    ws = system.workspace
+    if not multipliers and ws.plain:
+        n2 = 2 * ws.n
+        A, B = np.empty((n2, n2)), np.empty((n2, ws.nu))
+        if linearize_plain in _DIRECT:
+            ev = ws.evaluation()
+            try:
+                linearize_plain(ev, q, dq, u, A, B)
+            except TypeError:
+                pass
+            else:
+                if ws.status(ev)[0] == OK:
+                    return A, B
+        _checked(linearize_plain, system, q, dq, u, (A, B))
+        return A, B
     _, _, A, B, dlam = _dynamics(system, q, dq, u, True, residual_limit, "the linearization")
     if multipliers:
         n2 = A.shape[0]

@@ -28,6 +28,7 @@ SINGULAR_M_NEXT = 6        # Sec. VII-A: M_k+1 = D2 D1 L_d + D2 F_d^- is singula
 SINGULAR_CONSTRAINT_STEP = 7  # Sec. VII-B: Dh(q_k+1) M_k+1^-1 Dh(q_k)^T is singular
 OVERFLOW = 8               # the DEL solve converged but its result is not finite (too large)
 NONFINITE_INTERMEDIATE = 9  # finite inputs gave a NaN/inf matrix or result (overflow)
+BAD_SIZE = 10              # an argument has the wrong length (the front-end's check names it)
 
 
 class CoreError(Exception):

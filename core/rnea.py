@@ -283,8 +283,8 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
     c_j``, ``ddq_j = (u_j - U·a) / D_j`` and ``A_f = a + S_j ddq_j``.
 
     ``D_j`` is the pivot of ``M``'s leaves-first (tree) factorization at ``j``; returns a ``j``
-    whose ``D_j`` is not above ``rel_tol`` times ``M``'s largest diagonal entry (the test of
-    :func:`core.linalg.tree_cholesky`; ``ddq`` is then unset), or -1. A variable that drives no
+    whose ``D_j`` is not above ``rel_tol`` times the largest pivot (a scale of ``M``'s diagonal
+    that costs nothing more to find; ``ddq`` is then unset), or -1. A variable that drives no
     frame has a zero row in ``M``: it is returned as singular. (Callers name the offending
     pivot by factoring ``M`` itself.)
     """
@@ -295,7 +295,7 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
     for j in range(n):
         if joint_frame[j] < 0:
             return j
-    IA, pA, Ic = np.empty((nf, 6, 6)), np.empty((nf, 6)), np.empty((nf, 6, 6))
+    IA, pA = np.empty((nf, 6, 6)), np.empty((nf, 6))
     U, D, uj, c = np.empty((n, 6)), np.empty(n), np.empty(n), np.empty((n, 6))
     h, t = np.empty(6), np.empty(6)
     live = has_mass.copy()      # frames whose subtree has a body
@@ -304,12 +304,10 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
             for i in range(6):
                 for k in range(6):
                     IA[f, i, k] = Ib[f, i, k]
-                    Ic[f, i, k] = Ib[f, i, k]
             matvec6(Ib[f], V[f], h)
             cross_force(V[f], h, pA[f])
         else:
             IA[f, :, :] = 0.0
-            Ic[f, :, :] = 0.0
             pA[f, :] = 0.0
     mdiag = 0.0
     for f in range(nf - 1, -1, -1):
@@ -321,8 +319,7 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
             d = dot6(Sj, U[j]) + armature[j]
             D[j] = d
             uj[j] = tau[j] - dot6(Sj, pA[f])
-            matvec6(Ic[f], Sj, t)
-            mdiag = max(mdiag, dot6(Sj, t) + armature[j])
+            mdiag = max(mdiag, d)
             bracket(Vp[j], Sj, c[j])
             for i in range(6):
                 c[j, i] *= dq[j]
@@ -340,7 +337,6 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
             for i in range(6):
                 for k in range(6):
                     IA[par, i, k] += IA[f, i, k]
-                    Ic[par, i, k] += Ic[f, i, k]
                 pA[par, i] += pA[f, i]
     tol = rel_tol * max(mdiag, 1e-300)
     for j in range(n):

@@ -604,7 +604,10 @@ class System:
             self._locked_values = compiled.locked
             self._kept_inputs = compiled.inputs
             self._kinematic_set = set(self._kinematic)
-            self._workspace = Workspace(compiled.model)
+            names = compiled.config_names
+            kin = set(self._kinematic)
+            self._workspace = Workspace(compiled.model, [i for i, nm in enumerate(names) if nm not in kin],
+                                        [i for i, nm in enumerate(names) if nm in kin])
             self._model = compiled.model
         return self._model
 

@@ -6,6 +6,7 @@ own scratch, so evaluations of one model from several threads never share arrays
     ws = system.workspace            # made when the system is compiled
     data, der = ws.get()             # this thread's kinematics Data and Lagrangian derivatives
     data, der = ws.get(third_order=True)   # with the (n, n, n) third-derivative arrays
+    ev = ws.evaluation()             # this thread's Evaluation: model, data, indices, status
     buf = ws.buffer("second_order", size)  # this thread's named work array of that size
 
 Kernels write into these arrays and callers copy what they hand out; nothing in a workspace is
@@ -16,18 +17,54 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from numba import njit
 
 from .kinematics import create_data
 from .lagrangian import create_derivs
 from .model import Model
+from .structs import record_type, set_constructor
+
+#: What one call of a continuous-dynamics kernel needs besides its arguments, in one record (a
+#: record argument costs numba about 0.45 us to dispatch, an array 0.04 us): the model, this
+#: thread's Data, the dynamic and kinematic variable indices, and the status the kernel writes
+#: (``status[0]`` a code of :mod:`core.errors`, ``status[1]`` the index it concerns).
+EVALUATION_FIELDS = ["model", "data", "dyn", "kin", "status"]
+EvaluationType, Evaluation = record_type("Evaluation", EVALUATION_FIELDS, __name__)
+
+
+@njit(cache=True)
+def _new_evaluation(*fields):
+    return Evaluation(*fields)
+
+
+set_constructor(Evaluation, _new_evaluation)
 
 
 class Workspace:
-    """Thread-local scratch for evaluations of ``model``."""
+    """Thread-local scratch for evaluations of ``model`` (``dyn``, ``kin``: the indices of its
+    dynamic and kinematic variables)."""
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, dyn=None, kin=None):
         self.model = model
+        self.dyn = np.arange(model.nq, dtype=np.int64) if dyn is None else np.asarray(dyn, np.int64)
+        self.kin = np.zeros(0, np.int64) if kin is None else np.asarray(kin, np.int64)
+        #: sizes read on every call (plain attributes: a record field read from Python costs more)
+        self.n, self.nu = int(model.nq), int(model.nu) + len(self.kin)
+        #: no constraints: linearize has no multipliers and no consistency check to make
+        self.plain = int(model.nh) + int(model.nv) == 0
         self._local = threading.local()
+
+    def evaluation(self) -> Evaluation:
+        """This thread's :class:`Evaluation` record (made once per thread)."""
+        ev = self._local.__dict__.get("ev")
+        if ev is None:
+            ev = self._local.ev = Evaluation(self.model, self.get()[0], self.dyn, self.kin, np.zeros(2, np.int64))
+        return ev
+
+    @staticmethod
+    def status(ev: Evaluation) -> np.ndarray:
+        """The status array of ``ev`` (the one its kernels write)."""
+        return ev._values["status"]
 
     def get(self, third_order: bool = False):
         """``(data, der)`` of the calling thread: kinematics scratch and Lagrangian derivative
