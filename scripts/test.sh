@@ -17,3 +17,10 @@ export MECHNODE_REQUIRE_ROS=1 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 .venv/bin/python scripts/build_api_docs.py build/api
 # the package installed from its wheel into a fresh venv, used from outside the repository
 bash scripts/check_wheel.sh
+# speed figures against Pinocchio on every example-robot-data robot (printed, never asserted:
+# a regression shows here); ../shared/bench/robots.py when the shared benchmarks are beside us
+if [ -f ../shared/bench/robots.py ]; then
+  echo "speed (mechnode / Pinocchio, one run, --quick):"
+  OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python ../shared/bench/robots.py --quick 2>/dev/null \
+    | tail -n 3 || echo "speed figures: the benchmark failed (not a test)"
+fi
