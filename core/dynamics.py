@@ -423,16 +423,9 @@ def check_consistent(system, h, Jv, dq, tol, what: str) -> None:
 
 
 def _indices(system):
-    """(dynamic, kinematic) variable indices, built once per model compilation."""
-    model = system.model
-    cached = system.__dict__.get("_dyn_kin")
-    if cached is None or cached[0] is not model:
-        kin = set(system.kinematic_names)
-        names = system.config_names
-        cached = (model, np.array([i for i, nm in enumerate(names) if nm not in kin], np.int64),
-                  np.array([i for i, nm in enumerate(names) if nm in kin], np.int64))
-        system.__dict__["_dyn_kin"] = cached
-    return cached[1], cached[2]
+    """(dynamic, kinematic) variable indices: the workspace's, made at compilation."""
+    ws = system.workspace
+    return ws.dyn, ws.kin
 
 
 def continuous_input_names(system) -> list[str]:

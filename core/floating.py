@@ -376,7 +376,6 @@ def chart_system(system):
         raise ModelError(f"{where}: the base's names {used} are taken by other elements")
     chart = copy.copy(system)
     chart._free_flyer, chart._chart, chart._model, chart._workspace = None, None, None, None
-    chart.__dict__.pop("_dyn_kin", None)
     parent = WORLD
     extra = []
     for kind, var in zip(CHART_KINDS, velocities, strict=True):
@@ -421,10 +420,10 @@ def qdd(system, q, v, u=None) -> np.ndarray:
 
 def linearize(system, q, v, u=None):
     """``(A, B)`` in the tangent space (the module docstring)."""
+    from .dynamics import _dynamics
     chart, qc, v, u = _evaluation(system, q, v, u)
     n, m = system.nv, system.nu
-    Ac, Bc = chart.linearize(qc, v, u, residual_limit=None)
-    F = chart.qdd(qc, v, u)
+    F, _, Ac, Bc, _ = _dynamics(chart, qc, v, u, True)     # (ddq and A, B in one evaluation)
     a, grad, _ = tangent_derivatives(F, np.hstack([Ac[n:], Bc[n:]]), None, v, n, False)
     top, _ = state_rows(v[:6], n, 2 * n + m, False)
     return np.vstack([top, grad[:, :2 * n]]), np.vstack([np.zeros((n, m)), grad[:, 2 * n:]])

@@ -47,6 +47,7 @@ from .errors import (
     SingularMatrixError,
     SingularStepError,
 )
+from .floating import refuse
 from .legendre import (
     feedback,
     inverse_legendre,
@@ -80,7 +81,6 @@ class MidpointVI:
 
     def __init__(self, system, dt: float, tolerance: float = 1e-11, max_iterations: int = 50,
                  condition_limit: float = 1e12):
-        from .floating import refuse
         refuse(system, "MidpointVI (the variational integrator)")
         self.system, self.dt = system, number("dt", dt, positive=True)
         self.tolerance = number("tolerance", tolerance, positive=True)

@@ -72,6 +72,7 @@ from .errors import InertiaWarning, ModelError, ModelWarning
 from .inertia import MergedBody, check_inertia, check_policy
 from .model import WORLD
 from .system import System
+from .system import _number as _number_value
 
 #: Largest URDF accepted (bytes), checked before parsing; the largest robots of
 #: example-robot-data are about 0.2 MB.
@@ -466,12 +467,7 @@ def _locked(locked, joints: dict, coupled: dict) -> dict:
         if name in coupled:
             raise ModelError(f"{where}: it mimics {coupled[name][0]!r} (mimic='couple'); lock "
                              f"{coupled[name][0]!r}, or load with mimic='independent'")
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            raise ModelError(f"{where}: expected a number, got {value!r}") from None
-        if not math.isfinite(x):
-            raise ModelError(f"{where}: must be finite, got {value!r}")
+        x = _number_value(value, where)
         if not j["lower"] <= x <= j["upper"]:
             raise ModelError(f"{where}: value {x} is outside its limits [{j['lower']}, {j['upper']}]")
         out[name] = x

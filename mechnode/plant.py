@@ -276,8 +276,7 @@ class Plant:
         errors = []
         for k in (1, 2):
             q = np.array([0.1 * k * np.sin(1.0 + i) for i in range(self.n)])
-            lower, upper = self.system.position_limits
-            q = np.clip(q, np.where(np.isfinite(lower), lower, -np.inf), np.where(np.isfinite(upper), upper, np.inf))
+            q = np.clip(q, *self.system.position_limits)      # (infinite where unlimited)
             try:
                 self.system.linearize(q, np.zeros(self.n), np.zeros(len(self.system.continuous_input_names)),
                                       residual_limit=None)

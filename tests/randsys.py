@@ -602,6 +602,18 @@ def assert_close(exact, approx, what: str, tol: float = 1e-6, scale: float | Non
             f"exact {exact[worst]:.10g}, reference {approx[worst]:.10g}")
 
 
+def coupled_two_links() -> "core.System":
+    """Two links whose second joint ``b`` mimics the first (``-0.7 a + 0.2``), a torque on
+    ``a``: a coupled (mimic) system for the element tests to add to."""
+    s = core.System(gravity=[0.0, -9.81, 0.0])
+    s.add_frame("l1", rz="a", mass=1.0, inertia=[0.02, 0.03, 0.04], com=[0.4, 0.0, 0.0])
+    s.add_frame("l2", parent="l1", offset={"translation": [0.8, 0.0, 0.0]}, ry="b", mass=0.7,
+                inertia=[0.01, 0.02, 0.02], com=[0.3, 0.0, 0.1])
+    s.add_mimic("b", "a", -0.7, 0.2)
+    s.add_input("torque", config="a")
+    return s
+
+
 # ---------------------------------------------------------------------------------- derivative checks
 def continuous_checks(s, q, dq, u, tol=1e-7):
     """A, B against finite differences of ``qdd``; ``H`` of ``linearize2`` against finite

@@ -26,6 +26,7 @@ from randsys import (
     assert_close,
     build_system,
     continuous_checks,
+    coupled_two_links,
     discrete_checks,
     frame_transform,
     random_system,
@@ -95,12 +96,7 @@ def test_integrator_on_a_tree_takes_the_tree_lu():
 
 def _coupled(armature_on: str):
     """Two links whose second joint mimics the first (-0.7 q + 0.2), a rotor on one of them."""
-    s = core.System(gravity=[0.0, -9.81, 0.0])
-    s.add_frame("l1", rz="a", mass=1.0, inertia=[0.02, 0.03, 0.04], com=[0.4, 0.0, 0.0])
-    s.add_frame("l2", parent="l1", offset={"translation": [0.8, 0.0, 0.0]}, ry="b", mass=0.7,
-                inertia=[0.01, 0.02, 0.02], com=[0.3, 0.0, 0.1])
-    s.add_mimic("b", "a", -0.7, 0.2)
-    s.add_input("torque", config="a")
+    s = coupled_two_links()
     s.add_armature(armature_on, 0.3)
     return s
 

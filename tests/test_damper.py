@@ -22,6 +22,7 @@ from randsys import (
     Reference,
     assert_close,
     continuous_checks,
+    coupled_two_links,
     discrete_checks,
     fd,
     fd_along,
@@ -160,14 +161,9 @@ def test_a_damper_across_branches_keeps_the_dense_newton_matrix():
 def _coupled():
     """Two links whose second joint mimics the first (-0.7 q + 0.2), a tip, and a damper from
     the tip to a world post."""
-    s = core.System(gravity=[0.0, -9.81, 0.0])
-    s.add_frame("l1", rz="a", mass=1.0, inertia=[0.02, 0.03, 0.04], com=[0.4, 0.0, 0.0])
-    s.add_frame("l2", parent="l1", offset={"translation": [0.8, 0.0, 0.0]}, ry="b", mass=0.7,
-                inertia=[0.01, 0.02, 0.02], com=[0.3, 0.0, 0.1])
+    s = coupled_two_links()
     s.add_frame("tip", parent="l2", offset={"translation": [0.6, 0.1, 0.2]}, mass=0.3)
     s.add_frame("post", offset={"translation": [0.5, -1.0, 0.4]})
-    s.add_mimic("b", "a", -0.7, 0.2)
-    s.add_input("torque", config="a")
     s.add_damper("tip", "post", 1.3)
     return s
 

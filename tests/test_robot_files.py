@@ -72,6 +72,19 @@ def test_massless_links_need_armature_or_locking():
     assert compare_file("romeo_description/urdf/romeo.urdf", states=1)["armature"] == 0.01
 
 
+def _agree_with_pinocchio(s, robot, seed, states=3):
+    """At ``states`` random states ``(q, dq, u)`` (yielded for further checks): qdd, A, B of
+    ``s`` agree with ``robot`` (a :class:`urdfref.PinocchioRobot`) to 1e-10."""
+    rng = np.random.default_rng(seed)
+    for _ in range(states):
+        q, dq, u = rng.uniform(-1, 1, s.nq), rng.normal(size=s.nq), rng.normal(size=s.nu)
+        A, B = s.linearize(q, dq, u)
+        Ap, Bp = robot.linearize(q, dq, u)
+        for ours, theirs in ((s.qdd(q, dq, u), robot.qdd(q, dq, u)), (A, Ap), (B, Bp)):
+            assert relative_error(ours, theirs) < 1e-10
+        yield q, dq, u
+
+
 @pytest.mark.parametrize("relative, armature", [
     ("panda_description/urdf/panda.urdf", {"panda_joint1": 0.3, "panda_joint4": 0.1, "panda_joint7": 0.02}),
     ("ur_description/urdf/ur5_robot.urdf", 0.05),
@@ -82,15 +95,8 @@ def test_armature_matches_pinocchio(relative, armature):
     s = core.load_urdf(path, mimic="independent", armature=armature)
     values = armature if isinstance(armature, dict) else {n: armature for n in s.config_names}
     assert s.armature == values
-    robot = PinocchioRobot(s, path, armature=values)
-    rng = np.random.default_rng(5)
     bare = core.load_urdf(path, mimic="independent")
-    for _ in range(3):
-        q, dq, u = rng.uniform(-1, 1, s.nq), rng.normal(size=s.nq), rng.normal(size=s.nu)
-        A, B = s.linearize(q, dq, u)
-        Ap, Bp = robot.linearize(q, dq, u)
-        for ours, theirs in ((s.qdd(q, dq, u), robot.qdd(q, dq, u)), (A, Ap), (B, Bp)):
-            assert relative_error(ours, theirs) < 1e-10
+    for q, dq, u in _agree_with_pinocchio(s, PinocchioRobot(s, path, armature=values), seed=5):
         # the armature is on M's diagonal and nowhere else
         M, M0 = (x.lagrangian_derivatives(q, dq).Lvv for x in (s, bare))
         assert np.allclose(M - M0, np.diag([values.get(n, 0.0) for n in s.config_names]), atol=1e-14, rtol=0)
@@ -111,14 +117,8 @@ def test_locked_joints_match_pinocchio_reduced_model(relative, locked):
     assert s.config_names == [n for n in full.config_names if n not in locked]
     assert s.input_names == [n for n in full.input_names if n not in locked]
     assert not set(s.joint_limits) & set(locked)
-    robot = PinocchioRobot(s, path, locked=locked)
-    rng = np.random.default_rng(11)
-    for _ in range(3):
-        q, dq, u = rng.uniform(-1, 1, s.nq), rng.normal(size=s.nq), rng.normal(size=s.nu)
-        A, B = s.linearize(q, dq, u)
-        Ap, Bp = robot.linearize(q, dq, u)
-        for ours, theirs in ((s.qdd(q, dq, u), robot.qdd(q, dq, u)), (A, Ap), (B, Bp)):
-            assert relative_error(ours, theirs) < 1e-10
+    for _ in _agree_with_pinocchio(s, PinocchioRobot(s, path, locked=locked), seed=11):
+        pass
     # the locked bodies are folded into their parents: no frame of the model carries them
     frames = [s.frame_index(n) for n in s.frame_names if s.model.frame_qindex[s.frame_index(n)] < 0
               and s.model.frame_parent[s.frame_index(n)] >= 0]

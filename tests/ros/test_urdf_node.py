@@ -113,22 +113,18 @@ def test_commands_saturate_at_the_urdf_effort_limit(node):
 
 
 # ---------------------------------------------------------------------------------- Panda
-def test_panda_with_its_mimic_finger_from_robot_description(rclpy_mod, ifaces, tmp_path):
-    """Panda's URDF on ``/robot_description`` (its second finger mimics the first): the node
-    couples it (core's default), so the model has eight variables and inputs; joint_states that
-    carry the mimic joint too are accepted without an unknown-joint warning, and the node
-    commands efforts."""
+def _panda_node(rclpy_mod, tmp_path, label, names, **params):
+    """A node process configured with Panda's URDF from ``/robot_description`` (latched, as
+    robot_state_publisher publishes it) and ``params``; its variables and inputs are ``names``
+    (GetModel). The caller closes it."""
     from mechnode_interfaces.srv import GetModel
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import String
     from urdfref import robot_path
-
-    from mechnode.conversions import joint_state, joint_trajectory
     with open(robot_path("panda_description/urdf/panda.urdf")) as fh:
         text = fh.read()
-    names = [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1"]
-    params = _params_file(tmp_path / "params.yaml", Q=[10.0] * 8 + [1.0] * 8, R=[0.1] * 8)
-    h = NodeProcess(rclpy_mod, params, f"/test_panda_{os.getpid()}", tmp_path / "mechnode.log")
+    h = NodeProcess(rclpy_mod, _params_file(tmp_path / "params.yaml", **params), f"/test_{label}_{os.getpid()}",
+                    tmp_path / "mechnode.log")
     try:
         h.lifecycle.wait(60.0)
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -138,6 +134,21 @@ def test_panda_with_its_mimic_finger_from_robot_description(rclpy_mod, ifaces, t
         assert h.transition("configure", 600), h.log()[-3000:]
         m = h.call(GetModel, "get_model", GetModel.Request())
         assert m.success and list(m.config_names) == names and list(m.input_names) == names
+    except BaseException:
+        h.close()
+        raise
+    return h
+
+
+def test_panda_with_its_mimic_finger_from_robot_description(rclpy_mod, ifaces, tmp_path):
+    """Panda's URDF on ``/robot_description`` (its second finger mimics the first): the node
+    couples it (core's default), so the model has eight variables and inputs; joint_states that
+    carry the mimic joint too are accepted without an unknown-joint warning, and the node
+    commands efforts."""
+    from mechnode.conversions import joint_state, joint_trajectory
+    names = [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1"]
+    h = _panda_node(rclpy_mod, tmp_path, "panda", names, Q=[10.0] * 8 + [1.0] * 8, R=[0.1] * 8)
+    try:
         assert h.transition("activate"), h.log()[-3000:]
         commands = []
         h.connect_io(lambda msg: commands.append(np.asarray(msg.data)))
@@ -164,27 +175,11 @@ def test_panda_with_its_gripper_locked(rclpy_mod, ifaces, tmp_path):
     the model has the arm's seven variables and inputs; JointStates without the fingers are
     taken, those with them too (the fingers ignored, not reported as unknown), and every command
     has seven efforts."""
-    from mechnode_interfaces.srv import GetModel
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from std_msgs.msg import String
-    from urdfref import robot_path
-
     from mechnode.conversions import joint_state, joint_trajectory
-    with open(robot_path("panda_description/urdf/panda.urdf")) as fh:
-        text = fh.read()
     arm = [f"panda_joint{i}" for i in range(1, 8)]
-    params = _params_file(tmp_path / "params.yaml", Q=[10.0] * 7 + [1.0] * 7, R=[0.1] * 7,
-                          locked_joints=["panda_finger_joint1=0.04"])
-    h = NodeProcess(rclpy_mod, params, f"/test_panda_locked_{os.getpid()}", tmp_path / "mechnode.log")
+    h = _panda_node(rclpy_mod, tmp_path, "panda_locked", arm, Q=[10.0] * 7 + [1.0] * 7, R=[0.1] * 7,
+                    locked_joints=["panda_finger_joint1=0.04"])
     try:
-        h.lifecycle.wait(60.0)
-        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        pub = h.client.create_publisher(String, f"{h.ns}/robot_description", latched)
-        pub.publish(String(data=text))
-        assert h.transition("configure", 600), h.log()[-3000:]
-        m = h.call(GetModel, "get_model", GetModel.Request())
-        assert m.success and list(m.config_names) == arm and list(m.input_names) == arm
         h.wait_log(r"locked \{'panda_finger_joint1': 0.04, 'panda_finger_joint2': 0.04\}")
         assert h.transition("activate"), h.log()[-3000:]
         commands = []
