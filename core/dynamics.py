@@ -132,9 +132,9 @@ def forward_dynamics(ev, q, dq, u, ddq):
     nc = nh + model.vc_frame.shape[0]
     if nc == 0 and ev.kin.shape[0] == 0:
         forward_kinematics(model, q, dq, data)
-        Ib, has_mass = np.empty((model.nf, 6, 6)), np.empty(model.nf, np.bool_)
-        body_inertias(model, data, Ib, has_mass)
-        if _articulated(model, data, Ib, has_mass, q, dq, u, ddq, ev.status):
+        work = ev.work
+        body_inertias(model, data, work.Ib, work.has_mass)
+        if _articulated(model, data, work.Ib, work.has_mass, q, dq, u, ddq, ev.status):
             return
     e2 = np.empty((0, 0))
     continuous_dynamics(ev, q, dq, u, False, ddq, np.zeros(nc), e2, e2, e2, np.empty(nh),
@@ -150,8 +150,81 @@ def linearize_plain(ev, q, dq, u, A, B):
     if not _sizes_ok(ev, q, dq, u) or A.shape != (2 * n, 2 * n) or B.shape != (2 * n, mu):
         ev.status[0] = BAD_SIZE
         return
+    if ev.kin.shape[0] == 0 and model.nj == n and model.hc_kind.shape[0] + model.vc_frame.shape[0] == 0:
+        _linearize_tree(ev, q, dq, u, A, B)
+        return
     continuous_dynamics(ev, q, dq, u, True, np.empty(n), np.zeros(0), A, B, np.zeros((0, 2 * n + mu)),
                         np.empty(0), np.empty((0, n)))
+
+
+@njit(cache=True, nogil=True)
+def _linearize_tree(ev, q, dq, u, A, B):
+    """:func:`continuous_dynamics` with ``linearize`` for a tree of joint coordinates alone (no
+    constraints, kinematic or coupled variables): the same terms in the same order, each in the
+    evaluation's :class:`~core.workspace.Work` arrays, so that nothing is allocated::
+
+        M ddq = tau,                 tau = F - bias - dV/dq
+        [d ddq/dq, d ddq/d dq, d ddq/du] = M^-1 [Fq - dtau_dq - K, Fv - dtau_dv, Fu]
+
+    (``M`` from composite inertias and factored along the tree; ``dtau_*`` the inverse dynamics'
+    derivatives at fixed ``ddq``, :func:`core.rnea.inverse_dynamics_derivatives`)."""
+    model, data, w, status = ev.model, ev.data, ev.work, ev.status
+    n, m = model.nq, model.nu
+    bad = _first_nonfinite(q, dq, u)
+    if bad >= 0:
+        status[0], status[1] = NONFINITE_INPUT, bad
+        return
+    Ib, has_mass, M, Lm, X, tau, ddq = w.Ib, w.has_mass, w.M, w.L, w.X, w.tau, w.ddq
+    Fq, Fv, Fu, Ks, dtau_dq, dtau_dv = w.Fq, w.Fv, w.Fu, w.Ks, w.dtau_dq, w.dtau_dv
+    forward_kinematics(model, q, dq, data)
+    body_inertias(model, data, Ib, has_mass)
+    composites_from_bodies(model, data, Ib, has_mass)
+    mass_matrix(model, data, M)
+    spring_potential_derivatives(model, data, q, w.Vs_q, Ks)
+    newton_euler(model, data, Ib, has_mass, dq, w.zeros, w.Ap, w.Ff, tau)
+    e3 = np.empty((0, 0, 0))
+    generalized_force(model, data, dq, u, 1, w.F, Fq, Fv, Fu, e3, e3, e3)
+    F, Vs_q = w.F, w.Vs_q
+    for i in range(n):
+        tau[i] = F[i] - tau[i] - Vs_q[i]
+    if not (np.isfinite(np.sum(M)) and np.isfinite(np.sum(tau))):
+        status[0], status[1] = NONFINITE_INTERMEDIATE, -1
+        return
+    tree = (model.tree_order, model.tree_anc_ptr, model.tree_anc_idx, model.tree_desc_ptr,
+            model.tree_desc_idx)
+    bad = tree_cholesky(M, tree, Lm)
+    if bad >= 0:    # name the pivot the plain (root-first) factorization would name
+        dense = cholesky_checked(M, np.empty((n, n)))
+        status[0], status[1] = SINGULAR_MASS, dense if dense >= 0 else bad
+        return
+    col = X[:, :1]
+    for i in range(n):
+        col[i, 0] = tau[i]
+    tree_cholesky_solve(Lm, tree, col)
+    for i in range(n):
+        ddq[i] = col[i, 0]
+    if not np.isfinite(np.sum(ddq)):
+        status[0], status[1] = NONFINITE_INTERMEDIATE, -1
+        return
+    add_joint_accelerations(model, data, Ib, has_mass, ddq, w.Ap, w.Ff)
+    inverse_dynamics_derivatives(model, data, Ib, has_mass, w.Ap, w.Ff, dtau_dq, dtau_dv)
+    for i in range(n):
+        for k in range(n):
+            X[i, k] = Fq[i, k] - dtau_dq[i, k] - Ks[i, k]
+            X[i, n + k] = Fv[i, k] - dtau_dv[i, k]
+        for r in range(m):
+            X[i, 2 * n + r] = Fu[i, r]
+    tree_cholesky_solve(Lm, tree, X)
+    for i in range(n):
+        for k in range(2 * n):
+            A[i, k] = 1.0 if k == n + i else 0.0
+            A[n + i, k] = X[i, k]
+        for r in range(m):
+            B[i, r] = 0.0
+            B[n + i, r] = X[i, 2 * n + r]
+    status[0], status[1] = OK, -1
+    if not np.isfinite(np.sum(X[:, :2 * n + m])):
+        status[0], status[1] = NONFINITE_INTERMEDIATE, -1
 
 
 @njit(cache=True, nogil=True)

@@ -6,7 +6,7 @@ own scratch, so evaluations of one model from several threads never share arrays
     ws = system.workspace            # made when the system is compiled
     data, der = ws.get()             # this thread's kinematics Data and Lagrangian derivatives
     data, der = ws.get(third_order=True)   # with the (n, n, n) third-derivative arrays
-    ev = ws.evaluation()             # this thread's Evaluation: model, data, indices, status
+    ev = ws.evaluation()             # this thread's Evaluation: model, data, work, indices, status
     buf = ws.buffer("second_order", size)  # this thread's named work array of that size
 
 Kernels write into these arrays and callers copy what they hand out; nothing in a workspace is
@@ -24,12 +24,31 @@ from .lagrangian import create_derivs
 from .model import Model
 from .structs import record_type, set_constructor
 
+#: The intermediate results of one tree evaluation (Pinocchio's ``data.M``, ``data.dtau_dq``):
+#: allocated once per thread, so that a microsecond kernel allocates nothing. ``n`` variables,
+#: ``nf`` frames, ``nj`` joints, ``m`` force inputs, ``nk`` kinematic variables:
+#: ``Ib`` (nf, 6, 6) world inertia of each frame's body and ``has_mass`` (nf); ``M``, ``L``
+#: (n, n) the mass matrix and its tree factor; ``Vs_q`` (n), ``Ks`` (n, n) the springs' gradient
+#: and Hessian; ``Ap`` (nj, 6), ``Ff`` (nf, 6), ``tau`` (n) a Newton-Euler pass (parent
+#: accelerations, composite wrenches, bias torques); ``F`` (n), ``Fq``, ``Fv`` (n, n), ``Fu``
+#: (n, m) the generalized forces and their derivatives; ``dtau_dq``, ``dtau_dv`` (n, n) the
+#: inverse dynamics' derivatives; ``X`` (n, 2n + m + nk) the right-hand sides of the
+#: linearization, solved in place; ``ddq`` (n); ``zeros`` (n), kept zero.
+WORK_FIELDS = ["Ib", "has_mass", "M", "L", "Vs_q", "Ks", "Ap", "Ff", "tau", "F", "Fq", "Fv", "Fu",
+               "dtau_dq", "dtau_dv", "X", "ddq", "zeros"]
+WorkType, Work = record_type("Work", WORK_FIELDS, __name__)
+
 #: What one call of a continuous-dynamics kernel needs besides its arguments, in one record (a
 #: record argument costs numba about 0.45 us to dispatch, an array 0.04 us): the model, this
-#: thread's Data, the dynamic and kinematic variable indices, and the status the kernel writes
-#: (``status[0]`` a code of :mod:`core.errors`, ``status[1]`` the index it concerns).
-EVALUATION_FIELDS = ["model", "data", "dyn", "kin", "status"]
+#: thread's Data and Work, the dynamic and kinematic variable indices, and the status the kernel
+#: writes (``status[0]`` a code of :mod:`core.errors`, ``status[1]`` the index it concerns).
+EVALUATION_FIELDS = ["model", "data", "work", "dyn", "kin", "status"]
 EvaluationType, Evaluation = record_type("Evaluation", EVALUATION_FIELDS, __name__)
+
+
+@njit(cache=True)
+def _new_work(*fields):
+    return Work(*fields)
 
 
 @njit(cache=True)
@@ -37,7 +56,17 @@ def _new_evaluation(*fields):
     return Evaluation(*fields)
 
 
+set_constructor(Work, _new_work)
 set_constructor(Evaluation, _new_evaluation)
+
+
+def create_work(model: Model, nk: int = 0) -> Work:
+    """A :class:`Work` record sized for ``model`` with ``nk`` kinematic variables."""
+    n, nf, nj, m = int(model.nq), int(model.nf), int(model.nj), int(model.nu)
+    e = np.empty
+    return Work(e((nf, 6, 6)), np.zeros(nf, np.bool_), e((n, n)), e((n, n)), e(n), e((n, n)), e((nj, 6)),
+                e((nf, 6)), e(n), e(n), e((n, n)), e((n, n)), e((n, m)), e((n, n)), e((n, n)),
+                e((n, 2 * n + m + nk)), e(n), np.zeros(n))
 
 
 class Workspace:
@@ -58,7 +87,8 @@ class Workspace:
         """This thread's :class:`Evaluation` record (made once per thread)."""
         ev = self._local.__dict__.get("ev")
         if ev is None:
-            ev = self._local.ev = Evaluation(self.model, self.get()[0], self.dyn, self.kin, np.zeros(2, np.int64))
+            ev = self._local.ev = Evaluation(self.model, self.get()[0], create_work(self.model, len(self.kin)),
+                                             self.dyn, self.kin, np.zeros(2, np.int64))
         return ev
 
     @staticmethod
