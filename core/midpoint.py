@@ -455,7 +455,15 @@ class MidpointVI:
                 step=step, matrix="Dh M^-1 Dh^T", measure=float(conds[1]))
 
     def linearize(self, x, u=None):
-        """Exact first-order linearization ``(A, B)`` of the one-step map at ``(x, u)``."""
+        """Exact first-order linearization ``(A, B)`` of the one-step map at ``(x, u)``. A stack
+        ``x`` of shape ``(N, nx)`` with ``u`` of shape ``(N, nu)`` (None: zeros) gives ``A`` of
+        shape ``(N, nx, nx)`` and ``B`` of shape ``(N, nx, nu)``, each row the single call's,
+        computed in parallel chunks (the kernels of :meth:`linearize_trajectory`)."""
+        if (type(x) is not np.ndarray or x.ndim == 2) and np.ndim(x) == 2:
+            X = float_stack("x", x, (None, self.nx))
+            U = (np.zeros((X.shape[0], self.nu)) if u is None
+                 else float_stack("u", u, (X.shape[0], self.nu)))
+            return self._linearize_stack(X, U, False, None, 0)
         A, B = self._linearize(x, u, False)[4:6]
         return A, B
 

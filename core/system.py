@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dynamics, floating, minimal
+from . import dynamics, floating, minimal, stacked
 from .errors import ModelError
 from .inertia import MergedBody, check_inertia, check_policy
 from .linalg import tree_index
@@ -470,7 +470,11 @@ class System:
     # ----------------------------------------------------------------------------- numerics
     def qdd(self, q, dq, u=None):
         """Accelerations of the constrained, forced dynamics (see :mod:`core.dynamics`; with a
-        quaternion base, ``dv/dt`` for the velocity ``dq = v``: :mod:`core.floating`)."""
+        quaternion base, ``dv/dt`` for the velocity ``dq = v``: :mod:`core.floating`). Stacks
+        ``q``, ``dq`` of shape ``(N, n)``, ``u`` of shape ``(N, nu)`` give ``(N, n)``, computed
+        in parallel (:mod:`core.stacked`)."""
+        if (type(q) is not np.ndarray or q.ndim == 2) and stacked.is_stack(q):
+            return stacked.qdd(self, q, dq, u)
         if self._free_flyer:
             return floating.qdd(self, q, dq, u)
         return dynamics.qdd(self, q, dq, u)
@@ -486,7 +490,14 @@ class System:
         :attr:`continuous_input_names` (and the multipliers' derivatives with
         ``multipliers=True``); a state off the constraints by more than ``residual_limit`` is
         refused (``None`` skips the check; see :func:`core.dynamics.linearize`). With a
-        quaternion base, in the tangent space (``A`` is ``2 nv x 2 nv``, :mod:`core.floating`)."""
+        quaternion base, in the tangent space (``A`` is ``2 nv x 2 nv``, :mod:`core.floating`).
+        Stacks ``q``, ``dq`` of shape ``(N, n)``, ``u`` of shape ``(N, nu)`` give ``A`` of shape
+        ``(N, 2n, 2n)`` and ``B`` of shape ``(N, 2n, nu)``, computed in parallel
+        (:mod:`core.stacked`; not with ``multipliers``)."""
+        if (type(q) is not np.ndarray or q.ndim == 2) and stacked.is_stack(q):
+            if multipliers:
+                raise ValueError("linearize(multipliers=True) takes one state, not a stack")
+            return stacked.linearize(self, q, dq, u, residual_limit)
         if self._free_flyer:
             if multipliers:
                 self._fixed_chart("linearize(multipliers=True)")

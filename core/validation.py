@@ -22,6 +22,21 @@ from .errors import ResourceLimitError
 SECOND_ORDER_MEMORY_LIMIT = 2 * 1024 ** 3
 
 
+#: Largest memory (bytes) the results of one call on a stack of states may take
+#: (:mod:`core.stacked`), checked before anything is allocated.
+STACK_MEMORY_LIMIT = 2 * 1024 ** 3
+
+
+def check_memory(what: str, need: int, detail: str) -> None:
+    """A :class:`ResourceLimitError` if ``what``'s results (``need`` bytes, described by
+    ``detail``) would pass :data:`STACK_MEMORY_LIMIT`."""
+    if need > STACK_MEMORY_LIMIT:
+        raise ResourceLimitError(
+            f"{what} would allocate about {need / 1e9:.3g} GB ({detail}): above the limit of "
+            f"{STACK_MEMORY_LIMIT / 1e9:.3g} GB (core.validation.STACK_MEMORY_LIMIT; split the stack, "
+            "or raise the limit where the host has the memory)")
+
+
 def check_second_order_memory(what: str, rows: int, nz: int, count: int = 1) -> None:
     """A :class:`ResourceLimitError` if a second-order computation with ``count`` tensors of
     ``rows x nz x nz`` would pass :data:`SECOND_ORDER_MEMORY_LIMIT`."""
@@ -94,7 +109,7 @@ def float_array(name: str, value, finite: bool = True) -> np.ndarray:
         arr = arr.copy()
     if finite and not np.all(np.isfinite(arr)):
         i = np.unravel_index(int(np.flatnonzero(~np.isfinite(arr))[0]), arr.shape)
-        raise ValueError(f"{name} contains non-finite values (NaN or inf): {name}{list(i)} = "
+        raise ValueError(f"{name} contains non-finite values (NaN or inf): {name}{[int(j) for j in i]} = "
                          f"{arr[i]}")
     return np.ascontiguousarray(arr)
 
