@@ -9,5 +9,5 @@ setup(data_files=[
     ("share/ament_index/resource_index/packages", ["resource/mechnode"]),
     ("share/mechnode", ["package.xml"]),
     ("share/mechnode/launch", glob("launch/*.launch.py")),
-    ("share/mechnode/config", sorted(glob("mechnode/params/*.yaml"))),
+    ("share/mechnode/config", sorted(glob("config/*.yaml"))),
 ])

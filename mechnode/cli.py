@@ -1,6 +1,6 @@
 """The ``mechnode`` command: start the node without ``ros2 launch``.
 
-    mechnode [--autostart] [--threads N] --ros-args --params-file mechnode/params/cartpole_params.yaml
+    mechnode [--autostart] [--threads N] --ros-args --params-file config/cartpole_params.yaml
 
 ROS arguments (``--ros-args ...``: parameter files, ``-p name:=value``, remappings such as
 ``-r __ns:=/robot``) are handled by rclpy. The node starts unconfigured (a lifecycle manager

@@ -5,14 +5,14 @@ tracks a reference, and the tracking error is printed as it converges.
 
 ``--robot arm7`` runs the same loop with the 7-joint arm of ``core/data/arm7.urdf`` instead: the
 demo publishes the URDF on ``<namespace>/robot_description`` (std_msgs/String, latched, as
-robot_state_publisher does), the node (``mechnode/params/arm7_params.yaml``) takes its model from
+robot_state_publisher does), the node (``config/arm7_params.yaml``) takes its model from
 there, joint names and command limits from the URDF; the arm starts 0.03 off a bent pose in every
 joint and tracks a lift and shoulder/elbow motion under the node's gains. The rest of this
 docstring describes the cart-pole.
 
 What runs:
 * the node, started as its own process exactly as a user would start it
-  (``python -m mechnode --ros-args --params-file mechnode/params/cartpole_params.yaml``, the embedded
+  (``python -m mechnode --ros-args --params-file config/cartpole_params.yaml``, the embedded
   default model ``core/data/cartpole.yaml``) and driven through its lifecycle services
   (configure, activate; at the end deactivate, cleanup, shutdown) — or, with ``--in-process``,
   in this process on its own executor;
@@ -52,7 +52,7 @@ REFERENCE_SECONDS = 5.0
 MOVE = (0.5, 2.5, 0.5)      # start [s], end [s], distance [m] of the cart motion
 ROBOT_START = {"cart_joint": -0.1, "pole_joint": 0.15}
 #: Seconds after the schedule's start beyond which a first command is reported as late (and the
-#: node's log kept); the node's diagnostics period (mechnode/params/*_params.yaml).
+#: node's log kept); the node's diagnostics period (config/*_params.yaml).
 FIRST_COMMAND_LATE, DIAGNOSTICS_PERIOD = 0.2, 1.0
 #: The node's diagnostics counters printed at the end.
 NODE_COUNTERS = ("states", "states_rejected", "states_stamp_stale", "states_stamp_future",
@@ -95,7 +95,7 @@ class Scenario:
     model is handed to the node on ``<namespace>/robot_description`` (as robot_state_publisher
     publishes a URDF), not through its parameters."""
     name: str
-    params: str                 # in mechnode/params/
+    params: str                 # in config/
     model: str                  # packaged with core (core/data/)
     joint_map: tuple            # the node's joint_map entries (the simulated robot's names)
     reference: object           # () -> (joint names, times, positions)
@@ -323,7 +323,7 @@ def main(argv=None) -> int:
                         help="cartpole (default): the embedded default model; arm7: the 7-joint arm "
                         "of core/data/arm7.urdf, handed to the node on /robot_description")
     parser.add_argument("--params", default=None, help="node parameter file "
-                        "(default mechnode/params/<robot>_params.yaml)")
+                        "(default config/<robot>_params.yaml)")
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="seconds after activation to converge (default %(default)s)")
     parser.add_argument("--threshold", type=float, default=0.01,

@@ -1,4 +1,4 @@
-"""The closed loop over DDS: the node (a subprocess started from mechnode/params/cartpole_params.yaml)
+"""The closed loop over DDS: the node (a subprocess started from config/cartpole_params.yaml)
 balances the simulated cart-pole (mechnode.testing.sim.SimRobot: the variational integrator stepping in
 real time, JointState out, Float64MultiArray commands in) while tracking a reference that moves
 the cart with the pole upright; the tracking error must converge. This is the README demo

@@ -1,5 +1,5 @@
 """The mechnode node over real rclpy + Fast DDS on loopback, started as a subprocess from its
-parameter file (``python -m mechnode --ros-args --params-file mechnode/params/cartpole_params.yaml``) in a
+parameter file (``python -m mechnode --ros-args --params-file config/cartpole_params.yaml``) in a
 namespace of its own on this run's ROS_DOMAIN_ID, driven through its lifecycle services.
 
 Every answer is compared with the library (core) computed here. Tests run in file order on
