@@ -159,6 +159,7 @@ class MechNode(LifecycleNode):
         t0 = time.perf_counter()
         spec, dt = value("model"), float(value("dt"))
         try:
+            self.params.check_refused()     # a parameter file value refused at start-up
             topic = value("robot_description_topic")
             locked = parse_locked_joints(value("locked_joints"))
             if topic:
@@ -307,12 +308,17 @@ class MechNode(LifecycleNode):
 
     def destroy_node(self):
         self._teardown()
-        self.command.close()
+        if getattr(self, "command", None) is not None:      # None: __init__ did not get that far
+            self.command.close()
         return super().destroy_node()
 
     def _teardown(self):
-        """Stop the command path, destroy what activate created, drop the schedule."""
-        self.command.stop()         # first: no command is sent after this (or the process is gone)
+        """Stop the command path, destroy what activate created, drop the schedule. Safe on a
+        node whose __init__ did not complete (rclpy destroys it at context shutdown)."""
+        if getattr(self, "command", None) is not None:
+            self.command.stop()     # first: no command is sent after this (or the process is gone)
+        if getattr(self, "reference", None) is None:
+            return                  # constructed no further than this: nothing was activated
         with self._lock:
             self.reference.stop()
             sub, timer = self._reference_sub, self._diagnostics_timer
