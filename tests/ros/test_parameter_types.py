@@ -132,3 +132,11 @@ def test_a_node_whose_construction_fails_shuts_down_without_a_second_error(rclpy
         node_module.MechNode(context=ros_context)
     rclpy_mod.try_shutdown(context=ros_context)      # destroys the half-made node: no exception
     assert made and not made[0].alive
+
+
+def test_the_command_help_names_the_shipped_parameter_files(rclpy_mod, capsys):
+    from mechnode.cli import main
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    assert f"parameter files shipped with mechnode: {config_file('mechnode.yaml').parent}" in capsys.readouterr().out
