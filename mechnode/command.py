@@ -14,7 +14,9 @@ transform) and the command ``u = u_ref[k] - K[k] (x - x_ref[k])`` at the knot ne
 message's stamp are computed in one numba call (``plant.vi.feedback``), saturated to
 ``+-command_limit`` (counted as ``commands_saturated``) and published as
 ``std_msgs/Float64MultiArray``: the force inputs (``command_mode: effort``) or the whole
-integrator input (``full``). A non-finite command is never published.
+integrator input (``full``). A non-finite command is never published. Before the first schedule
+the law in force may be the idle hold (:mod:`mechnode.idle`, a one-knot schedule installed the
+same way); with no law in force nothing is sent. :meth:`CommandPath.mode` says which.
 
 LFC output (``lfc_topic``): every ``dt`` the knot due now, in the form of LAAS's
 ``linear_feedback_controller`` (:mod:`mechnode.lfc`, computed by the managed node), as a

@@ -26,6 +26,8 @@ The parts, one module each
   1 kHz, and the state watchdog, in a process of its own (:mod:`mechnode.command_process`,
   started with the node: configured, started, stopped and given schedules by the transitions
   and the reference pipeline);
+* :mod:`mechnode.idle`: the hold about the state measured at activation, until the first
+  schedule (``idle_action``);
 * :mod:`mechnode.limits`: state bounds, stamp checks, command saturation;
 * :mod:`mechnode.diagnostics`: counters, timings, ``DiagnosticArray`` on ``diagnostics_topic``;
 * :mod:`mechnode.services`: the four services.
