@@ -101,12 +101,13 @@ class IdleHold:
                     or node.reference.active is not None):
                 return                          # deactivated, reconfigured or a schedule came meanwhile
             node.command.install(ActiveSchedule(sched, first[2], 0, config.generation, kind="hold"))
+        seconds, age = time.perf_counter() - t0, (node.get_clock().now().nanoseconds - first[2]) * 1e-9
         self.health.count("holds")
-        self.health.stats["hold_s"] = time.perf_counter() - t0
+        self.health.stats.update(hold_s=seconds, hold_state_age_s=age)
         node.get_logger().info(
             f"holding the robot at the state measured at activation, q = {np.round(q, 4).tolist()} "
-            f"(holding inputs {np.round(sched.u_ref[0, :config.plant.m], 3).tolist()}; "
-            f"{1e3 * (time.perf_counter() - t0):.1f} ms) until a schedule is in force")
+            f"(holding inputs {np.round(sched.u_ref[0, :config.plant.m], 3).tolist()}; computed in "
+            f"{1e3 * seconds:.1f} ms, in force {1e3 * age:.0f} ms after that state) until a schedule is in force")
 
     def attach_end_hold(self, active, config) -> None:
         """With ``idle_after_schedule`` and ``idle_action: hold``: give ``active`` (a new
