@@ -54,6 +54,7 @@ from .weights import Weights, check_weight_values
 
 COMMAND_MODES = ("effort", "full")
 TIMEOUT_ACTIONS = ("zero", "hold")
+IDLE_ACTIONS = ("hold", "none")
 FEASIBILITY_MODES = ("auto", "inverse_dynamics", "optimizer", "none")
 OPTIMIZER_METHODS = ("first_order", "second_order")
 CONFIGURE_PARAMETERS = ("model", "dt", "joint_map", "locked_joints", "robot_description_topic",
@@ -221,6 +222,17 @@ def declare_parameters(node, declare=None) -> None:
     declare("timeout_action", "zero", D(
         description="On state timeout send once 'zero' (zeros) or 'hold' (last command), "
                     "then stop commanding", additional_constraints="zero | hold"))
+    declare("idle_action", "hold", D(
+        description="While no schedule is in force (from activation to the first schedule): 'hold' "
+                    "regulates about the first state measured after activation (the inputs that hold "
+                    "it against gravity and the constraints, and LQR gains with Q, R there; refused "
+                    "with a log line when they cannot be computed, e.g. an underactuated robot off "
+                    "its equilibria); 'none' sends nothing. Read at activate",
+        additional_constraints="hold | none"))
+    declare("idle_after_schedule", False, D(
+        description="With idle_action 'hold': true switches to the hold about the last knot's "
+                    "configuration once a schedule has ended; false keeps the last knot's law "
+                    "(tracking the final state). Read for every new schedule"))
     declare("command_mode", "effort", D(
         description="'effort': publish the force inputs u (forward_command_controller with "
                     "effort interfaces); 'full': the whole integrator input",
@@ -428,6 +440,8 @@ class NodeParameters:
                 raise InputError(f"{name} must be a non-empty topic name")
         elif name == "timeout_action" and value not in TIMEOUT_ACTIONS:
             raise InputError(f"timeout_action must be one of {TIMEOUT_ACTIONS}, got {value!r}")
+        elif name == "idle_action" and value not in IDLE_ACTIONS:
+            raise InputError(f"idle_action must be one of {IDLE_ACTIONS}, got {value!r}")
         elif name == "command_mode" and value not in COMMAND_MODES:
             raise InputError(f"command_mode must be one of {COMMAND_MODES}, got {value!r}")
         elif name == "feasibility" and value not in FEASIBILITY_MODES:

@@ -11,7 +11,8 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(REPO, "launch", "mechnode.launch.py")
-PARAM_FILES = ["config/mechnode.yaml", "config/cartpole_params.yaml", "config/arm7_params.yaml"]
+PARAM_FILES = ["config/mechnode.yaml", "config/cartpole_params.yaml", "config/arm7_params.yaml",
+               "config/panda_params.yaml"]
 
 
 def test_launch_file_compiles_and_references_an_existing_params_file(tmp_path):
@@ -33,13 +34,18 @@ def test_params_files_are_ros2_parameter_files_for_the_node(rel):
     (key, body), = doc.items()
     assert key.split("/")[-1] == "mechnode" and set(body) == {"ros__parameters"}
     params = body["ros__parameters"]
+    from mechnode.demo import SCENARIOS
     from mechnode.joint_map import JointMap
-    from mechnode.plant import Plant
+    from mechnode.plant import Plant, parse_locked_joints
     from mechnode.weights import Weights
-    # arm7_params.yaml takes its model from robot_description: the demo publishes arm7.urdf there
-    model = "arm7.urdf" if params.get("robot_description_topic") else params["model"]
-    plant = Plant.load(model, params["dt"])
-    assert plant.system.name in ("cartpole", "mechnode_arm7")
+    # arm7_params.yaml and panda_params.yaml take their model from robot_description: the demo
+    # publishes arm7.urdf or example-robot-data's panda.urdf there
+    scenario = next((s for s in SCENARIOS.values() if s.params == os.path.basename(rel)), None)
+    model = scenario.model_file() if params.get("robot_description_topic") else params["model"]
+    plant = Plant.load(model, params["dt"], parse_locked_joints(params.get("locked_joints")))
+    assert plant.system.name in ("cartpole", "mechnode_arm7", "panda")
+    if scenario is not None:
+        assert dict(scenario.locked) == plant.locked
     JointMap(plant.config_names, params.get("joint_map", []))
     Weights.from_values(plant, params["Q"], params["R"], params.get("Q_N", ()))
     from mechnode.limits import Limits
