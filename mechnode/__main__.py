@@ -1,4 +1,4 @@
-"""``python -m mechnode --ros-args --params-file mechnode/params/cartpole_params.yaml``"""
+"""``python -m mechnode --ros-args --params-file config/cartpole_params.yaml``"""
 from .cli import main
 
 raise SystemExit(main())

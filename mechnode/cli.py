@@ -1,6 +1,8 @@
 """The ``mechnode`` command: start the node without ``ros2 launch``.
 
-    mechnode [--autostart] [--threads N] --ros-args --params-file mechnode/params/cartpole_params.yaml
+    mechnode [--autostart] [--threads N] --ros-args --params-file config/cartpole_params.yaml
+
+(``config/`` of the repository; installed: ``share/mechnode/config``, which ``--help`` names.)
 
 ROS arguments (``--ros-args ...``: parameter files, ``-p name:=value``, remappings such as
 ``-r __ns:=/robot``) are handled by rclpy. The node starts unconfigured (a lifecycle manager
@@ -29,6 +31,15 @@ def middleware_environment(environ=os.environ) -> None:
     environ["RMW_FASTRTPS_USE_QOS_FROM_XML"] = "1"
 
 
+def _config_epilog() -> str:
+    """Where the parameter files shipped with mechnode are (mechnode.paths, the one lookup)."""
+    from .paths import config_dir
+    try:
+        return f"parameter files shipped with mechnode: {config_dir()}"
+    except FileNotFoundError as exc:
+        return str(exc)
+
+
 def main(argv=None) -> int:
     """``argv``: the arguments after the program name (default ``sys.argv[1:]``)."""
     argv = ["mechnode"] + list(sys.argv[1:] if argv is None else argv)
@@ -36,7 +47,7 @@ def main(argv=None) -> int:
     from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
     from rclpy.utilities import remove_ros_args
 
-    parser = argparse.ArgumentParser(prog="mechnode", description=__doc__,
+    parser = argparse.ArgumentParser(prog="mechnode", description=__doc__, epilog=_config_epilog(),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--autostart", action="store_true",
                         help="configure and activate right away (also: parameter autostart)")

@@ -14,7 +14,9 @@ transform) and the command ``u = u_ref[k] - K[k] (x - x_ref[k])`` at the knot ne
 message's stamp are computed in one numba call (``plant.vi.feedback``), saturated to
 ``+-command_limit`` (counted as ``commands_saturated``) and published as
 ``std_msgs/Float64MultiArray``: the force inputs (``command_mode: effort``) or the whole
-integrator input (``full``). A non-finite command is never published.
+integrator input (``full``). A non-finite command is never published. Before the first schedule
+the law in force may be the idle hold (:mod:`mechnode.idle`, a one-knot schedule installed the
+same way); with no law in force nothing is sent. :meth:`CommandPath.mode` says which.
 
 LFC output (``lfc_topic``): every ``dt`` the knot due now, in the form of LAAS's
 ``linear_feedback_controller`` (:mod:`mechnode.lfc`, computed by the managed node), as a
@@ -87,6 +89,7 @@ class CommandPath:
         self._publish_lock = threading.Lock()
         self.active = None              # the ActiveSchedule in force, swapped atomically
         self._last_state_mono = None    # time.monotonic() of the last valid JointState
+        self._first_state = None        # (q, qdot, stamp ns) of the first accepted state since start
         self._last_command = None
         self._commanding = False
         self.tripped = False            # the watchdog stopped commanding
@@ -104,7 +107,27 @@ class CommandPath:
                 "latency_median_us": None if lat is None else float(np.median(lat)),
                 "latency_p99_us": None if lat is None else float(np.percentile(lat, 99)),
                 "counters": dict(self.health.counters), "last_error": self.health.last_error,
-                "last_error_time": self.health.last_error_time}
+                "last_error_time": self.health.last_error_time, "mode": self.mode()}
+
+    def mode(self) -> str:
+        """What the path is doing: ``idle`` (no law in force: nothing is sent), ``holding`` (a
+        hold law: about the state measured at activation, or about the end of a schedule that
+        has ended, ``idle_after_schedule``) or ``tracking`` (a schedule, including its last
+        knot's law after its end)."""
+        active = self.active
+        if active is None or not self._enabled:
+            return "idle"
+        if active.kind == "hold":
+            return "holding"
+        if active.hold is not None and self._clock is not None and \
+                self._clock.now().nanoseconds > active.end_ns:
+            return "holding"
+        return "tracking"
+
+    def first_state(self):
+        """``(q, qdot, stamp_ns)`` of the first JointState accepted since :meth:`start` (model
+        order), or None: the state the idle hold is computed about."""
+        return self._first_state
 
     # ------------------------------------------------------------------ start / stop
     def start(self, plant, joint_map, settings: CommandSettings):
@@ -124,6 +147,7 @@ class CommandPath:
         self.set_modes(settings.command_mode, settings.timeout_action)
         self._last_stamp_ns = None
         self._last_state_mono = None
+        self._first_state = None
         self._last_command = None
         self._lfc_sent = None
         self.tripped = False
@@ -167,7 +191,9 @@ class CommandPath:
         self._command_mode, self._timeout_action = command_mode, timeout_action
 
     def install(self, active):
-        """Make ``active`` (an ActiveSchedule, or None) the schedule in force."""
+        """Make ``active`` (an ActiveSchedule, or None) the schedule in force: a schedule from a
+        reference, or the idle hold (``kind == "hold"``); both are checked against the path's
+        generation and model before every use."""
         self.active = active
 
     def _spin(self, executor):
@@ -237,6 +263,8 @@ class CommandPath:
                                 f"the model: {list(unknown)} (logged at most every 10 s)", period=10.0)
         self._last_stamp_ns = t_ns
         self._last_state_mono = time.monotonic()
+        if self._first_state is None:
+            self._first_state = (q.copy(), dq.copy(), t_ns)
         health.count("states")
         if self.tripped:
             self.tripped = False
@@ -245,14 +273,17 @@ class CommandPath:
         if active is None:
             return
         generation = self._settings.generation
-        if active.generation != generation or not active.schedule.fits(plant):
+        law, t = active.schedule, (t_ns - active.start_ns) * 1e-9
+        if active.hold is not None and t > law.times[-1]:
+            law = active.hold                       # the schedule has ended: hold its end
+        if active.generation != generation or not law.fits(plant):
             # never reached in normal operation (the pipeline installs only its own
             # configuration's schedules); the kernel does not check bounds, so check here
             health.count("schedules_refused")
-            health.warn_limited("foreign", f"schedule #{active.seq} is for configuration "
+            health.warn_limited("foreign", f"{active.kind} #{active.seq} is for configuration "
                                 f"#{active.generation}, not #{generation}: not used")
             return
-        u, _, _ = active.schedule.command(plant, (t_ns - active.start_ns) * 1e-9, q, dq)
+        u, _, _ = law.command(plant, t, q, dq)
         if u is None:
             health.count("commands_not_finite")
             health.warn_limited("u_nan", "the control law gave a non-finite command; not sent")

@@ -16,6 +16,7 @@ socket pair (:class:`multiprocessing.connection.Connection` messages), one reque
 ``install(active)``              a new schedule in force (no answer awaited)
 ``set_modes(mode, action)``      ``command_mode`` / ``timeout_action`` changed (no answer)
 ``status()``                     the path's report for the diagnostics
+``first_state()``                the first state accepted since start (the idle hold's point)
 ``stop()``                       nothing is published after the answer (deactivate)
 ``cleanup()``, ``close()``       drop the model; end the process (shutdown)
 ==============================  =============================================================
@@ -189,6 +190,11 @@ class CommandProcess:
             self._logger.error(str(exc))
             return None
 
+    def first_state(self):
+        """``(q, qdot, stamp_ns)`` of the first state the path accepted since it was started, or
+        None (none yet). Raises :class:`CommandProcessError`."""
+        return self._request("first_state")
+
     def stop(self):
         """Nothing is published once this returns (or the process is gone)."""
         if self.alive:
@@ -305,7 +311,7 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool, heartbeat=No
                 break
             kind, args = message[0], message[1:]
             if heartbeat is not None:
-                heartbeat.armed = kind in ("start", "install", "set_modes", "status") and (
+                heartbeat.armed = kind in ("start", "install", "set_modes", "status", "first_state") and (
                     kind == "start" or heartbeat.armed)
             if kind == "install":
                 path.install(args[0])
@@ -339,6 +345,8 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool, heartbeat=No
                     plant = joint_map = None
                 elif kind == "status":
                     value = path.status()
+                elif kind == "first_state":
+                    value = path.first_state()
                 else:
                     raise ValueError(f"unknown request {kind!r}")
                 conn.send((True, value))

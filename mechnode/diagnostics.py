@@ -74,7 +74,9 @@ def tracking_status(name, plant, lifecycle_state, active, command, schedule, hea
     ``plant``: the configured Plant or None; ``active``: whether the node is active;
     ``command``: the command path's report (:meth:`~mechnode.command.CommandPath.status`: state
     age, watchdog, latencies, its counters and last error) or None if it cannot report;
-    ``schedule``: the :class:`~mechnode.reference.ActiveSchedule` in force or None;
+    ``schedule``: the :class:`~mechnode.reference.ActiveSchedule` in force or None (the idle
+    hold is not a schedule: the command path's ``mode``, reported as ``mode``, says whether it
+    is ``idle``, ``holding`` or ``tracking``);
     ``health``: the managed node's :class:`Health`; ``now_ns``: ROS time; ``heartbeat``: the
     command process's heartbeat (``age`` [s] or None if it is not running, ``stalls``,
     ``longest`` [s], ``stalled`` now, ``new_stalls`` since the last report).
@@ -92,8 +94,10 @@ def tracking_status(name, plant, lifecycle_state, active, command, schedule, hea
         last_error = cmd["last_error"]
     beat = heartbeat or {}
     stalled = bool(beat.get("stalled"))
+    mode = cmd.get("mode", "idle") if active else "idle"
     values = {
         "lifecycle_state": lifecycle_state,
+        "mode": mode,
         "command_process": "stalled" if stalled else "running" if command is not None else "not running",
         "command_heartbeat_age_s": "none" if beat.get("age") is None else f"{beat['age']:.4f}",
         "command_stalls": str(beat.get("stalls", 0)),
@@ -133,10 +137,13 @@ def tracking_status(name, plant, lifecycle_state, active, command, schedule, hea
         st.level, st.message = DiagnosticStatus.ERROR, (
             f"state timeout: no JointState for {age:.2f} s, not commanding")
     elif schedule is None:
-        st.level, st.message = DiagnosticStatus.OK, "active, waiting for a reference"
+        st.level, st.message = DiagnosticStatus.OK, (
+            "active, holding the robot where it was at activation; waiting for a reference" if mode == "holding"
+            else "active, waiting for a reference (no command sent)")
     elif age is None:
         st.level, st.message = DiagnosticStatus.WARN, "schedule active, waiting for JointState"
     else:
         st.level, st.message = DiagnosticStatus.OK, (
-            f"tracking schedule #{schedule.seq}, {remaining:.2f} s remaining")
+            f"tracking schedule #{schedule.seq}, {remaining:.2f} s remaining" if mode != "holding" or remaining
+            else f"schedule #{schedule.seq} ended: holding its last configuration")
     return st

@@ -148,3 +148,62 @@ def schedule_in_qdot(plant, X_qd, U, weights_qd: Weights, joint_names, times=Non
                     pad_last(Kqd), tuple(names), tuple(plant.input_names), tuple(joint_names),
                     STATE_Q_QDOT, {"riccati_s": time.perf_counter() - t1, "terminal_weight": note,
                                    "knots": N + 1})
+
+
+#: Largest unbalanced generalized force (:func:`core.holding_inputs`' residual) a configuration
+#: may leave for the node to hold it, relative to the gravity and spring forces there (at least
+#: 1 N or N m); above it (an underactuated robot off its equilibria, e.g. a tilted cart-pole) the
+#: hold is refused.
+HOLD_RESIDUAL_LIMIT = 1e-4
+
+
+class HoldError(ValueError):
+    """The hold about a configuration cannot be computed (it names why)."""
+
+
+def hold_schedule(plant, q, weights: Weights, joint_names) -> Schedule:
+    """The law that holds the robot at rest at ``q``, as a one-knot :class:`Schedule`
+    (STATE_Q_P): ``x_ref`` the integrator's rest state at ``q`` (``vi.rest_state``), ``u_ref``
+    the inputs that hold it against gravity and the constraint forces (``core.holding_inputs``;
+    the kinematic variables kept where they are) and ``K`` the stationary LQR gains of the
+    exact linearization there (``core.dlqr`` with the node's weights). A model with holonomic
+    constraints has ``q`` moved onto them first (``core.satisfy_constraints``).
+
+    Raises :class:`HoldError` naming the reason: ``q`` not finite, off the constraints beyond
+    repair, a configuration the inputs cannot hold (a residual above :data:`HOLD_RESIDUAL_LIMIT`
+    times the generalized gravity and spring force there), a singular linearization, no stabilizing Riccati solution,
+    or any non-finite result."""
+    q = np.array(q, dtype=float)
+    if q.shape != (plant.n,) or not np.all(np.isfinite(q)):
+        raise HoldError(f"the measured configuration {np.round(q, 6).tolist()} is not {plant.n} finite numbers")
+    system, vi = plant.system, plant.vi
+    info = {}
+    try:
+        t0 = time.perf_counter()
+        if plant.has_constraints:
+            q = core.satisfy_constraints(system, q)
+        u, residual = core.holding_inputs(system, q)
+        scale = max(1.0, float(np.linalg.norm(system.lagrangian_derivatives(q, np.zeros(plant.n), 1).Lq)))
+        if not residual <= HOLD_RESIDUAL_LIMIT * scale:
+            raise HoldError(f"the inputs {plant.force_input_names} cannot hold q = {np.round(q, 4).tolist()}: "
+                            f"an unbalanced generalized force of {residual:.3g} remains (at most "
+                            f"{HOLD_RESIDUAL_LIMIT:g} x {scale:.3g}; an underactuated robot off its equilibria)")
+        x = vi.rest_state(q)
+        ur = vi.rest_input(q, u)
+        A, B = vi.linearize(x, ur)
+        K, P = core.dlqr(A, B, weights.Q, weights.R)
+        info = {"hold_s": time.perf_counter() - t0, "residual": residual}
+    except HoldError:
+        raise
+    except (core.CoreError, np.linalg.LinAlgError, ValueError, ArithmeticError) as exc:
+        raise HoldError(f"{type(exc).__name__}: {exc}") from None
+    for name, a in (("rest state", x), ("holding input", ur), ("gain", K), ("Riccati solution", P)):
+        if not np.all(np.isfinite(a)):
+            raise HoldError(f"the {name} is not finite")
+    closed = np.abs(np.linalg.eigvals(A - B @ K)).max()
+    if not closed < 1.0:
+        raise HoldError(f"the LQR gains do not stabilize the linearization (spectral radius {closed:.6g})")
+    info["spectral_radius"] = float(closed)
+    return Schedule(plant.dt, np.zeros(1), x[None].copy(), ur[None].copy(), K[None].copy(),
+                    tuple(plant.state_names), tuple(plant.input_names), tuple(joint_names),
+                    STATE_Q_P, dict(info, knots=1, kind="hold"))

@@ -26,6 +26,8 @@ The parts, one module each
   1 kHz, and the state watchdog, in a process of its own (:mod:`mechnode.command_process`,
   started with the node: configured, started, stopped and given schedules by the transitions
   and the reference pipeline);
+* :mod:`mechnode.idle`: the hold about the state measured at activation, until the first
+  schedule (``idle_action``);
 * :mod:`mechnode.limits`: state bounds, stamp checks, command saturation;
 * :mod:`mechnode.diagnostics`: counters, timings, ``DiagnosticArray`` on ``diagnostics_topic``;
 * :mod:`mechnode.services`: the four services.
@@ -64,6 +66,7 @@ from .command import CommandSettings
 from .command_process import STALL_SECONDS, CommandProcess
 from .diagnostics import Health, callback_guard, tracking_status
 from .errors import InputError
+from .idle import IdleHold
 from .joint_map import JointMap
 from .lfc import check_lfc_model, lfc_schedule
 from .parameters import NodeParameters
@@ -116,9 +119,10 @@ class MechNode(LifecycleNode):
         self._lfc = False                       # publishing the LFC form (lfc_topic set at activate)
         self.model_services = ModelServices(self, self.params, self.health)
         # callback groups on the multi-threaded executor (the services have theirs): schedule
-        # computations and diagnostics; the command path has an executor of its own
+        # computations (and the idle hold's) and diagnostics; the command path has an executor of its own
         self._cb_reference = MutuallyExclusiveCallbackGroup()
         self._cb_diagnostics = MutuallyExclusiveCallbackGroup()
+        self.idle = IdleHold(self)              # idle_action: the hold until the first schedule
         self.get_logger().info("mechnode started (unconfigured); services ~/linearize, "
                                "~/compute_gains, ~/plan_trajectory, ~/get_model")
 
@@ -133,7 +137,9 @@ class MechNode(LifecycleNode):
             self.command.set_modes(params.command_mode, params.timeout_action)
 
     def _install(self, active):
-        """A new schedule in force: its LFC form if that is published, then to the command path."""
+        """A new schedule in force: its LFC form if that is published, the hold after its end
+        (idle_after_schedule), then to the command path."""
+        self.idle.attach_end_hold(active, self.config)
         if self._lfc:
             try:
                 active.lfc = lfc_schedule(self.config.plant, active.schedule)
@@ -159,6 +165,7 @@ class MechNode(LifecycleNode):
         t0 = time.perf_counter()
         spec, dt = value("model"), float(value("dt"))
         try:
+            self.params.check_refused()     # a parameter file value refused at start-up
             topic = value("robot_description_topic")
             locked = parse_locked_joints(value("locked_joints"))
             if topic:
@@ -250,6 +257,7 @@ class MechNode(LifecycleNode):
                     self.command.configure(self.config.plant, value("joint_map"), self.config.generation,
                                            self.get_parameter("use_sim_time").value)
                 self.command.start(settings)
+                self.idle.start(self.config)
                 # subscriptions last: their callbacks may run as soon as they exist
                 self._reference_sub = self.create_subscription(
                     JointTrajectory, value("reference_topic"), self.reference.on_reference, LATCHED,
@@ -307,13 +315,19 @@ class MechNode(LifecycleNode):
 
     def destroy_node(self):
         self._teardown()
-        self.command.close()
+        if getattr(self, "command", None) is not None:      # None: __init__ did not get that far
+            self.command.close()
         return super().destroy_node()
 
     def _teardown(self):
-        """Stop the command path, destroy what activate created, drop the schedule."""
-        self.command.stop()         # first: no command is sent after this (or the process is gone)
+        """Stop the command path, destroy what activate created, drop the schedule. Safe on a
+        node whose __init__ did not complete (rclpy destroys it at context shutdown)."""
+        if getattr(self, "command", None) is not None:
+            self.command.stop()     # first: no command is sent after this (or the process is gone)
+        if getattr(self, "reference", None) is None:
+            return                  # constructed no further than this: nothing was activated
         with self._lock:
+            self.idle.stop()
             self.reference.stop()
             sub, timer = self._reference_sub, self._diagnostics_timer
             pubs = (self._schedule_pub, self._diagnostics_pub)

@@ -7,11 +7,22 @@ stamp checks, ``state_timeout``) are applied at activate and can only change whi
 ``command_mode`` and ``timeout_action`` apply from the next state message; the weights and the
 feasibility/optimizer settings from the next reference or request.
 
+Numbers as users write them: every double parameter (and double array: ``Q``, ``R``, ``Q_N``,
+the state and command limits) also takes integers (``Q: [10000, 1]``, ``dt: 1``), from a
+parameter file or set at run time; they are stored and read as doubles. A value of the wrong
+kind (a string where a number is meant) is refused naming the parameter and the value.
+
+A value in the parameter file that is refused does not stop the node: the parameter keeps its
+default, one log line names it with the value and the reason, and ``configure`` fails (one line)
+until the parameter is set to a valid value (``ros2 param set``, ``SetParameters``).
+
 ``lock_parameters`` (launch time only, itself read-only): when true, every parameter of
 :data:`LOCKABLE_PARAMETERS` is declared read-only, so nothing can change it at run time (its
 value comes from the parameter file or ``-p`` overrides).
 """
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 from rcl_interfaces.msg import (
@@ -20,7 +31,11 @@ from rcl_interfaces.msg import (
     ParameterDescriptor,
     SetParametersResult,
 )
-from rclpy.exceptions import ParameterUninitializedException
+from rclpy.exceptions import (
+    InvalidParameterTypeException,
+    InvalidParameterValueException,
+    ParameterUninitializedException,
+)
 from rclpy.parameter import Parameter
 
 from .errors import InputError
@@ -39,6 +54,7 @@ from .weights import Weights, check_weight_values
 
 COMMAND_MODES = ("effort", "full")
 TIMEOUT_ACTIONS = ("zero", "hold")
+IDLE_ACTIONS = ("hold", "none")
 FEASIBILITY_MODES = ("auto", "inverse_dynamics", "optimizer", "none")
 OPTIMIZER_METHODS = ("first_order", "second_order")
 CONFIGURE_PARAMETERS = ("model", "dt", "joint_map", "locked_joints", "robot_description_topic",
@@ -53,59 +69,112 @@ WORK_LIMIT_PARAMETERS = ("max_knots", "max_reference_points", "optimizer_time_li
 #: read-only when the node is started with lock_parameters: true
 LOCKABLE_PARAMETERS = CONFIGURE_PARAMETERS + TOPIC_PARAMETERS + LIMIT_PARAMETERS + WORK_LIMIT_PARAMETERS
 CONTROL_PARAMETERS = ("command_mode", "state_timeout", "timeout_action")  # read at 1 kHz
+#: doubles (integers accepted, stored as doubles), with their ranges [lo, hi]
+DOUBLE_PARAMETERS = {"robot_description_timeout": (0.1, 600.0), "dt": (1e-5, 1.0),
+                     "state_timeout": (1e-3, 3600.0), "stamp_tolerance": (0.0, 10.0),
+                     "optimizer_tolerance": (1e-15, 1e6), "optimizer_time_limit": (0.01, 3600.0),
+                     "diagnostics_period": (0.01, 3600.0)}
+#: double arrays (integer arrays accepted, stored as double arrays)
+DOUBLE_ARRAY_PARAMETERS = ("Q", "R", "Q_N")
+#: a double or a double array (integers accepted)
+NUMBER_OR_ARRAY_PARAMETERS = ("state_position_limit", "state_velocity_limit", "command_limit")
 
 
-def _range(lo, hi):
+def _range(name):
+    lo, hi = DOUBLE_PARAMETERS[name]
     return [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
 
 
-def declare_parameters(node) -> None:
-    """Declare every parameter of the node with its default and descriptor."""
-    node.declare_parameter("lock_parameters", False, ParameterDescriptor(
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def as_doubles(name, value):
+    """``value`` of a double parameter (``name`` in DOUBLE_PARAMETERS, DOUBLE_ARRAY_PARAMETERS
+    or NUMBER_OR_ARRAY_PARAMETERS) with integers made doubles: a float, a list of floats, or
+    None (unset); raises InputError naming the parameter and the value if it is not numbers."""
+    if value is None:
+        return None
+    scalar_ok = name not in DOUBLE_ARRAY_PARAMETERS
+    array_ok = name not in DOUBLE_PARAMETERS
+    if scalar_ok and _is_number(value):
+        return float(value)
+    if array_ok and not isinstance(value, (str, bytes)) and hasattr(value, "__len__") \
+            and all(_is_number(x) for x in value):
+        return [float(x) for x in value]
+    kind = ("a number" if not array_ok else "a list of numbers" if not scalar_ok
+            else "a number or a list of numbers")
+    raise InputError(f"{name} must be {kind}, got {value!r}")
+
+
+def _coerce(param: Parameter) -> Parameter:
+    """An integer (array) set on a double (array) parameter, as a double (array); else as is."""
+    name, v = param.name, param.value
+    if name in DOUBLE_PARAMETERS or name in NUMBER_OR_ARRAY_PARAMETERS:
+        if param.type_ == Parameter.Type.INTEGER:
+            return Parameter(name, Parameter.Type.DOUBLE, float(v))
+    if name in DOUBLE_ARRAY_PARAMETERS or name in NUMBER_OR_ARRAY_PARAMETERS:
+        if param.type_ == Parameter.Type.INTEGER_ARRAY:
+            return Parameter(name, Parameter.Type.DOUBLE_ARRAY, [float(x) for x in v])
+    return param
+
+
+def declare_parameters(node, declare=None) -> None:
+    """Declare every parameter of the node with its default and descriptor; ``declare(name,
+    default, descriptor)`` declares one (default: ``node.declare_parameter``)."""
+    declare = declare or node.declare_parameter
+    declare("lock_parameters", False, ParameterDescriptor(
         description="Launch time only: true declares the model, dt, joint_map, the topics and the "
                     "safety limits read-only (nothing can change them at run time)",
         read_only=True))
     locked = bool(node.get_parameter("lock_parameters").value)
 
     def D(name=None, **kwargs):
-        """A descriptor; read-only for the lockable parameters when lock_parameters is true."""
+        """A descriptor; read-only for the lockable parameters when lock_parameters is true;
+        dynamically typed for the double parameters (so that rclpy takes integers, which the
+        parameter callbacks check and store as doubles) with their range."""
+        if name in DOUBLE_PARAMETERS or name in DOUBLE_ARRAY_PARAMETERS or name in NUMBER_OR_ARRAY_PARAMETERS:
+            kwargs["dynamic_typing"] = True
+            kwargs.setdefault("additional_constraints", "double" if name in DOUBLE_PARAMETERS else
+                              "double array" if name in DOUBLE_ARRAY_PARAMETERS else "double or double array")
+        if name in DOUBLE_PARAMETERS:
+            kwargs["floating_point_range"] = _range(name)
         return ParameterDescriptor(read_only=locked and name in LOCKABLE_PARAMETERS, **kwargs)
 
-    node.declare_parameter("model", DEFAULT_MODEL, D(
+    declare("model", DEFAULT_MODEL, D(
         "model",
         description=f"Model: a YAML or URDF file (absolute, relative to the working directory, or "
                     f"the name of a model packaged with core: core/data/) or YAML or URDF model text "
                     f"(several lines, a flow mapping in braces, or XML), at most {MAX_MODEL_BYTES} "
                     f"bytes. Data only: nothing named in it is imported or run. Read at configure.",
         additional_constraints="change only while unconfigured"))
-    node.declare_parameter("robot_description_topic", "", D(
+    declare("robot_description_topic", "", D(
         "robot_description_topic",
         description="If set (e.g. /robot_description), configure takes the model from this "
                     "std_msgs/String topic (URDF, as robot_state_publisher publishes it: reliable, "
                     "transient local) instead of the parameter model; at most "
                     f"{MAX_MODEL_BYTES} bytes, checked before conversion. Read at configure.",
         additional_constraints="change only while unconfigured"))
-    node.declare_parameter("robot_description_timeout", 10.0, D(
+    declare("robot_description_timeout", 10.0, D(
         "robot_description_timeout",
-        description="Seconds configure waits for the robot description before it fails",
-        floating_point_range=_range(0.1, 600.0)))
-    node.declare_parameter("dt", 0.01, D("dt", description="Variational integrator time step [s]; "
-                                         "read at configure", floating_point_range=_range(1e-5, 1.0)))
+        description="Seconds configure waits for the robot description before it fails"))
+    declare("dt", 0.01, D("dt", description="Variational integrator time step [s]; "
+                                         "read at configure"))
     for name, text in (("Q", "State weight on x = [q, p, v]: nx diagonal entries or nx*nx "
                              "row-major; unset = identity"),
                        ("R", "Input weight: nu diagonal entries or nu*nu; unset = identity"),
                        ("Q_N", "Terminal state weight (as Q); unset = DARE solution at the "
                                "last step")):
-        node.declare_parameter(name, Parameter.Type.DOUBLE_ARRAY, D(description=text))
-    node.declare_parameter("joint_map", Parameter.Type.STRING_ARRAY, D(
+        declare(name, None, D(name, description=text))
+    declare("joint_map", Parameter.Type.STRING_ARRAY, D(
         "joint_map", description="'model_variable:joint_name' entries; unmapped variables use their own "
                     "name. Read at configure."))
-    node.declare_parameter("max_model_variables", 200, D(
+    declare("max_model_variables", 200, D(
         "max_model_variables", integer_range=[IntegerRange(from_value=1, to_value=2000, step=1)],
         description="Largest number of configuration variables a model may have: checked at configure "
                     "right after the model is read, before anything grows with its size (the "
                     "integrator's second order takes about 300 n^3 bytes). Read at configure."))
-    node.declare_parameter("locked_joints", Parameter.Type.STRING_ARRAY, D(
+    declare("locked_joints", Parameter.Type.STRING_ARRAY, D(
         "locked_joints", description="'joint=value' entries: joints of the model frozen at these values "
                     "(a gripper left to its own driver); they leave the state and the commands, and "
                     "JointStates may omit them. Read at configure."))
@@ -124,18 +193,17 @@ def declare_parameters(node) -> None:
                               "knot by knot in the form of LAAS's linear_feedback_controller "
                               "(tau = feedforward + feedback_gain ([q, qdot]_ref - [q, qdot]), one "
                               "effort per joint; reliable); empty = off")):
-        node.declare_parameter(name, default, D(name, description=text + "; applied at activate"))
-    node.declare_parameter("state_timeout", 0.5, D(
+        declare(name, default, D(name, description=text + "; applied at activate"))
+    declare("state_timeout", 0.5, D(
         "state_timeout",
         description="Watchdog [s]: seconds without an accepted JointState before commanding "
-                    "stops; also the oldest accepted state stamp (now - stamp). Applied at activate",
-        floating_point_range=_range(1e-3, 3600.0)))
-    node.declare_parameter("stamp_tolerance", DEFAULT_STAMP_TOLERANCE, D(
+                    "stops; also the oldest accepted state stamp (now - stamp). Applied at activate"))
+    declare("stamp_tolerance", DEFAULT_STAMP_TOLERANCE, D(
         "stamp_tolerance",
         description="JointState stamps more than this many seconds ahead of the node's clock are "
                     "refused (clock offset allowed between the sender and the node) [s]. Applied "
-                    "at activate", floating_point_range=_range(0.0, 10.0)))
-    node.declare_parameter("accept_unstamped", False, D(
+                    "at activate"))
+    declare("accept_unstamped", False, D(
         "accept_unstamped",
         description="true: a JointState with a zero stamp is used with its receipt time; false: "
                     "refused (default). Applied at activate"))
@@ -146,54 +214,61 @@ def declare_parameters(node) -> None:
              "Largest accepted |velocity| of a JointState [m/s or rad/s]"),
             ("command_limit", DEFAULT_COMMAND_LIMIT,
              "Commands saturate to +-limit [N or N m] per force input")):
-        node.declare_parameter(name, float(default), D(
-            name, dynamic_typing=True,
-            description=f"{text}: one number for all, or one per "
+        declare(name, float(default), D(
+            name, description=f"{text}: one number for all, or one per "
                         f"{'force input' if name == 'command_limit' else 'configuration variable'} "
                         f"in the model's order (get_model); > 0 and finite. Applied at activate",
-            additional_constraints="double or double array"))
-    node.declare_parameter("timeout_action", "zero", D(
+))
+    declare("timeout_action", "zero", D(
         description="On state timeout send once 'zero' (zeros) or 'hold' (last command), "
                     "then stop commanding", additional_constraints="zero | hold"))
-    node.declare_parameter("command_mode", "effort", D(
+    declare("idle_action", "hold", D(
+        description="While no schedule is in force (from activation to the first schedule): 'hold' "
+                    "regulates about the first state measured after activation (the inputs that hold "
+                    "it against gravity and the constraints, and LQR gains with Q, R there; refused "
+                    "with a log line when they cannot be computed, e.g. an underactuated robot off "
+                    "its equilibria); 'none' sends nothing. Read at activate",
+        additional_constraints="hold | none"))
+    declare("idle_after_schedule", False, D(
+        description="With idle_action 'hold': true switches to the hold about the last knot's "
+                    "configuration once a schedule has ended; false keeps the last knot's law "
+                    "(tracking the final state). Read for every new schedule"))
+    declare("command_mode", "effort", D(
         description="'effort': publish the force inputs u (forward_command_controller with "
                     "effort interfaces); 'full': the whole integrator input",
         additional_constraints="effort | full"))
-    node.declare_parameter("feasibility", "auto", D(
+    declare("feasibility", "auto", D(
         description="How references are made dynamically feasible: auto | inverse_dynamics | "
                     "optimizer | none"))
-    node.declare_parameter("optimizer_method", "first_order", D(
+    declare("optimizer_method", "first_order", D(
         description="core.optimize_trajectory method: first_order | second_order"))
-    node.declare_parameter("optimizer_max_iterations", 10, D(
+    declare("optimizer_max_iterations", 10, D(
         description="Iteration cap of the trajectory optimizer (0 = closed-loop rollout only)",
         integer_range=[IntegerRange(from_value=0, to_value=10000, step=1)]))
-    node.declare_parameter("optimizer_tolerance", 1e-6, D(
-        description="Optimizer stopping tolerance on |dJ along the descent direction| "
-                    "(core.optimize_trajectory, stop='slope')",
-        floating_point_range=_range(1e-15, 1e6)))
-    node.declare_parameter("max_knots", 20000, D(
+    declare("optimizer_tolerance", 1e-6, D(
+        "optimizer_tolerance", description="Optimizer stopping tolerance on |dJ along the descent direction| "
+                    "(core.optimize_trajectory, stop='slope')"))
+    declare("max_knots", 20000, D(
         "max_knots",
         description="Longest accepted schedule, in knots (references, compute_gains, plan_trajectory)",
         integer_range=[IntegerRange(from_value=2, to_value=10_000_000, step=1)]))
-    node.declare_parameter("max_reference_points", 20000, D(
+    declare("max_reference_points", 20000, D(
         "max_reference_points",
         description="Most points a JointTrajectory reference may have; a larger message is "
                     "refused from its serialized size, before it is converted",
         integer_range=[IntegerRange(from_value=2, to_value=10_000_000, step=1)]))
-    node.declare_parameter("optimizer_time_limit", 5.0, D(
+    declare("optimizer_time_limit", 5.0, D(
         "optimizer_time_limit",
         description="Seconds after which the trajectory optimizer (references, compute_gains, "
-                    "plan_trajectory) starts no further iteration; its last iterate is used",
-        floating_point_range=_range(0.01, 3600.0)))
-    node.declare_parameter("max_request_iterations", 1000, D(
+                    "plan_trajectory) starts no further iteration; its last iterate is used"))
+    declare("max_request_iterations", 1000, D(
         "max_request_iterations",
         description="Most optimizer iterations a plan_trajectory request may ask for",
         integer_range=[IntegerRange(from_value=0, to_value=1_000_000, step=1)]))
-    node.declare_parameter("diagnostics_period", 1.0, D(
-        description="Seconds between diagnostics; applied at activate",
-        floating_point_range=_range(0.01, 3600.0)))
-    node.declare_parameter("warm_up", True, D(description="Run every numba kernel at configure"))
-    node.declare_parameter("autostart", False, D(
+    declare("diagnostics_period", 1.0, D(
+        "diagnostics_period", description="Seconds between diagnostics; applied at activate"))
+    declare("warm_up", True, D(description="Run every numba kernel at configure"))
+    declare("autostart", False, D(
         description="Configure and activate at start-up (read by the mechnode command)"))
 
 
@@ -212,20 +287,65 @@ class NodeParameters:
         self._plant = plant
         self._is_active = is_active
         self._on_control = on_control
+        #: parameter name -> why its value from the parameter file was refused (the parameter
+        #: has its default; configure fails until it is set)
+        self.refused: dict[str, str] = {}
+        self._refusal = None                # (name, value, reason) of the last refused set
         # registered before the declarations: values from parameter files are validated too
+        # (the pre-set callback, integers as doubles, runs for sets after the declarations)
+        node.add_pre_set_parameters_callback(lambda params: [_coerce(p) for p in params])
         node.add_on_set_parameters_callback(self._on_set)
         node.add_post_set_parameters_callback(self._after_set)
-        declare_parameters(node)
+        declare_parameters(node, self._declare)
         self.command_mode = self.value("command_mode")
         self.state_timeout = self.value("state_timeout")
         self.timeout_action = self.value("timeout_action")
 
-    def value(self, name):
-        """The parameter's value; None for a typed parameter that was never set."""
+    def _declare(self, name, default, descriptor) -> None:
+        """Declare ``name`` with the parameter file's value; if that is refused (wrong type,
+        out of range, invalid), with ``default`` instead, recorded in :attr:`refused` and
+        logged in one line naming the parameter and the value."""
+        node, self._refusal = self._node, None
+        # declared writable first: an integer given for a double is then redeclared as a double
+        # (and a read-only parameter made read-only), without the file's value
+        probe = copy.deepcopy(descriptor)
+        probe.read_only = False
         try:
-            return self._node.get_parameter(name).value
+            param = node.declare_parameter(name, default, probe)
+            coerced = _coerce(param)
+            if coerced is not param or descriptor.read_only:
+                node.undeclare_parameter(name)
+                value = default if coerced.value is None else coerced.value     # None: unset (a type)
+                node.declare_parameter(name, value, descriptor, ignore_override=True)
+            return
+        except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+            if self._refusal is not None and self._refusal[0] == name:
+                _, value, reason = self._refusal
+                message = f"{name} = {value!r}: {reason}"
+            else:                           # refused by rclpy (type, range): it names the value
+                message = str(exc.args[0]) if exc.args else str(exc)
+        node.declare_parameter(name, default, descriptor, ignore_override=True)
+        self.refused[name] = message
+        node.get_logger().error(
+            f"parameter file: {message}; {name} is left at its default ({default!r}) and configure "
+            f"fails until {name} is set to a valid value")
+
+    def check_refused(self) -> None:
+        """Raise InputError naming every parameter whose file value was refused and not set since."""
+        if self.refused:
+            raise InputError("parameter file value(s) refused at start-up, set them first: "
+                             + "; ".join(self.refused.values()))
+
+    def value(self, name):
+        """The parameter's value (doubles as floats, double arrays as lists of floats, also
+        when written as integers); None for a parameter that was never set."""
+        try:
+            value = self._node.get_parameter(name).value
         except ParameterUninitializedException:
             return None
+        if name in DOUBLE_PARAMETERS or name in DOUBLE_ARRAY_PARAMETERS or name in NUMBER_OR_ARRAY_PARAMETERS:
+            return as_doubles(name, value)
+        return value
 
     def weights(self, plant, **override) -> Weights:
         """The weights of the parameters for ``plant`` (``override``: values to use instead):
@@ -269,16 +389,19 @@ class NodeParameters:
             for p in params:
                 self.check(p.name, p.value)
         except (InputError, ModelSpecError, ValueError, TypeError) as exc:
+            self._refusal = (p.name, p.value, str(exc))
             return SetParametersResult(successful=False, reason=str(exc))
         except Exception as exc:  # noqa: BLE001 - anything else: refused, never raised into rclpy
+            self._refusal = (p.name, p.value, f"{type(exc).__name__}: {exc}")
             return SetParametersResult(successful=False, reason=f"{type(exc).__name__}: {exc}")
         return SetParametersResult(successful=True)
 
     def _after_set(self, params) -> None:
         changed = False
         for p in params:
+            self.refused.pop(p.name, None)      # set to a valid value since
             if p.name in CONTROL_PARAMETERS:
-                setattr(self, p.name, p.value)
+                setattr(self, p.name, as_doubles(p.name, p.value) if p.name in DOUBLE_PARAMETERS else p.value)
                 changed = True
         if changed and self._on_control is not None:
             self._on_control()
@@ -290,6 +413,14 @@ class NodeParameters:
             raise InputError(f"{name} can only change while unconfigured (cleanup first)")
         if name in TOPIC_PARAMETERS + LIMIT_PARAMETERS and self._is_active():
             raise InputError(f"{name} can only change while inactive (deactivate first)")
+        if name in DOUBLE_PARAMETERS or name in DOUBLE_ARRAY_PARAMETERS or name in NUMBER_OR_ARRAY_PARAMETERS:
+            if value is None and self._node.has_parameter(name):
+                raise InputError(f"{name} cannot be unset (set a value)")
+            value = as_doubles(name, value)     # integers as doubles; anything else refused
+            if name in DOUBLE_PARAMETERS and value is not None:
+                lo, hi = DOUBLE_PARAMETERS[name]
+                if not lo <= value <= hi:
+                    raise InputError(f"{name} = {value!r} is outside [{lo}, {hi}]")
         if name == "model":
             check_model_spec(value)
         elif name == "joint_map" and value is not None:
@@ -309,6 +440,8 @@ class NodeParameters:
                 raise InputError(f"{name} must be a non-empty topic name")
         elif name == "timeout_action" and value not in TIMEOUT_ACTIONS:
             raise InputError(f"timeout_action must be one of {TIMEOUT_ACTIONS}, got {value!r}")
+        elif name == "idle_action" and value not in IDLE_ACTIONS:
+            raise InputError(f"idle_action must be one of {IDLE_ACTIONS}, got {value!r}")
         elif name == "command_mode" and value not in COMMAND_MODES:
             raise InputError(f"command_mode must be one of {COMMAND_MODES}, got {value!r}")
         elif name == "feasibility" and value not in FEASIBILITY_MODES:

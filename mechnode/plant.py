@@ -294,6 +294,10 @@ class Plant:
         here allocates more than ``O(n²)`` with the size of the node's model."""
         tiny = core.MidpointVI(core.load_system(WARM_UP_MODEL), self.dt)
         tiny.warm_up(processes=2)
+        # the idle hold's (mechnode.gains.hold_schedule): its first call at activation is then fast
+        q = core.satisfy_constraints(tiny.system, np.full(tiny.nq, 0.3))
+        tiny.rest_input(q, core.holding_inputs(tiny.system, q)[0])
+        tiny.rest_state(q)
         self.vi.warm_up(second_order=False)
         nx, nu = tiny.nx, tiny.nu
         A, B = np.tile(np.eye(nx), (2, 1, 1)), np.tile(np.eye(nx, nu), (2, 1, 1))

@@ -29,12 +29,17 @@ from .schedule import schedule_from_reference
 class ActiveSchedule:
     """A schedule, its start time (ROS time, ns), number, and the generation of the
     configuration it was computed for; ``lfc``: its LFC form (:mod:`mechnode.lfc`) when the node
-    publishes one. Replaced as a whole; not changed once handed to the command path."""
-    __slots__ = ("schedule", "start_ns", "seq", "generation", "lfc")
+    publishes one; ``kind``: ``"schedule"`` (from a reference) or ``"hold"`` (the idle hold
+    about the state measured at activation, a one-knot schedule: :func:`mechnode.gains.hold_schedule`);
+    ``hold``: the one-knot law that replaces the schedule once it has ended
+    (``idle_after_schedule``), or None. Replaced as a whole; not changed once handed to the
+    command path."""
+    __slots__ = ("schedule", "start_ns", "seq", "generation", "lfc", "kind", "hold")
 
-    def __init__(self, schedule, start_ns: int, seq: int, generation: int, lfc=None):
+    def __init__(self, schedule, start_ns: int, seq: int, generation: int, lfc=None, kind="schedule",
+                 hold=None):
         self.schedule, self.start_ns, self.seq = schedule, start_ns, seq
-        self.generation, self.lfc = generation, lfc
+        self.generation, self.lfc, self.kind, self.hold = generation, lfc, kind, hold
 
     @property
     def end_ns(self) -> int:

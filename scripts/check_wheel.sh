@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The package outside the repository: builds the wheel from pyproject.toml, installs it into a
 # fresh venv (its dependencies from the package registry) and, from a directory outside the
-# repository, loads every packaged model by name, finds the node's parameter files, and runs the
+# repository, loads every packaged model by name, finds the node's parameter files
+# (share/mechnode/config, through mechnode.paths), and runs the
 # library demo on the default model and on the URDF arm, and the command line on the arm.
 # Called by scripts/test.sh.
 set -euo pipefail
@@ -31,11 +32,21 @@ for name in names:
     s = core.load_system(name)
     print(f"check_wheel: {name}: {s.name}, {s.nq} coordinates, {s.nu} inputs")
 core.examples.marionette()
-params = resources.files("mechnode") / "params"
+# the node's parameter files: data files of the wheel, in <venv>/share/mechnode/config, found
+# by the one lookup (mechnode.paths) from the installed package
+import sys
+
+from mechnode.paths import config_dir, config_file
+
+params = config_dir()
+expected = os.path.join(sys.prefix, "share", "mechnode", "config")
+assert os.path.samefile(params, expected), f"config_dir() = {params}, not {expected}"
 found = sorted(p.name for p in params.iterdir() if p.name.endswith(".yaml"))
 assert {"mechnode.yaml", "cartpole_params.yaml", "arm7_params.yaml"} <= set(found), found
+assert "ros__parameters" in config_file("cartpole_params.yaml").read_text()
+assert not (resources.files("mechnode") / "params").is_dir(), "parameter files copied into the package"
 assert (resources.files("mechnode") / "fastdds_profile.xml").is_file()
-print(f"check_wheel: core {core.__version__} from {site}; node parameter files {found}")
+print(f"check_wheel: core {core.__version__} from {site}; node parameter files {found} in {params}")
 PY
 "$work/venv/bin/python" -m core.demo >"$work/demo.log" 2>&1 || { cat "$work/demo.log"; exit 1; }
 tail -n 2 "$work/demo.log"

@@ -4,7 +4,9 @@
 # errors: scripts/build_api_docs.py), then check the wheel outside the repository
 # (scripts/check_wheel.sh).
 # ROS tests are required here (MECHNODE_REQUIRE_ROS=1: a missing rclpy fails instead of skipping)
-# and DDS discovery is kept on this host.
+# and DDS discovery is kept on this host. The tests include the colcon build of the three ROS
+# packages (tests/ros/test_colcon_build.py runs scripts/colcon_build.sh: it apt-installs Debian's
+# colcon once) and the installed node's start from the install space.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/scripts/bootstrap.sh"

@@ -66,3 +66,40 @@ def test_interface_manifests_parse(name):
     pkg.validate()
     assert pkg.name == name and pkg.package_format == 3 and pkg.get_build_type() == "ament_cmake"
     assert "rosidl_interface_packages" in {g.name for g in pkg.member_of_groups}
+
+
+#: What colcon-python-setup-py (0.2.8, Debian bookworm's; colcon-ros identifies an ament_python
+#: package with it) runs to read a setup.py: a dry run stopped after the configuration, whose
+#: repr must parse back with ast.literal_eval (a SpecifierSet, as setuptools makes of a
+#: python_requires from setup.cfg or a [project] table, does not: SyntaxError).
+COLCON_DRY_RUN = """
+import sys
+from distutils.core import run_setup
+dist = run_setup('setup.py', script_args=('--dry-run',), stop_after='config')
+skip_keys = ('cmdclass', 'distclass', 'ext_modules', 'metadata')
+data = {key: value for key, value in dist.__dict__.items()
+        if not key.startswith('_') and not callable(value) and key not in skip_keys
+        and key not in dist.display_option_names}
+data['metadata'] = {k: v for k, v in dist.metadata.__dict__.items() if k not in ('license_files', 'provides_extras')}
+sys.stdout.buffer.write(repr(data).encode('utf-8'))
+"""
+
+
+def test_colcon_reads_setup_py_metadata_and_version_is_core_version():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", COLCON_DRY_RUN], cwd=ROOT, capture_output=True, check=True).stdout
+    data = ast.literal_eval(out.decode())
+    assert data["metadata"]["name"] == "mechnode"
+    assert data["metadata"]["version"] == core.__version__
+    assert data["python_requires"] == ">=3.11,<3.12"
+    assert {"numpy>=1.24", "numba>=0.59"} <= set(data["install_requires"])
+    assert "mechnode = mechnode.cli:main" in data["entry_points"]["console_scripts"]
+    shared = dict(data["data_files"])
+    assert shared["share/mechnode/config"] == sorted(f"config/{f}" for f in os.listdir(os.path.join(ROOT, "config"))
+                                                     if f.endswith(".yaml"))
+    # one place for the metadata: setup.cfg (+ python_requires in setup.py), none in pyproject.toml
+    import tomllib
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        pyproject = tomllib.load(fh)
+    assert "project" not in pyproject and "setuptools" not in pyproject.get("tool", {})

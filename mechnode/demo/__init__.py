@@ -1,18 +1,27 @@
 """End-to-end demo over real DDS: the mechnode node balances a simulated cart-pole while it
 tracks a reference, and the tracking error is printed as it converges.
 
-    python -m mechnode.demo [--robot cartpole|arm7] [--timeout 20] [--threshold 0.01] [--in-process]
+    python -m mechnode.demo [--robot cartpole|arm7|panda] [--timeout 20] [--threshold 0.01] [--in-process]
 
 ``--robot arm7`` runs the same loop with the 7-joint arm of ``core/data/arm7.urdf`` instead: the
 demo publishes the URDF on ``<namespace>/robot_description`` (std_msgs/String, latched, as
-robot_state_publisher does), the node (``mechnode/params/arm7_params.yaml``) takes its model from
+robot_state_publisher does), the node (``config/arm7_params.yaml``) takes its model from
 there, joint names and command limits from the URDF; the arm starts 0.03 off a bent pose in every
-joint and tracks a lift and shoulder/elbow motion under the node's gains. The rest of this
-docstring describes the cart-pole.
+joint and tracks a lift and shoulder/elbow motion under the node's gains.
+
+``--robot panda`` does the same with ``example-robot-data``'s Panda (the package's
+``panda_description/urdf/panda.urdf``; installed by ``scripts/bootstrap.sh`` with the test extras)
+and its gripper locked (``config/panda_params.yaml``: ``locked_joints:
+["panda_finger_joint1=0.04"]``): the node's model, the simulated robot's model, its JointState
+and the effort command have the 7 arm joints. The arm starts 0.05 rad off the reference's first
+pose in every joint; the node holds it there from activation (``idle_action: hold``), the demo
+checks for a second that it stays, then sends the reference (joints 1, 2, 4 and 6 turn between
+0.5 and 3 s). The rest of this docstring describes the cart-pole (whose tilted start no input
+can hold: the node refuses the hold, says so in its log, and waits for the reference).
 
 What runs:
 * the node, started as its own process exactly as a user would start it
-  (``python -m mechnode --ros-args --params-file mechnode/params/cartpole_params.yaml``, the embedded
+  (``python -m mechnode --ros-args --params-file config/cartpole_params.yaml``, the embedded
   default model ``core/data/cartpole.yaml``) and driven through its lifecycle services
   (configure, activate; at the end deactivate, cleanup, shutdown) — or, with ``--in-process``,
   in this process on its own executor;
@@ -52,7 +61,7 @@ REFERENCE_SECONDS = 5.0
 MOVE = (0.5, 2.5, 0.5)      # start [s], end [s], distance [m] of the cart motion
 ROBOT_START = {"cart_joint": -0.1, "pole_joint": 0.15}
 #: Seconds after the schedule's start beyond which a first command is reported as late (and the
-#: node's log kept); the node's diagnostics period (mechnode/params/*_params.yaml).
+#: node's log kept); the node's diagnostics period (config/*_params.yaml).
 FIRST_COMMAND_LATE, DIAGNOSTICS_PERIOD = 0.2, 1.0
 #: The node's diagnostics counters printed at the end.
 NODE_COUNTERS = ("states", "states_rejected", "states_stamp_stale", "states_stamp_future",
@@ -79,13 +88,52 @@ ARM_MOVE = {"arm_joint1": 0.1, "arm_joint3": 0.3, "arm_joint5": -0.4}
 ARM_START_OFFSET = 0.03     # [m or rad]
 
 
+def _joint_motion(names, pose, move, step):
+    """(names, times, positions): from ``pose``, joints ``move`` turn by their value between
+    0.5 s and 3 s (smoothstep), then rest until REFERENCE_SECONDS."""
+    t = np.arange(0.0, REFERENCE_SECONDS + 1e-9, step)
+    s = smoothstep((t - 0.5) / 2.5)
+    return names, t, np.stack([q + move.get(j, 0.0) * s for j, q in zip(names, pose, strict=True)], axis=1)
+
+
 def arm_reference_points(step: float = 0.1):
     """(joint names, times, positions) of the arm, positions only."""
-    t = np.arange(0.0, REFERENCE_SECONDS + 1e-9, step)
-    names = [f"arm_joint{i}" for i in range(1, 8)]
-    s = smoothstep((t - 0.5) / 2.5)
-    return names, t, np.stack([q + ARM_MOVE.get(j, 0.0) * s for j, q in zip(names, ARM_POSE, strict=True)],
-                              axis=1)
+    return _joint_motion([f"arm_joint{i}" for i in range(1, 8)], ARM_POSE, ARM_MOVE, step)
+
+
+#: The Panda (example-robot-data): from its "ready" pose, joints 1, 2, 4 and 6 turn (rad); it
+#: starts PANDA_START_OFFSET off the first pose in every joint, held there by the node.
+PANDA_POSE = (0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785)
+PANDA_MOVE = {"panda_joint1": 0.4, "panda_joint2": 0.3, "panda_joint4": 0.4, "panda_joint6": -0.3}
+PANDA_START_OFFSET = 0.05   # [rad]
+PANDA_LOCKED = {"panda_finger_joint1": 0.04}     # as in config/panda_params.yaml
+PANDA_URDF = "panda_description/urdf/panda.urdf"
+#: Seconds the demo watches the node hold a robot (Scenario.hold) before it sends the reference.
+HOLD_WATCH = 1.0
+
+
+def panda_reference_points(step: float = 0.1):
+    """(joint names, times, positions) of the Panda's arm, positions only."""
+    return _joint_motion([f"panda_joint{i}" for i in range(1, 8)], PANDA_POSE, PANDA_MOVE, step)
+
+
+def panda_urdf() -> str:
+    """The path of ``panda_description/urdf/panda.urdf`` in the installed ``example-robot-data``
+    distribution (a data-only wheel: found from its file list, nothing imported). Raises
+    RuntimeError saying how to install it."""
+    from importlib import metadata
+    try:
+        dist = metadata.distribution("example-robot-data")
+    except metadata.PackageNotFoundError:
+        raise RuntimeError("--robot panda needs the example-robot-data package (its Panda URDF): "
+                           "scripts/bootstrap.sh installs it with the test extras, or "
+                           ".venv/bin/pip install example-robot-data") from None
+    for f in dist.files or ():
+        if str(f).replace(os.sep, "/").endswith(PANDA_URDF):
+            path = str(dist.locate_file(f))
+            if os.path.isfile(path):
+                return path
+    raise RuntimeError(f"example-robot-data {dist.version} is installed but has no {PANDA_URDF}")
 
 
 @dataclass(frozen=True)
@@ -95,12 +143,19 @@ class Scenario:
     model is handed to the node on ``<namespace>/robot_description`` (as robot_state_publisher
     publishes a URDF), not through its parameters."""
     name: str
-    params: str                 # in mechnode/params/
-    model: str                  # packaged with core (core/data/)
+    params: str                 # in config/
+    model: object               # packaged with core (core/data/), or () -> a model file's path
     joint_map: tuple            # the node's joint_map entries (the simulated robot's names)
     reference: object           # () -> (joint names, times, positions)
     start: object               # (joint names in model order, reference at t = 0) -> start positions
     robot_description: bool = False
+    #: joints locked in the node's model (its locked_joints) and so in the simulated robot's
+    locked: tuple = ()
+    #: the node holds the robot from activation (idle_action: hold): watched before the reference
+    hold: bool = False
+
+    def model_file(self) -> str:
+        return self.model() if callable(self.model) else self.model
 
 
 def _cartpole_start(joint_names, q_ref0):
@@ -111,11 +166,17 @@ def _arm_start(joint_names, q_ref0):
     return q_ref0 + ARM_START_OFFSET
 
 
+def _panda_start(joint_names, q_ref0):
+    return q_ref0 + PANDA_START_OFFSET
+
+
 SCENARIOS = {
     "cartpole": Scenario("cartpole", "cartpole_params.yaml", "cartpole.yaml",
                          ("x:cart_joint", "theta:pole_joint"), reference_points, _cartpole_start),
     "arm7": Scenario("arm7", "arm7_params.yaml", "arm7.urdf", (), arm_reference_points, _arm_start,
                      robot_description=True),
+    "panda": Scenario("panda", "panda_params.yaml", panda_urdf, (), panda_reference_points, _panda_start,
+                      robot_description=True, locked=tuple(PANDA_LOCKED.items()), hold=True),
 }
 
 
@@ -128,6 +189,11 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
 
     scenario = SCENARIOS[robot]
     params_file = params_file or os.path.join(PARAMS_DIR, scenario.params)
+    try:
+        model_file = scenario.model_file()       # before anything starts: a missing package is said first
+    except RuntimeError as exc:
+        log(f"demo failed: {exc}")
+        return 1, [], None
     env = ros_environment(context_domain)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
@@ -182,12 +248,12 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         manager = rclpy.create_node("demo_manager", namespace=namespace, context=ctx)
         if scenario.robot_description:
             # as robot_state_publisher does: the URDF, latched, on <namespace>/robot_description
-            text, _ = read_model_text(scenario.model)
+            text, _ = read_model_text(model_file)
             description_pub = manager.create_publisher(String, f"{namespace.rstrip('/')}/robot_description",
                                                        latched)
             description_pub.publish(String(data=text))
-            log(f"robot description published: {scenario.model} ({len(text)} characters) on "
-                f"{description_pub.topic_name}")
+            log(f"robot description published: {os.path.basename(model_file)} ({len(text)} characters) on "
+                f"{description_pub.topic_name}" + (f" (from {model_file})" if os.path.isabs(model_file) else ""))
         node_status = {}       # the node's latest DiagnosticStatus values (mechnode.diagnostics)
         ours = f"{node_fqn.rsplit('/', 1)[-1]}: "                   # the node's status name
         manager.create_subscription(DiagnosticArray, "/diagnostics", lambda m: node_status.update(
@@ -208,7 +274,14 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
 
         model = call(manager.create_client(GetModel, f"{node_fqn}/get_model"), GetModel.Request(),
                      30.0, "get_model")
-        plant = Plant.load(scenario.model, model.dt)
+        plant = Plant.load(model_file, model.dt, dict(scenario.locked))
+        if list(model.config_names) != plant.config_names:
+            raise RuntimeError(f"the node's model has the variables {list(model.config_names)}, the simulated "
+                               f"robot's {plant.config_names}")
+        if scenario.locked:
+            log(f"locked joints {dict(scenario.locked)} (the node's locked_joints): the node and the simulated "
+                f"robot run the {plant.n}-joint model {plant.config_names}; the effort command has "
+                f"{plant.m} values")
         plant.warm_up()  # the simulated robot must step in real time from its first command
         jm = JointMap(plant.config_names, list(scenario.joint_map))
         names, times, pos = scenario.reference()
@@ -226,6 +299,22 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
                  "the node to report the robot's JointState in its diagnostics")
         log(f"simulated robot connected to the node's command path ({time.monotonic() - t_robot:.2f} s; "
             f"the node has taken {node_status['states']} of its states)")
+        if scenario.hold:
+            # idle_action: hold: the node holds the robot where it finds it until the reference
+            wait_for(lambda: robot.running and node_status.get("mode") == "holding", 30.0,
+                     "the node to hold the robot (diagnostics mode: holding)")
+            t_hold = time.monotonic()
+            drift = np.zeros(plant.n)
+            while time.monotonic() - t_hold < HOLD_WATCH:
+                drift = np.maximum(drift, np.abs(robot.latest[1] - q0))
+                time.sleep(0.01)
+            log(f"node mode: holding; the robot stayed within {drift.max():.2e} of its start for {HOLD_WATCH} s "
+                f"({robot.commands} hold commands) before any reference")
+            if drift.max() > 0.01:
+                raise RuntimeError(f"the held robot drifted by {drift.max():.3g} before the reference")
+        else:
+            log(f"node mode: {node_status.get('mode', '?')}")
+        held = robot.running
 
         schedules = []
         manager.create_subscription(GainSchedule, f"{node_fqn}/gain_schedule",
@@ -233,8 +322,9 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         ref_pub = manager.create_publisher(JointTrajectory, f"{node_fqn}/reference", latched)
         wait_for(lambda: ref_pub.get_subscription_count() > 0, 30.0, "the node's reference subscription")
         ref_pub.publish(cv.joint_trajectory(names, times, pos))
-        what = (f"cart {MOVE[2]} m in {MOVE[1] - MOVE[0]} s with the pole upright" if scenario.name == "cartpole"
-                else f"joints move by {ARM_MOVE} (m for the lift, rad) between 0.5 and 3 s")
+        what = {"cartpole": f"cart {MOVE[2]} m in {MOVE[1] - MOVE[0]} s with the pole upright",
+                "arm7": f"joints move by {ARM_MOVE} (m for the lift, rad) between 0.5 and 3 s",
+                "panda": f"joints move by {PANDA_MOVE} (rad) between 0.5 and 3 s"}[scenario.name]
         log(f"reference published: {what}, {REFERENCE_SECONDS} s, {len(times)} points (positions "
             f"only); robot starts at {dict(zip(jm.joint_names, np.round(q0, 4).tolist(), strict=True))}")
         wait_for(lambda: schedules, 120.0, "the GainSchedule")
@@ -247,7 +337,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             f"deviates from the requested one by at most {deviation}")
         wait_for(lambda: robot.running, 10.0, "the first command to reach the robot")
         first = (robot.latest[0] - start_ns) * 1e-9
-        if first > FIRST_COMMAND_LATE:
+        if not held and first > FIRST_COMMAND_LATE:
             late_start = f"the first command reached the robot {first:.2f} s after the schedule's start"
             log(f"warning: {late_start}")
 
@@ -321,9 +411,10 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--robot", choices=sorted(SCENARIOS), default="cartpole",
                         help="cartpole (default): the embedded default model; arm7: the 7-joint arm "
-                        "of core/data/arm7.urdf, handed to the node on /robot_description")
+                        "of core/data/arm7.urdf, handed to the node on /robot_description; panda: "
+                        "example-robot-data's Panda with its gripper locked, held from activation")
     parser.add_argument("--params", default=None, help="node parameter file "
-                        "(default mechnode/params/<robot>_params.yaml)")
+                        "(default config/<robot>_params.yaml)")
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="seconds after activation to converge (default %(default)s)")
     parser.add_argument("--threshold", type=float, default=0.01,

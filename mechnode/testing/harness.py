@@ -11,10 +11,12 @@ import subprocess
 import sys
 import threading
 import time
-from importlib import resources
 
-#: The parameter files shipped with mechnode (package data: mechnode/params/).
-PARAMS_DIR = str(resources.files("mechnode") / "params")
+from ..paths import config_dir
+
+#: The parameter files shipped with mechnode (config/ of the repository, installed to
+#: share/mechnode/config: mechnode.paths.config_dir).
+PARAMS_DIR = str(config_dir())
 DEFAULT_PARAMS = os.path.join(PARAMS_DIR, "cartpole_params.yaml")
 
 

@@ -1,4 +1,4 @@
-"""The closed loop over DDS: the node (a subprocess started from mechnode/params/cartpole_params.yaml)
+"""The closed loop over DDS: the node (a subprocess started from config/cartpole_params.yaml)
 balances the simulated cart-pole (mechnode.testing.sim.SimRobot: the variational integrator stepping in
 real time, JointState out, Float64MultiArray commands in) while tracking a reference that moves
 the cart with the pole upright; the tracking error must converge. This is the README demo
@@ -70,3 +70,21 @@ def test_closed_loop_with_the_urdf_arm_from_robot_description(rclpy_mod, ifaces)
     print(text)
     assert "robot description published: arm7.urdf" in text
     check_run(status, history, stats, text, start_error=0.05)
+
+
+def test_closed_loop_with_the_panda_gripper_locked_held_from_activation(rclpy_mod, ifaces):
+    """The main job's Panda mode (``--robot panda``): example-robot-data's Panda from
+    /robot_description with its fingers locked (7 joints in the node's and the simulated robot's
+    model, JointState and command), held by the node from activation, then tracking."""
+    from mechnode import demo
+    lines = []
+    status, history, stats = demo.run(namespace=f"/test_panda_{os.getpid()}", timeout=30.0, threshold=0.01,
+                                      log=lines.append, context_domain=int(os.environ["ROS_DOMAIN_ID"]),
+                                      robot="panda")
+    text = "\n".join(lines)
+    print(text)
+    assert "robot description published: panda.urdf" in text
+    assert "locked joints {'panda_finger_joint1': 0.04}" in text and "the 7-joint model" in text, text
+    assert "the effort command has 7 values" in text
+    assert "node mode: holding; the robot stayed within" in text, text
+    check_run(status, history, stats, text, start_error=0.1)

@@ -31,7 +31,7 @@ from nodeproc import NodeProcess
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
 
 JOINTS = ["cart_joint", "pole_joint"]
-STATE_TIMEOUT = 0.25        # mechnode/params/cartpole_params.yaml
+STATE_TIMEOUT = 0.25        # config/cartpole_params.yaml
 
 
 @pytest.fixture(scope="module")

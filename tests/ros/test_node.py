@@ -1,5 +1,5 @@
 """The mechnode node over real rclpy + Fast DDS on loopback, started as a subprocess from its
-parameter file (``python -m mechnode --ros-args --params-file mechnode/params/cartpole_params.yaml``) in a
+parameter file (``python -m mechnode --ros-args --params-file config/cartpole_params.yaml``) in a
 namespace of its own on this run's ROS_DOMAIN_ID, driven through its lifecycle services.
 
 Every answer is compared with the library (core) computed here. Tests run in file order on
@@ -292,7 +292,8 @@ def test_parameters_are_validated_on_set(node):
            Parameter("Q", value=[1.0, float("nan"), 1.0, 1.0]), Parameter("R", value=[1.0, 2.0]),
            Parameter("dt", value=0.02), Parameter("model", value="pendulum.yaml"),
            Parameter("state_timeout", value=-1.0), Parameter("feasibility", value="magic"),
-           Parameter("joint_map", value=["x=cart"]), Parameter("state_topic", value="elsewhere")]
+           Parameter("joint_map", value=["x=cart"]), Parameter("state_topic", value="elsewhere"),
+           Parameter("idle_action", value="drift")]
     for p, res in zip(bad, set_params(*bad), strict=True):
         assert not res.successful, f"{p.name} accepted"
         assert res.reason, f"{p.name}: no reason"
