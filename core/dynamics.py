@@ -589,7 +589,7 @@ def qdd(system, q, dq, u=None) -> np.ndarray:
         ev = ws.evaluation()
         try:
             forward_dynamics(ev, q, dq, u, ddq)
-        except TypeError:
+        except (TypeError, ValueError):     # (numba: an unsupported type; an empty list)
             pass
         else:
             if ws.status(ev)[0] == OK:
@@ -620,7 +620,7 @@ def linearize(system, q, dq, u=None, multipliers: bool = False,
             ev = ws.evaluation()
             try:
                 linearize_plain(ev, q, dq, u, A, B)
-            except TypeError:
+            except (TypeError, ValueError):
                 pass
             else:
                 if ws.status(ev)[0] == OK:

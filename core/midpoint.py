@@ -55,11 +55,25 @@ from .legendre import (
     legendre_jacobian,
     legendre_many,
 )
-from .validation import check_second_order_memory, check_vector, float_stack, is_plain_vector, largest_entry, number
+from .stacked import raise_at_point
+from .step_entry import create_step_call, linearize_entry, step_entry, step_stack
+from .validation import (
+    check_memory,
+    check_second_order_memory,
+    check_vector,
+    float_stack,
+    is_plain_vector,
+    largest_entry,
+    number,
+)
 
 #: A DEL solve that fails at an iterate moving more than this times max(1, |q_k|) in one step
 #: is reported as an overflow (inputs too large for the system and dt), not a singular matrix.
 RUNAWAY = 1e6
+
+#: Entry kernels called the checked way once (:meth:`MidpointVI._direct`): they compile
+#: nothing more, so plain float64 vectors may go to them directly.
+_DIRECT = set()
 
 _NO_SCRATCH = np.empty(0)
 _NO_TENSOR = np.empty((0, 0, 0))
@@ -82,10 +96,12 @@ class MidpointVI:
     def __init__(self, system, dt: float, tolerance: float = 1e-11, max_iterations: int = 50,
                  condition_limit: float = 1e12):
         refuse(system, "MidpointVI (the variational integrator)")
-        self.system, self.dt = system, number("dt", dt, positive=True)
-        self.tolerance = number("tolerance", tolerance, positive=True)
-        self.max_iterations = number("max_iterations", max_iterations, positive=True, integer=True)
-        self.condition_limit = number("condition_limit", condition_limit, positive=True)
+        self.system = system
+        #: [dt, tolerance, max_iterations, condition_limit], read by the entry kernels
+        #: (:mod:`core.step_entry`); the properties below check and write them
+        self._settings = np.zeros(4)
+        self.dt, self.tolerance = dt, tolerance
+        self.max_iterations, self.condition_limit = max_iterations, condition_limit
         kin_names = set(system.kinematic_names)
         names = system.config_names
         self._last = threading.local()      # per thread: the last solve
@@ -95,6 +111,44 @@ class MidpointVI:
         self._nq, self._nd, self._nk = len(names), len(self.dynamic_index), len(self.kinematic_index)
         self._m = system.nu
         self._nu = self._m + self._nk
+
+    # ---------------------------------------------------------------- settings
+    @property
+    def dt(self) -> float:
+        """The time step (> 0)."""
+        return self._dt
+
+    @dt.setter
+    def dt(self, value):
+        self._dt = self._settings[0] = number("dt", value, positive=True)
+
+    @property
+    def tolerance(self) -> float:
+        """Newton's convergence tolerance of the DEL solve (> 0)."""
+        return self._tolerance
+
+    @tolerance.setter
+    def tolerance(self, value):
+        self._tolerance = self._settings[1] = number("tolerance", value, positive=True)
+
+    @property
+    def max_iterations(self) -> int:
+        """Newton iterations allowed per step (a positive integer)."""
+        return self._max_iterations
+
+    @max_iterations.setter
+    def max_iterations(self, value):
+        self._max_iterations = number("max_iterations", value, positive=True, integer=True)
+        self._settings[2] = self._max_iterations
+
+    @property
+    def condition_limit(self) -> float:
+        """A step whose singularity measure reaches this is singular (Sec. VII; > 0)."""
+        return self._condition_limit
+
+    @condition_limit.setter
+    def condition_limit(self, value):
+        self._condition_limit = self._settings[3] = number("condition_limit", value, positive=True)
 
     # ---------------------------------------------------------------- dimensions and names
     @property
@@ -285,7 +339,7 @@ class MidpointVI:
         """DEL solve, remembered per thread. The arrays returned are the cache's own: copy them
         before handing them out. ``check`` (raising for bad input) runs before a solve, not on
         a hit: the inputs were checked then."""
-        key = (q.tobytes(), p.tobytes(), u_force.tobytes(), rho.tobytes())
+        key = (q.tobytes(), p.tobytes(), u_force.tobytes(), rho.tobytes(), self._settings.tobytes())
         cache = self._last.__dict__
         if cache.get("key") == key and cache.get("model") is self.system.model:
             return cache["value"]
@@ -351,15 +405,78 @@ class MidpointVI:
         return (("q", q, state[:n]), ("p", p, state[n:n + nd]), ("u", np.concatenate([u_force, rho]),
                                                                   inputs))
 
+    def _call(self):
+        """This thread's :class:`~core.step_entry.StepCall` record and its status array (made
+        once per thread and compiled model)."""
+        local = self._last.__dict__
+        model = self.system.model
+        if local.get("call_model") is not model:
+            data, der = self.system.workspace.get()
+            rec = create_step_call(model, data, der, self.dynamic_index, self.kinematic_index, self._settings)
+            local.update(call=(rec, rec._values["status"]), call_model=model, zero_u=np.zeros(self._nu))
+        return local["call"]
+
+    def _direct(self, entry, x, u, out):
+        """``entry(record, x, u, *out)`` for plain float64 vectors; whether it succeeded. Its
+        first call compiles (or loads) the kernel on checked vectors, which then compiles
+        nothing more (``disable_compile``): anything but plain vectors is a ``TypeError``,
+        answered False, and the caller's checked path then names what is wrong."""
+        rec, status = self._call()
+        if u is None:
+            u = self._last.zero_u
+        if entry not in _DIRECT:
+            x = check_vector("x", x, self.nx, self._names()[0])
+            u = check_vector("u", u, self._nu, self._names()[1], optional=True)
+            entry(rec, x, u, *out)
+            if entry.signatures:
+                entry.disable_compile()
+                _DIRECT.add(entry)
+            return status[0] == OK
+        try:
+            entry(rec, x, u, *out)
+        except (TypeError, ValueError):     # (numba: an unsupported type; an empty list)
+            return False
+        return status[0] == OK
+
     def step(self, x, u=None, multipliers: bool = False):
         """The one-step map ``x_k+1 = f(x_k, u_k)`` (``u`` None: zeros); with ``multipliers``
-        also ``lam_k``, the holonomic constraint multipliers of the step."""
+        also ``lam_k``, the holonomic constraint multipliers of the step. A stack ``x`` of shape
+        ``(N, nx)`` with ``u`` of shape ``(N, nu)`` gives the ``(N, nx)`` next states, each the
+        single call's, computed in parallel chunks."""
+        if (type(x) is not np.ndarray or x.ndim == 2) and np.ndim(x) == 2:
+            if multipliers:
+                raise ValueError("step(multipliers=True) takes one state, not a stack")
+            return self._step_stack(x, u)
+        if not multipliers:
+            x1 = np.empty(self._nq + self._nd + self._nk)
+            if self._direct(step_entry, x, u, (x1,)):
+                return x1
         q, p, _ = self.split_state(x)
         u_force, rho = self.split_input(np.zeros(self.nu) if u is None else u)
         q1, p1, lam, _ = self._solve(q, p, u_force, rho)
         v1 = (rho - q[self.kinematic_index]) / self.dt
         x1 = np.concatenate([q1, p1, v1])
         return (x1, lam.copy()) if multipliers else x1
+
+    def _step_stack(self, x, u):
+        """:meth:`step` from each state of a stack ``x`` (N, nx) with ``u`` (N, nu): (N, nx),
+        in parallel chunks (each with its own record); the first failing point raises the
+        single call's error, naming it."""
+        X = float_stack("x", x, (None, self.nx))
+        N = X.shape[0]
+        U = np.zeros((N, self.nu)) if u is None else float_stack("u", u, (N, self.nu))
+        check_memory("MidpointVI.step on a stack", 8 * N * self.nx, f"the states are {N} x {self.nx} doubles")
+        X1 = np.empty((N, self.nx))
+        if N == 0:
+            return X1
+        self._direct(step_entry, X[0], U[0], (np.empty(self.nx),))   # (compiles or loads it)
+        status = np.zeros((N, 2), np.int64)
+        step_stack(self._call()[0], X, U, X1, status, max(1, min(N, numba.get_num_threads())))
+        bad = np.flatnonzero(status[:, 0] != OK)
+        if bad.size:
+            k = int(bad[0])
+            raise_at_point(k, self.step, X[k], U[k])
+        return X1
 
     def simulate(self, q0, p0, u_sequence):
         """Simulate ``N = len(u_sequence)`` steps; returns ``(Q, P, LAM)`` of shapes (N+1, n),
@@ -464,6 +581,10 @@ class MidpointVI:
             U = (np.zeros((X.shape[0], self.nu)) if u is None
                  else float_stack("u", u, (X.shape[0], self.nu)))
             return self._linearize_stack(X, U, False, None, 0)
+        nx = self._nq + self._nd + self._nk
+        A, B = np.empty((nx, nx)), np.empty((nx, self._nu))
+        if self._direct(linearize_entry, x, u, (A, B)):
+            return A, B
         A, B = self._linearize(x, u, False)[4:6]
         return A, B
 
@@ -608,6 +729,9 @@ class MidpointVI:
                 self.step_linearize(X[0], U[0], second_order=second)
             except (IntegratorError, SingularMatrixError):
                 pass
+        # the entry kernels of step and linearize (core.step_entry); they report, never raise
+        self._direct(step_entry, X[0], U[0], (np.empty(self.nx),))
+        self._direct(linearize_entry, X[0], U[0], (np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))))
         try:
             self.simulate(Q[0], P[0], U)
         except IntegratorError:

@@ -79,7 +79,7 @@ def _chunks(system, N: int) -> int:
     return max(1, min(N, numba.get_num_threads()))
 
 
-def _raise_at(k: int, single, *point) -> None:
+def raise_at_point(k: int, single, *point) -> None:
     """Re-run the single call at point ``k`` to raise its own error, naming the point."""
     try:
         single(*point)
@@ -106,7 +106,7 @@ def qdd(system, q, dq, u=None) -> np.ndarray:
     bad = np.flatnonzero(status[:, 0] != OK)
     if bad.size:
         k = int(bad[0])
-        _raise_at(k, system.qdd, Q[k], DQ[k], U[k])
+        raise_at_point(k, system.qdd, Q[k], DQ[k], U[k])
     return DDQ
 
 
@@ -129,5 +129,5 @@ def linearize(system, q, dq, u=None, residual_limit: float | None = 1e-6):
     bad = np.flatnonzero(status[:, 0] != OK)
     if bad.size:
         k = int(bad[0])
-        _raise_at(k, system.linearize, Q[k], DQ[k], U[k])
+        raise_at_point(k, system.linearize, Q[k], DQ[k], U[k])
     return A, B

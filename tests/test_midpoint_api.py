@@ -157,3 +157,53 @@ def test_warm_up_parts_and_the_second_process():
     assert ok.returncode == 0, ok.stderr
     bad = subprocess.run(run + ["nothing"], cwd=root, capture_output=True, text=True, timeout=600)
     assert bad.returncode == 2 and "usage: python -m core.warmup discrete" in bad.stderr
+
+
+def _marionette_points(vi, q, count=3):
+    rng = np.random.default_rng(7)
+    xs = [vi.state(q, 1e-3 * rng.standard_normal(vi.nd)) for _ in range(count)]
+    us = [np.concatenate([0.1 * rng.standard_normal(vi.system.nu), q[vi.kinematic_index] + 1e-3 * rng.random()])
+          for _ in range(count)]
+    return xs, us
+
+
+def test_the_direct_entries_equal_the_checked_path(puppet):
+    """step and linearize on plain vectors run the entry kernels (core.step_entry); lists,
+    read-only arrays and step_linearize take the checked path: the same numbers."""
+    vi, q = puppet
+    xs, us = _marionette_points(vi, q)
+    for x, u in zip(xs, us, strict=True):
+        x1, A, B = vi.step_linearize(x, u)
+        np.testing.assert_array_equal(vi.step(x, u), x1)
+        np.testing.assert_array_equal(vi.step(x.tolist(), u.tolist()), x1)
+        A2, B2 = vi.linearize(x, u)
+        np.testing.assert_array_equal(A2, A)
+        np.testing.assert_array_equal(B2, B)
+        ro = x.copy()
+        ro.flags.writeable = False
+        np.testing.assert_array_equal(vi.linearize(ro, u)[0], A)
+    # the record remembers its last solve: linearize after step at the same point, no re-solve
+    rec = vi._call()[0]
+    x1 = vi.step(xs[0], us[0])
+    rec.q1[:] = 99.0        # seen only if the next call at the same point does not solve again
+    assert np.all(vi.step(xs[0], us[0])[:vi.nq] == 99.0)
+    np.testing.assert_array_equal(vi.step(xs[1], us[1]), vi.step_linearize(xs[1], us[1])[0])
+    np.testing.assert_array_equal(vi.step(xs[0], us[0]), x1)
+
+
+def test_settings_are_checked_and_take_effect_at_once():
+    s = chain(3)
+    vi, fresh = core.MidpointVI(s, 0.01), core.MidpointVI(s, 0.02, tolerance=1e-12)
+    x = vi.discrete_state(np.array([0.3, -0.2, 0.1]), np.array([0.1, 0.0, -0.2]))
+    u = np.array([0.1, 0.2, 0.3])
+    vi.step(x, u)
+    vi.step_linearize(x, u)         # (both remember the solve: neither may reuse it below)
+    vi.dt, vi.tolerance = 0.02, 1e-12
+    np.testing.assert_array_equal(vi.step(x, u), fresh.step(x, u))
+    np.testing.assert_array_equal(vi.step_linearize(x, u)[0], fresh.step(x, u))
+    np.testing.assert_array_equal(vi.linearize(x, u)[0], fresh.linearize(x, u)[0])
+    for name, bad in (("dt", -0.01), ("tolerance", float("nan")), ("max_iterations", 2.5),
+                      ("condition_limit", 0.0)):
+        with pytest.raises(ValueError, match=name):
+            setattr(vi, name, bad)
+    assert vi.dt == 0.02 and vi.max_iterations == 50

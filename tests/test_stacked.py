@@ -132,3 +132,22 @@ def test_integrator_linearize_on_a_stack_equals_single_calls():
     np.testing.assert_allclose(A0[2], vi.linearize(X[2], np.zeros(vi.nu))[0], rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match=r"u must have shape \(6, "):
         vi.linearize(X, U[:5])
+
+
+def test_integrator_step_on_a_stack_equals_single_calls():
+    s = core.load_urdf(robot_path("panda_description/urdf/panda.urdf"), mimic="independent")
+    vi = core.MidpointVI(s, 0.01)
+    rng = np.random.default_rng(6)
+    X = np.hstack([rng.uniform(-1, 1, (9, s.nq)), rng.uniform(-0.1, 0.1, (9, vi.nx - s.nq))])
+    U = rng.uniform(-1, 1, (9, vi.nu))
+    X1 = vi.step(X, U)
+    assert X1.shape == (9, vi.nx)
+    for k in range(9):
+        np.testing.assert_array_equal(X1[k], vi.step(X[k], U[k]))
+    np.testing.assert_array_equal(vi.step(X)[4], vi.step(X[4], np.zeros(vi.nu)))
+    assert vi.step(X[:0]).shape == (0, vi.nx)
+    with pytest.raises(ValueError, match="multipliers"):
+        vi.step(X, U, multipliers=True)
+    X[5, s.nq:] = 1e12          # far too large a momentum for dt: the solve overflows
+    with pytest.raises(core.IntegratorError, match="point 5 of the stack: DEL solve failed"):
+        vi.step(X, U)
