@@ -156,4 +156,20 @@ def test_warm_up_parts_and_the_second_process():
     ok = subprocess.run(run + ["discrete"], cwd=root, capture_output=True, text=True, timeout=600)
     assert ok.returncode == 0, ok.stderr
     bad = subprocess.run(run + ["nothing"], cwd=root, capture_output=True, text=True, timeout=600)
-    assert bad.returncode == 2 and "usage: python -m core.warmup discrete" in bad.stderr
+    assert bad.returncode == 2 and "usage: python -m core.warmup [--work DIR] PART" in bad.stderr
+
+
+def test_warm_up_parts_shared_by_a_team(tmp_path):
+    """``core.warmup``: every part names kernels that exist; a warm cache has none pending;
+    ``work`` takes each part once whatever the number of members, and ``run_shared`` on a warm
+    cache runs everything here (no other process)."""
+    from core import warmup
+
+    for part, names in warmup.PARTS.items():
+        assert names and all(callable(warmup.kernel(n)) for n in names), part
+    assert warmup.pending(warmup.CONTROL_PARTS) == []
+    parts = ["lqr", "state"]
+    assert warmup.work(str(tmp_path), parts) == parts
+    assert warmup.work(str(tmp_path), parts) == []          # all taken (and done): nothing left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lqr.done", "lqr.taken", "state.done", "state.taken"]
+    assert warmup.run_shared(warmup.CONTROL_PARTS) < 60.0
