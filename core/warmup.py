@@ -52,11 +52,14 @@ PARTS = {
 }
 #: part -> parts whose kernels it calls inside its own (taken after them when shared)
 AFTER = {"linearize": ("step",), "optimize": ("step", "linearize", "lqr"), "inverse": ("state",),
+         "hold": ("step", "linearize"),     # (solves the step, then del_linearize: linearize_chunk's)
          "discrete": ("step", "linearize", "inverse"), "all": ("continuous", "discrete")}
 #: What a controller needs before it may command (the mechnode node's configure): every part
 #: but the continuous and second-order linearizations (which then compile on first use, or in
 #: the background).
-CONTROL_PARTS = ("step", "state", "hold", "linearize", "inverse", "lqr", "optimize")
+#: Ordered for two processes: one compiles the step, then the linearization along a trajectory
+#: (the longest chain); the other everything else meanwhile.
+CONTROL_PARTS = ("step", "state", "inverse", "lqr", "hold", "linearize", "optimize")
 
 
 def _tiny():
