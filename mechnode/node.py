@@ -7,8 +7,11 @@ Lifecycle
   with ``robot_description_topic`` set, the URDF published there, waited for at most
   ``robot_description_timeout`` s; data only, nothing named in a parameter is ever imported or
   run), builds the variational integrator at ``dt``,
-  checks ``joint_map``, the weights and the limits against the model and warms up every numba
-  kernel (compiles them on a cold cache: minutes; loads them from the cache otherwise).
+  checks ``joint_map``, the weights and the limits against the model and warms up the numba
+  kernels the command path, the schedules and the idle hold need (loads them from the cache; a
+  cold cache compiles them in two processes, each kernel named and counted on stderr, about a
+  minute or two; the continuous and second-order linearizations then compile in a niced
+  background process, ended at shutdown).
 * ``activate``: creates the subscriptions (JointState, JointTrajectory reference), publishers
   (command, GainSchedule, diagnostics, optional command echo) and timers (watchdog,
   diagnostics). ``deactivate`` destroys them and drops the active schedule; ``cleanup`` drops
@@ -61,6 +64,7 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 import core
+import core.warmup
 
 from .command import CommandSettings
 from .command_process import STALL_SECONDS, CommandProcess
@@ -70,7 +74,7 @@ from .idle import IdleHold
 from .joint_map import JointMap
 from .lfc import check_lfc_model, lfc_schedule
 from .parameters import NodeParameters
-from .plant import MAX_MODEL_BYTES, ModelSpecError, Plant, parse_locked_joints
+from .plant import CONTROL_PARTS, MAX_MODEL_BYTES, REST_NICE, ModelSpecError, Plant, parse_locked_joints
 from .qos import COMMAND_QOS, LATCHED
 from .reference import ReferencePipeline
 from .services import ModelServices
@@ -107,6 +111,7 @@ class MechNode(LifecycleNode):
         self._diagnostics_pub = None            # reference subscription while active
         self._diagnostics_timer = None
         self._reference_sub = None
+        self._background = None                 # the background compilation (cold cache)
         self.health = Health(self.get_logger())
         self.finished = Future()                # done at the shutdown transition
         # the command path's process, started now: its start-up overlaps the node's
@@ -179,9 +184,7 @@ class MechNode(LifecycleNode):
             self.params.limits(plant, joint_map.joint_names)     # checked here, applied at activate
             t1 = time.perf_counter()
             if value("warm_up"):
-                log.info(f"warm-up: loading the numba kernels of {plant.system.name} from the cache "
-                         "(a first run compiles them: minutes; core names each kernel on stderr)")
-                plant.warm_up()
+                self._warm_up(plant)
             plant.check_regular()       # a model that can never be linearized is refused here
             t2 = time.perf_counter()
             # after the warm-up: the command process loads the control kernel from the cache
@@ -198,12 +201,52 @@ class MechNode(LifecycleNode):
         gc.collect()
         gc.freeze()
         self.health.stats.update(load_s=t1 - t0, warm_up_s=t2 - t1, command_process_configure_s=command_s)
+        if value("warm_up"):
+            self._warm_up_rest()
         locks = f", locked {plant.system.locked_joints}" if plant.locked else ""
         log.info(f"configured: model {plant.source!r} ({plant.system.name}: q = {plant.config_names}{locks}, "
                  f"joints {joint_map.joint_names}, inputs {plant.input_names}, {plant.actuation}), "
                  f"dt = {plant.dt} s; load {t1 - t0:.2f} s, warm-up {t2 - t1:.2f} s, command process "
                  f"(pid {self.command.pid}) {command_s:.2f} s")
         return TransitionCallbackReturn.SUCCESS
+
+    def _warm_up(self, plant) -> None:
+        """Load the kernels the node needs before it may activate; on a cold numba cache they
+        compile in two processes (core names each on stderr, counted: ``kernel 3 of ~14``),
+        and the node says what and how long."""
+        log = self.get_logger()
+        todo = core.warmup.pending(CONTROL_PARTS)
+        if not todo:
+            log.info(f"warm-up: loading the numba kernels of {plant.system.name} from the cache")
+            plant.warm_up()
+            return
+        log.info(f"warm-up: the numba cache lacks {len(todo)} kernels the command path, the schedules "
+                 "and the hold need: compiling them in 2 processes (about a minute or two on 2 cores; "
+                 "core names each on stderr as it compiles, 'kernel k of ~N'); the continuous and "
+                 "second-order linearizations follow in the background once configured")
+        seconds = plant.warm_up()
+        log.info(f"warm-up: compiled the command path's and the schedules' kernels in {seconds:.1f} s")
+
+    def _warm_up_rest(self) -> None:
+        """On a cold cache: the kernels the services may need besides, in a background process
+        (niced; ended at shutdown). Whatever it has not compiled yet compiles on first use."""
+        if self._background is not None and self._background.poll() is None:
+            return
+        self._background, todo = Plant.warm_up_rest()
+        if self._background is not None:
+            self.get_logger().info(
+                f"warm-up: compiling the {len(todo)} remaining kernels (continuous and second-order "
+                f"linearizations: the services' first calls) in the background (pid {self._background.pid}, "
+                f"nice {REST_NICE}; core names each on stderr as core[background])")
+
+    def _stop_background(self) -> None:
+        proc, self._background = self._background, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()        # (numba writes each cache file whole: nothing half-written)
+            try:
+                proc.wait(timeout=5.0)
+            except Exception:  # noqa: BLE001 - best effort
+                proc.kill()
 
     def _robot_description(self, topic: str, timeout: float):
         """``(text, source)`` of the first message on ``topic`` (std_msgs/String, reliable +
@@ -299,6 +342,7 @@ class MechNode(LifecycleNode):
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._teardown()
+        self._stop_background()
         self.command.close()
         self.config = None
         self.get_logger().info("shut down")
@@ -315,6 +359,8 @@ class MechNode(LifecycleNode):
 
     def destroy_node(self):
         self._teardown()
+        if getattr(self, "_background", None) is not None:
+            self._stop_background()
         if getattr(self, "command", None) is not None:      # None: __init__ did not get that far
             self.command.close()
         return super().destroy_node()

@@ -7,18 +7,26 @@ Conventions: :data:`core.CONVENTIONS` (continuous state ``[q, qdot]``; discrete 
 """
 from __future__ import annotations
 
+import functools
 import os
+import time
 
 import numpy as np
 
 import core
+import core.warmup
 
 from .errors import InputError
 
 #: The default model of the node (a model packaged with core: core.data).
 DEFAULT_MODEL = "cartpole.yaml"
-#: The small packaged model the kernels are warmed up on.
-WARM_UP_MODEL = "double_pendulum.yaml"
+#: The parts of core's warm-up (core.warmup.PARTS) the node needs before it may activate: its
+#: command path, schedules (optimizer included) and idle hold; and the rest (the continuous and
+#: second-order linearizations, for the services), compiled in the background on a cold cache.
+CONTROL_PARTS = core.warmup.CONTROL_PARTS
+REST_PARTS = ("continuous", "discrete", "all")
+#: Niceness of the background compilation (the command path and the robot go first).
+REST_NICE = 19
 #: Most entries of the ``locked_joints`` parameter, and longest entry (characters).
 MAX_LOCKED_JOINTS, MAX_LOCKED_ENTRY = 1000, 256
 
@@ -208,14 +216,24 @@ class Plant:
         self.text = text
         self.locked = dict(locked or {})
         self.vi = core.MidpointVI(system, dt)
-        nd, m = self.vi.nd, system.nu
-        Fu = system.input_matrix(np.zeros(system.nq))
-        rank = np.linalg.matrix_rank(Fu[self.vi.dynamic_index]) if nd and m else 0
-        #: no constraints and the force inputs span every dynamic variable
-        self.fully_actuated = (not self.has_constraints) and rank == nd
-        self.actuation = ("fully actuated" if self.fully_actuated else
-                          "constrained" if self.has_constraints else
-                          f"underactuated ({rank} independent force inputs for {nd} dynamic variables)")
+
+    @functools.cached_property
+    def _input_rank(self) -> int:
+        # (on first use, not when built: the kernel compiles with the others on a cold cache)
+        nd, m = self.vi.nd, self.system.nu
+        Fu = self.system.input_matrix(np.zeros(self.system.nq))
+        return int(np.linalg.matrix_rank(Fu[self.vi.dynamic_index])) if nd and m else 0
+
+    @property
+    def fully_actuated(self) -> bool:
+        """No constraints and the force inputs span every dynamic variable."""
+        return (not self.has_constraints) and self._input_rank == self.nd
+
+    @property
+    def actuation(self) -> str:
+        """``fully actuated``, ``constrained`` or ``underactuated (...)``, for messages."""
+        return ("fully actuated" if self.fully_actuated else "constrained" if self.has_constraints else
+                f"underactuated ({self._input_rank} independent force inputs for {self.nd} dynamic variables)")
 
     @classmethod
     def load(cls, spec: str, dt: float, locked=None) -> "Plant":
@@ -272,11 +290,14 @@ class Plant:
         """A :class:`ModelSpecError` with core's message if the mass matrix is singular at two
         generic states (a variable that moves no mass: then it is singular everywhere and no
         linearization will ever succeed). A model singular only at special configurations
-        passes."""
+        passes. The mass matrix of the dynamic variables is checked first (core's Lagrangian
+        derivatives: no kernel of its own to compile); only if that looks singular does core's
+        continuous linearization say so, in its words."""
+        for q in self._generic_states():
+            if self._mass_matrix_regular(q):
+                return
         errors = []
-        for k in (1, 2):
-            q = np.array([0.1 * k * np.sin(1.0 + i) for i in range(self.n)])
-            q = np.clip(q, *self.system.position_limits)      # (infinite where unlimited)
+        for q in self._generic_states():
             try:
                 self.system.linearize(q, np.zeros(self.n), np.zeros(len(self.system.continuous_input_names)),
                                       residual_limit=None)
@@ -287,18 +308,55 @@ class Plant:
                 errors.append(exc)
         raise ModelSpecError(f"model {self.source}: {errors[-1]}")
 
-    def warm_up(self) -> None:
-        """Load or compile every kernel the node uses (see :meth:`core.MidpointVI.warm_up`) on
-        a small packaged model (a kernel's types do not depend on the model), then run the first
-        order on this model once (its scratch made, its first steps as fast as the next): nothing
-        here allocates more than ``O(n²)`` with the size of the node's model."""
-        tiny = core.MidpointVI(core.load_system(WARM_UP_MODEL), self.dt)
-        tiny.warm_up(processes=2)
-        # the idle hold's (mechnode.gains.hold_schedule): its first call at activation is then fast
-        q = core.satisfy_constraints(tiny.system, np.full(tiny.nq, 0.3))
-        tiny.rest_input(q, core.holding_inputs(tiny.system, q)[0])
-        tiny.rest_state(q)
-        self.vi.warm_up(second_order=False)
-        nx, nu = tiny.nx, tiny.nu
-        A, B = np.tile(np.eye(nx), (2, 1, 1)), np.tile(np.eye(nx, nu), (2, 1, 1))
-        core.tvlqr(A, B, np.eye(nx), np.eye(nu), np.eye(nx))
+    def _generic_states(self):
+        for k in (1, 2):
+            q = np.array([0.1 * k * np.sin(1.0 + i) for i in range(self.n)])
+            yield np.clip(q, *self.system.position_limits)      # (infinite where unlimited)
+
+    #: Smallest Cholesky pivot of the dynamic variables' mass matrix, relative to its largest
+    #: diagonal entry, taken as regular without asking core (core's own threshold: 1e-12).
+    REGULAR_PIVOT = 1e-9
+
+    def _mass_matrix_regular(self, q) -> bool:
+        try:
+            M = self.system.lagrangian_derivatives(q, np.zeros(self.n), 2).Lvv
+        except core.CoreError:
+            return False
+        dyn = self.dyn
+        if not dyn.size:
+            return True
+        Mdd = M[np.ix_(dyn, dyn)]
+        scale = float(np.abs(np.diag(Mdd)).max()) if np.all(np.isfinite(Mdd)) else 0.0
+        if not scale > 0.0:
+            return False
+        try:
+            L = np.linalg.cholesky(Mdd)
+        except np.linalg.LinAlgError:
+            return False
+        return bool(np.min(np.diag(L)) ** 2 > self.REGULAR_PIVOT * scale)
+
+    def warm_up(self, processes: int = 2, stderr=None) -> float:
+        """Load or compile the kernels the node needs before it may activate
+        (:data:`CONTROL_PARTS`: command path, schedules, idle hold) on a small model (a kernel's
+        types do not depend on the model), shared by ``processes`` processes on a cold cache
+        (:func:`core.warmup.run_shared`; the others' compile messages on ``stderr``), then run
+        them on this model once (its scratch made, its first steps as fast as the next):
+        nothing here allocates more than ``O(n²)`` with the size of the node's model. The
+        continuous and second-order linearizations are not among them (:meth:`warm_up_rest`).
+        Returns the seconds it took."""
+        t0 = time.perf_counter()
+        core.warmup.run_shared(CONTROL_PARTS, processes, stderr=stderr)
+        core.warmup.run(("state", "step", "inverse", "linearize"), self.vi)
+        return time.perf_counter() - t0
+
+    @staticmethod
+    def warm_up_rest(stderr=None):
+        """Compile the kernels :meth:`warm_up` leaves out (:data:`REST_PARTS`: continuous and
+        second-order linearizations, for the services) in a background process at niceness
+        :data:`REST_NICE`, if the cache lacks any of them; returns ``(process, kernels)`` (the
+        process None when nothing is missing or it cannot start). What it has not compiled yet
+        when a service needs it compiles there and then."""
+        todo = core.warmup.pending(REST_PARTS)
+        if not todo:
+            return None, []
+        return core.warmup.start_worker(None, REST_PARTS, "background", nice=REST_NICE, stderr=stderr), todo
