@@ -7,10 +7,9 @@ holds), so every part runs on a two-link chain and the caller loads the result f
 
 The parts (:data:`PARTS`; each names the kernels it calls, for the count of what is left):
 
-* ``state``: the input matrix, the Legendre transform and its inverse; ``command``: the feedback
-  law (what a controller's command path calls), the Lagrangian's derivatives;
-* ``step``: one step of the integrator (the DEL solve); ``chunk``: the one-step linearization
-  kernel of a trajectory's linearization, without a solve;
+* ``state``: the input matrix, the Legendre transform and its inverse, the feedback law (what a
+  controller's command path calls), the Lagrangian's derivatives;
+* ``step``: one step of the integrator (the DEL solve);
 * ``hold``: a rest state, its holding inputs and its one-step linearization (a hold about it);
 * ``inverse``: DEL inverse dynamics and discrete momenta; ``linearize``: the first-order
   linearization along a trajectory; ``lqr``: the Riccati pass; ``optimize``: the first-order
@@ -38,10 +37,9 @@ import numpy as np
 
 #: part -> the entry kernels it calls (``module.function``), in the order it calls them
 PARTS = {
-    "state": ("dynamics.input_matrix_kernel", "legendre.legendre", "legendre.inverse_legendre"),
-    "command": ("legendre.feedback", "dynamics.lagrangian_kernel"),
+    "state": ("dynamics.input_matrix_kernel", "legendre.legendre", "legendre.inverse_legendre",
+              "legendre.feedback", "dynamics.lagrangian_kernel"),
     "step": ("del_solve.del_step",),
-    "chunk": ("del_trajectory.linearize_chunk",),
     "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta", "del_first_order.del_linearize"),
     "inverse": ("del_inverse.del_inverse_dynamics",),
     "linearize": ("del_trajectory.solve_each", "del_trajectory.linearize_chunk"),
@@ -53,16 +51,15 @@ PARTS = {
     "all": ("del_second_order.second_order_scratch",),
 }
 #: part -> parts whose kernels it calls inside its own (taken after them when shared)
-AFTER = {"linearize": ("step", "chunk"), "optimize": ("step", "linearize", "lqr"), "inverse": ("state",),
-         "hold": ("step", "chunk"),     # (solves the step, then del_linearize: linearize_chunk's)
+AFTER = {"linearize": ("step",), "optimize": ("step", "linearize", "lqr"), "inverse": ("state",),
+         "hold": ("step", "linearize"),     # (solves the step, then del_linearize: linearize_chunk's)
          "discrete": ("step", "linearize", "inverse"), "all": ("continuous", "discrete")}
 #: What a controller needs before it may command (the mechnode node's configure): every part
 #: but the continuous and second-order linearizations (which then compile on first use, or in
 #: the background).
-#: Ordered for two processes: the step (the DEL solve) and the one-step linearization (``chunk``:
-#: linearize_chunk and the del_linearize it inlines, run on unsolved steps) first, side by side,
-#: the longest two; then the rest, each process taking the next part when it is free.
-CONTROL_PARTS = ("step", "chunk", "state", "command", "inverse", "lqr", "linearize", "hold", "optimize")
+#: Ordered for two processes: one compiles the step, then the linearization along a trajectory
+#: (the longest chain); the other everything else meanwhile.
+CONTROL_PARTS = ("step", "state", "inverse", "lqr", "hold", "linearize", "optimize")
 
 
 def _tiny():
@@ -79,18 +76,16 @@ def _run(part: str, vi) -> None:
     z = np.zeros(n)
     if part == "state":
         vi.system.input_matrix(z)
-        vi.continuous_state(vi.discrete_state(z, z))
-    elif part == "command":
+        x = vi.discrete_state(z, z)
+        vi.continuous_state(x)
         vi.system.lagrangian_derivatives(z, z, 2)
-        x, u, K = vi.discrete_state(z, z), np.zeros(nu), np.zeros((nu, nx))
+        u, K = np.zeros(nu), np.zeros((nu, nx))
         vi.feedback(z, z, x, u, K)
         for a in (x, u, K):          # read-only arrays are a numba type of their own
             a.setflags(write=False)
         vi.feedback(z, z, x, u, K)
     elif part == "step":
         vi.step(np.zeros(nx), np.zeros(nu))
-    elif part == "chunk":
-        _linearize_chunk(vi)
     elif part == "hold":
         q = satisfy_constraints(vi.system, np.full(n, 0.3))
         x = vi.rest_state(q)
@@ -113,24 +108,6 @@ def _run(part: str, vi) -> None:
         vi.warm_up(part=part)
     else:
         raise ValueError(f"unknown warm-up part {part!r} (parts: {', '.join(PARTS)})")
-
-
-def _linearize_chunk(vi) -> None:
-    """``linearize_chunk`` with the argument types of :meth:`core.MidpointVI.linearize_trajectory`
-    (``threads=1``, first order) on a step that was not solved: its values do not matter, its
-    compilation does, and it needs no DEL solve (``del_step``), which another process compiles
-    meanwhile. Best effort: if core's arguments have changed, linearize_trajectory compiles it."""
-    from .del_trajectory import linearize_chunk
-    model, n, nd, nk, m = vi.system.model, vi.nq, vi.nd, vi.nk, vi.system.nu
-    Q, P, Uf, rho = np.zeros((1, n)), np.zeros((1, nd)), np.zeros((1, m)), np.zeros((1, nk))
-    Q1, LAM, DH1 = np.zeros((1, n)), np.zeros((1, model.nh)), np.zeros((1, model.nh, n))
-    data, der = vi.system.workspace.get(third_order=False)
-    As, Bs, Hs = np.empty((1, vi.nx, vi.nx)), np.empty((1, vi.nx, vi.nu)), np.empty((1, 0, 0, 0))
-    try:
-        linearize_chunk(model, data, der, vi.dt, vi.dynamic_index, vi.kinematic_index, Q, Q1, P, LAM, DH1, Uf,
-                        rho, False, vi.condition_limit, As, Bs, Hs, np.zeros(1, np.int64), np.zeros((1, 2)), 0, 1)
-    except Exception:  # noqa: BLE001 - (a typing error: core's kernel changed its arguments)
-        pass
 
 
 def run(parts, vi=None) -> None:
