@@ -112,6 +112,7 @@ class MechNode(LifecycleNode):
         self._diagnostics_timer = None
         self._reference_sub = None
         self._background = None                 # the background compilation (cold cache)
+        self._team = None                       # the warm-up's compiling processes (cold cache)
         self.health = Health(self.get_logger())
         self.finished = Future()                # done at the shutdown transition
         # the command path's process, started now: its start-up overlaps the node's
@@ -119,6 +120,14 @@ class MechNode(LifecycleNode):
                                       self.get_parameter("use_sim_time").value, self.get_logger())
         self.params = NodeParameters(self, plant=self._configured_plant,
                                      is_active=lambda: self.is_active, on_control=self._on_control)
+        # a cold numba cache: the kernels configure needs compile from now on (two processes)
+        self._team = Plant.start_warm_up() if self.params.value("warm_up") else None
+        if self._team is not None:
+            self.get_logger().info(
+                f"warm-up: the numba cache lacks {len(self._team.todo)} kernels the command path, the "
+                "schedules and the hold need (first run): compiling them from now on in 2 processes "
+                "(about a minute or two on 2 cores; core names each on stderr as it compiles, 'kernel k "
+                "of ~N'); configure waits for them")
         self.reference = ReferencePipeline(self.params, self.health, self._lock, self.get_clock(),
                                            on_install=self._install)
         self._lfc = False                       # publishing the LFC form (lfc_topic set at activate)
@@ -215,6 +224,14 @@ class MechNode(LifecycleNode):
         compile in two processes (core names each on stderr, counted: ``kernel 3 of ~14``),
         and the node says what and how long."""
         log = self.get_logger()
+        team, self._team = self._team, None
+        if team is not None:
+            if team.running:
+                log.info("warm-up: waiting for the kernels compiling since the node started")
+            seconds = plant.warm_up(team=team)
+            log.info(f"warm-up: compiled the command path's and the schedules' kernels; configure "
+                     f"waited {seconds:.1f} s for them")
+            return
         todo = core.warmup.pending(CONTROL_PARTS)
         if not todo:
             log.info(f"warm-up: loading the numba kernels of {plant.system.name} from the cache")
@@ -240,6 +257,9 @@ class MechNode(LifecycleNode):
                 f"nice {REST_NICE}; core names each on stderr as core[background])")
 
     def _stop_background(self) -> None:
+        team, self._team = getattr(self, "_team", None), None
+        if team is not None:
+            team.stop()
         proc, self._background = self._background, None
         if proc is not None and proc.poll() is None:
             proc.terminate()        # (numba writes each cache file whole: nothing half-written)
@@ -359,7 +379,7 @@ class MechNode(LifecycleNode):
 
     def destroy_node(self):
         self._teardown()
-        if getattr(self, "_background", None) is not None:
+        if getattr(self, "_background", None) is not None or getattr(self, "_team", None) is not None:
             self._stop_background()
         if getattr(self, "command", None) is not None:      # None: __init__ did not get that far
             self.command.close()

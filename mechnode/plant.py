@@ -335,7 +335,13 @@ class Plant:
             return False
         return bool(np.min(np.diag(L)) ** 2 > self.REGULAR_PIVOT * scale)
 
-    def warm_up(self, processes: int = 2, stderr=None) -> float:
+    @staticmethod
+    def start_warm_up(stderr=None):
+        """On a cold cache: the team of two processes that compiles :data:`CONTROL_PARTS` in the
+        background (:func:`core.warmup.start_team`), for a later :meth:`warm_up`; else None."""
+        return core.warmup.start_team(CONTROL_PARTS, 2, stderr=stderr)
+
+    def warm_up(self, processes: int = 2, stderr=None, team=None) -> float:
         """Load or compile the kernels the node needs before it may activate
         (:data:`CONTROL_PARTS`: command path, schedules, idle hold) on a small model (a kernel's
         types do not depend on the model), shared by ``processes`` processes on a cold cache
@@ -343,9 +349,14 @@ class Plant:
         them on this model once (its scratch made, its first steps as fast as the next):
         nothing here allocates more than ``O(n²)`` with the size of the node's model. The
         continuous and second-order linearizations are not among them (:meth:`warm_up_rest`).
+        ``team``: a :meth:`start_warm_up` team compiling them already: waited for instead.
         Returns the seconds it took."""
         t0 = time.perf_counter()
-        core.warmup.run_shared(CONTROL_PARTS, processes, stderr=stderr)
+        if team is not None:          # started earlier (start_warm_up): wait for it, then load
+            team.wait()
+            core.warmup.run(CONTROL_PARTS)
+        else:
+            core.warmup.run_shared(CONTROL_PARTS, processes, stderr=stderr)
         core.warmup.run(("state", "step", "inverse", "linearize"), self.vi)
         return time.perf_counter() - t0
 

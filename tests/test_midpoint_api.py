@@ -173,3 +173,4 @@ def test_warm_up_parts_shared_by_a_team(tmp_path):
     assert warmup.work(str(tmp_path), parts) == []          # all taken (and done): nothing left
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lqr.done", "lqr.taken", "state.done", "state.taken"]
     assert warmup.run_shared(warmup.CONTROL_PARTS) < 60.0
+
