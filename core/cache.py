@@ -97,6 +97,7 @@ class _CompileReporter(event.Listener):
         self.announced = False
         self.t0 = self.first = 0.0
         self.count = 0                # compilations of this process
+        self.counted = True           # the kernel compiling now is counted
         self.total = 0                # expected by the caller (expect), 0: unknown
         self.shared = None            # a file counting the team's compilations (a line each)
 
@@ -126,7 +127,9 @@ class _CompileReporter(event.Listener):
                     self.first = time.perf_counter()
                     self._write(f"{self.prefix}numba is compiling core's kernels (first run, or core's "
                                 "sources changed; cached afterwards, later runs load them)\n")
-                which = self._which(self._done_so_far() + 1)
+                # (the records' allocators, _new_*, compile in a second: not counted)
+                self.counted = not self.kernel.rsplit(".", 1)[-1].startswith("_new_")
+                which = self._which(self._done_so_far() + 1) if self.counted else ""
                 self._write(f"{self.prefix}compiling {self.kernel}{f' ({which})' if which else ''} ...\n")
                 self.t0 = time.perf_counter()
         self.depth += 1
@@ -135,6 +138,11 @@ class _CompileReporter(event.Listener):
         self.depth = max(0, self.depth - 1)
         if self.depth == 0 and self.kernel is not None:
             now = time.perf_counter()
+            if not self.counted:
+                outcome = "failed to compile" if getattr(ev, "_exc_details", None) else "compiled"
+                self._write(f"{self.prefix}{outcome} {self.kernel} in {now - self.t0:.1f} s\n")
+                self.kernel = None
+                return
             self.count += 1
             number = self.count
             if self.shared:
