@@ -22,13 +22,16 @@ taken (a file ``DIR/<part>.taken`` created exclusively), waits for the parts it 
 (:data:`AFTER`: their kernels are then loaded, not compiled twice) and marks it done
 (``DIR/<part>.done``), until none is left. :func:`run_shared` runs such a team: this process and
 ``processes - 1`` others; :func:`start_team` starts one in the background (a caller that will
-need the kernels later, as the node when it starts). Compile messages (:mod:`core.cache`) count the kernels of the whole
-team (``kernel 3 of ~12``) in ``DIR/compiled``.
+need the kernels later), and ``python -m core.warmup --team N PART ...`` runs one from the
+command line, saying what it compiles and how long it took (what the mechnode node starts).
+Compile messages (:mod:`core.cache`) count the kernels of the whole team (``kernel 3 of ~12``)
+in ``DIR/compiled``.
 """
 from __future__ import annotations
 
 import importlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -284,15 +287,58 @@ def run_shared(parts, processes: int = 2, vi=None, stderr=None) -> float:
     return time.perf_counter() - t0
 
 
+def team_main(parts, processes: int) -> int:
+    """``python -m core.warmup --team N PART ...``: if the cache lacks kernels of ``parts``, say
+    how many and compile them in ``N`` processes (this one and ``N - 1`` others), then say how
+    long it took (stderr); silent on a warm cache. Prints the number of missing kernels on stdout
+    first. What a caller that may import only core's public API (the mechnode node) starts,
+    then waits for. A tag already in ``MECHNODE_COMPILE_TAG`` is kept when ``N`` is 1."""
+    from . import cache
+    todo = pending(parts)
+    print(len(todo), flush=True)        # (stdout: how many were missing, for the caller)
+    if not todo:
+        return 0
+    t0 = time.perf_counter()
+    sys.stderr.write(f"core: the numba cache lacks {len(todo)} kernels (first run, or core changed): compiling "
+                     f"them in {processes} processes, each named and counted below\n")
+    sys.stderr.flush()
+    with tempfile.TemporaryDirectory(prefix="core_warmup_") as directory:
+        cache.expect(len(todo), os.path.join(directory, "compiled"))
+        if processes > 1 or not os.environ.get(cache.TAG_VARIABLE):
+            os.environ[cache.TAG_VARIABLE] = f"1/{processes}"
+        if cache._reporter is not None:
+            cache._reporter.prefix = f"core[{os.environ[cache.TAG_VARIABLE]}]: "
+        others = [p for p in (start_worker(directory, parts, f"{i + 1}/{processes}") for i in range(1, processes))
+                  if p is not None]
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+        try:
+            work(directory, parts)
+        except BaseException:           # (ended: SIGTERM, SIGINT) the others end too
+            for p in others:
+                p.terminate()
+            raise
+        finally:
+            for p in others:
+                p.wait()
+            cache.expect(0)
+    sys.stderr.write(f"core: compiled the {len(todo)} kernels in {time.perf_counter() - t0:.1f} s\n")
+    sys.stderr.flush()
+    return 0
+
+
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    directory = None
+    directory = team = None
     if args[:1] == ["--work"] and len(args) >= 2:
         directory, args = args[1], args[2:]
+    elif args[:1] == ["--team"] and len(args) >= 2 and args[1].isdigit():
+        team, args = int(args[1]), args[2:]
     if not args or any(a not in PARTS for a in args):
-        print(f"usage: python -m core.warmup [--work DIR] PART [PART ...] (parts: {', '.join(PARTS)}; "
+        print(f"usage: python -m core.warmup [--work DIR | --team N] PART [PART ...] (parts: {', '.join(PARTS)}; "
               "e.g. python -m core.warmup discrete)", file=sys.stderr)
         return 2
+    if team is not None:
+        return team_main(args, max(1, team))
     if directory is None:
         run(args)
     else:

@@ -64,7 +64,6 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 import core
-import core.warmup
 
 from .command import CommandSettings
 from .command_process import STALL_SECONDS, CommandProcess
@@ -74,7 +73,7 @@ from .idle import IdleHold
 from .joint_map import JointMap
 from .lfc import check_lfc_model, lfc_schedule
 from .parameters import NodeParameters
-from .plant import CONTROL_PARTS, MAX_MODEL_BYTES, REST_NICE, ModelSpecError, Plant, parse_locked_joints
+from .plant import MAX_MODEL_BYTES, REST_NICE, ModelSpecError, Plant, parse_locked_joints
 from .qos import COMMAND_QOS, LATCHED
 from .reference import ReferencePipeline
 from .services import ModelServices
@@ -112,7 +111,8 @@ class MechNode(LifecycleNode):
         self._diagnostics_timer = None
         self._reference_sub = None
         self._background = None                 # the background compilation (cold cache)
-        self._team = None                       # the warm-up's compiling processes (cold cache)
+        self._team = None                       # the warm-up's compiling process (python -m core.warmup)
+        self._cold = False                      # the warm-up compiled (a first run)
         self.health = Health(self.get_logger())
         self.finished = Future()                # done at the shutdown transition
         # the command path's process, started now: its start-up overlaps the node's
@@ -120,14 +120,9 @@ class MechNode(LifecycleNode):
                                       self.get_parameter("use_sim_time").value, self.get_logger())
         self.params = NodeParameters(self, plant=self._configured_plant,
                                      is_active=lambda: self.is_active, on_control=self._on_control)
-        # a cold numba cache: the kernels configure needs compile from now on (two processes)
+        # what configure needs, missing from numba's cache (a first run), compiles from now on
+        # in two processes (core names and counts each kernel on stderr); a warm cache: nothing
         self._team = Plant.start_warm_up() if self.params.value("warm_up") else None
-        if self._team is not None:
-            self.get_logger().info(
-                f"warm-up: the numba cache lacks {len(self._team.todo)} kernels the command path, the "
-                "schedules and the hold need (first run): compiling them from now on in 2 processes "
-                "(about a minute or two on 2 cores; core names each on stderr as it compiles, 'kernel k "
-                "of ~N'); configure waits for them")
         self.reference = ReferencePipeline(self.params, self.health, self._lock, self.get_clock(),
                                            on_install=self._install)
         self._lfc = False                       # publishing the LFC form (lfc_topic set at activate)
@@ -220,53 +215,53 @@ class MechNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _warm_up(self, plant) -> None:
-        """Load the kernels the node needs before it may activate; on a cold numba cache they
-        compile in two processes (core names each on stderr, counted: ``kernel 3 of ~14``),
-        and the node says what and how long."""
+        """Load the kernels the node needs before it may activate; those numba's cache lacks
+        compile in two processes (core names and counts each on stderr), started with the node
+        (or now); the node says when it waits for them and how long it took."""
         log = self.get_logger()
         team, self._team = self._team, None
+        if team is None:
+            team = Plant.start_warm_up()
         if team is not None:
-            if team.running:
-                log.info("warm-up: waiting for the kernels compiling since the node started")
-            seconds = plant.warm_up(team=team)
-            log.info(f"warm-up: compiled the command path's and the schedules' kernels; configure "
-                     f"waited {seconds:.1f} s for them")
-            return
-        todo = core.warmup.pending(CONTROL_PARTS)
-        if not todo:
-            log.info(f"warm-up: loading the numba kernels of {plant.system.name} from the cache")
-            plant.warm_up()
-            return
-        log.info(f"warm-up: the numba cache lacks {len(todo)} kernels the command path, the schedules "
-                 "and the hold need: compiling them in 2 processes (about a minute or two on 2 cores; "
-                 "core names each on stderr as it compiles, 'kernel k of ~N'); the continuous and "
-                 "second-order linearizations follow in the background once configured")
-        seconds = plant.warm_up()
-        log.info(f"warm-up: compiled the command path's and the schedules' kernels in {seconds:.1f} s")
+            try:
+                team.wait(timeout=0.5)
+            except Exception:  # noqa: BLE001 - still compiling: say so
+                log.info("warm-up: numba is compiling the kernels of the command path, the schedules and the "
+                         "hold (first run; core names and counts each on stderr); configure waits for them, "
+                         "the continuous and second-order linearizations follow in the background")
+        seconds = plant.warm_up(team=team) if team is not None else plant.warm_up(processes=1)
+        if plant.compiled_kernels:
+            log.info(f"warm-up: compiled the {plant.compiled_kernels} kernels of the command path, the "
+                     f"schedules and the hold; configure waited {seconds:.1f} s for them")
+            self._cold = True
+        else:
+            log.info(f"warm-up: loaded the numba kernels of {plant.system.name} from the cache ({seconds:.1f} s)")
 
     def _warm_up_rest(self) -> None:
-        """On a cold cache: the kernels the services may need besides, in a background process
-        (niced; ended at shutdown). Whatever it has not compiled yet compiles on first use."""
-        if self._background is not None and self._background.poll() is None:
+        """After a cold start: the kernels the services may need besides, in a background
+        process (niced; ended at shutdown). Whatever it has not compiled yet compiles on use."""
+        if not self._cold or (self._background is not None and self._background.poll() is None):
             return
-        self._background, todo = Plant.warm_up_rest()
+        self._background = Plant.warm_up_rest()
         if self._background is not None:
             self.get_logger().info(
-                f"warm-up: compiling the {len(todo)} remaining kernels (continuous and second-order "
-                f"linearizations: the services' first calls) in the background (pid {self._background.pid}, "
-                f"nice {REST_NICE}; core names each on stderr as core[background])")
+                f"warm-up: the continuous and second-order linearizations (the services' first calls) compile "
+                f"in the background (pid {self._background.pid}, nice {REST_NICE}; core[background] on stderr)")
 
     def _stop_background(self) -> None:
-        team, self._team = getattr(self, "_team", None), None
-        if team is not None:
-            team.stop()
-        proc, self._background = self._background, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()        # (numba writes each cache file whole: nothing half-written)
-            try:
-                proc.wait(timeout=5.0)
-            except Exception:  # noqa: BLE001 - best effort
-                proc.kill()
+        """End the compiling processes (numba writes each cache file whole: nothing is left
+        half-written; a team's second process ends with the first's group)."""
+        for proc in (getattr(self, "_team", None), getattr(self, "_background", None)):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5.0)
+                except Exception:  # noqa: BLE001 - best effort
+                    proc.kill()
+                    proc.wait()
+            if proc is not None and proc.stdout is not None:
+                proc.stdout.close()
+        self._team = self._background = None
 
     def _robot_description(self, topic: str, timeout: float):
         """``(text, source)`` of the first message on ``topic`` (std_msgs/String, reliable +

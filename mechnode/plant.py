@@ -9,24 +9,95 @@ from __future__ import annotations
 
 import functools
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
 
 import core
-import core.warmup
 
 from .errors import InputError
 
 #: The default model of the node (a model packaged with core: core.data).
 DEFAULT_MODEL = "cartpole.yaml"
-#: The parts of core's warm-up (core.warmup.PARTS) the node needs before it may activate: its
-#: command path, schedules (optimizer included) and idle hold; and the rest (the continuous and
-#: second-order linearizations, for the services), compiled in the background on a cold cache.
-CONTROL_PARTS = core.warmup.CONTROL_PARTS
+#: The parts of core's warm-up (``python -m core.warmup``, core/warmup.py) the node needs before
+#: it may activate: its command path, schedules (optimizer included) and idle hold; and the rest
+#: (the continuous and second-order linearizations, for the services), compiled in the
+#: background after a cold start.
+CONTROL_PARTS = ("step", "state", "inverse", "lqr", "hold", "linearize", "optimize")
 REST_PARTS = ("continuous", "discrete", "all")
 #: Niceness of the background compilation (the command path and the robot go first).
 REST_NICE = 19
+#: The small packaged model the kernels are loaded on (a kernel's types do not depend on the model).
+WARM_UP_MODEL = "double_pendulum.yaml"
+
+
+def start_compiling(parts, processes: int = 2, nice: int = 0, tag: str = "", stderr=None):
+    """``python -m core.warmup --team N PARTS``: a process that compiles the kernels of core's
+    warm-up ``parts`` missing from numba's cache, in ``processes`` processes, naming and counting
+    each on ``stderr`` (default this process's); on a warm cache it exits at once, silent. Its
+    stdout says how many kernels were missing (:func:`missing_kernels`). None if it cannot start."""
+    env = dict(os.environ)
+    if tag:
+        env["MECHNODE_COMPILE_TAG"] = tag
+    try:
+        return subprocess.Popen([sys.executable, "-m", "core.warmup", "--team", str(processes), *parts],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=env,
+                                preexec_fn=(lambda: os.nice(nice)) if nice else None)
+    except OSError:
+        return None
+
+
+def missing_kernels(proc) -> int:
+    """Wait for a :func:`start_compiling` process; the number of kernels it found missing (and
+    compiled), 0 if it cannot tell."""
+    out, _ = proc.communicate()
+    try:
+        return int(out.split()[0])
+    except (IndexError, ValueError):
+        return 0
+
+
+def load_kernels(vi, hold: bool = True) -> None:
+    """Run what the node runs before and after activation once on ``vi`` (loads its kernels
+    from the cache; compiles what is missing): the command path's feedback law, the Legendre
+    transforms, a step, DEL inverse dynamics, the linearization along a trajectory, the Riccati
+    pass, the first-order optimizer and (``hold``) the idle hold's computations. A model
+    singular at ``q = 0`` is loaded all the same."""
+    n, nx, nu = vi.nq, vi.nx, vi.nu
+    z = np.zeros(n)
+
+    def attempt(call):
+        try:
+            call()
+        except (core.CoreError, ArithmeticError, np.linalg.LinAlgError, ValueError):
+            pass
+    x, u, K = vi.discrete_state(z, z), np.zeros(nu), np.zeros((nu, nx))
+    u[vi.system.nu:] = z[vi.kinematic_index]
+    attempt(lambda: vi.continuous_state(x))
+    vi.system.lagrangian_derivatives(z, z, 2)
+    vi.feedback(z, z, x, u, K)
+    for a in (x, u, K):              # read-only arrays are a numba type of their own
+        a.setflags(write=False)
+    vi.feedback(z, z, x, u, K)
+    attempt(lambda: vi.step(np.zeros(nx), np.zeros(nu)))
+    Q = np.zeros((3, n))
+
+    def trajectory():
+        U, P, _ = vi.inverse_dynamics(Q, np.zeros(vi.nd))
+        vi.discrete_momenta(Q, np.zeros(vi.nd))
+        X = np.hstack([Q, P, np.zeros((3, vi.nk))])
+        A, B = vi.linearize_trajectory(X, U, threads=1)
+        core.tvlqr(A, B, np.eye(nx), np.eye(nu), np.eye(nx))
+        core.optimize_trajectory(vi, X[0], X, U, np.eye(nx), np.eye(nu), np.eye(nx), method="first_order",
+                                 max_iterations=1)
+    attempt(trajectory)
+    if hold:
+        def hold_kernels():
+            q = core.satisfy_constraints(vi.system, np.full(n, 0.3))
+            vi.linearize(vi.rest_state(q), vi.rest_input(q, core.holding_inputs(vi.system, q)[0]))
+        attempt(hold_kernels)
 #: Most entries of the ``locked_joints`` parameter, and longest entry (characters).
 MAX_LOCKED_JOINTS, MAX_LOCKED_ENTRY = 1000, 256
 
@@ -337,37 +408,36 @@ class Plant:
 
     @staticmethod
     def start_warm_up(stderr=None):
-        """On a cold cache: the team of two processes that compiles :data:`CONTROL_PARTS` in the
-        background (:func:`core.warmup.start_team`), for a later :meth:`warm_up`; else None."""
-        return core.warmup.start_team(CONTROL_PARTS, 2, stderr=stderr)
+        """Start compiling the kernels of :data:`CONTROL_PARTS` that numba's cache lacks, in two
+        processes (:func:`start_compiling`; on a warm cache it ends at once), for a later
+        :meth:`warm_up`."""
+        return start_compiling(CONTROL_PARTS, 2, stderr=stderr)
 
     def warm_up(self, processes: int = 2, stderr=None, team=None) -> float:
         """Load or compile the kernels the node needs before it may activate
-        (:data:`CONTROL_PARTS`: command path, schedules, idle hold) on a small model (a kernel's
-        types do not depend on the model), shared by ``processes`` processes on a cold cache
-        (:func:`core.warmup.run_shared`; the others' compile messages on ``stderr``), then run
-        them on this model once (its scratch made, its first steps as fast as the next):
-        nothing here allocates more than ``O(n²)`` with the size of the node's model. The
-        continuous and second-order linearizations are not among them (:meth:`warm_up_rest`).
-        ``team``: a :meth:`start_warm_up` team compiling them already: waited for instead.
-        Returns the seconds it took."""
+        (:data:`CONTROL_PARTS`: command path, schedules, idle hold): what numba's cache lacks
+        compiles first on a small model (a kernel's types do not depend on the model) in
+        ``processes`` processes (:func:`start_compiling`; their messages on ``stderr``), or
+        ``team``, such a process started earlier (:meth:`start_warm_up`), is waited for. Then
+        it runs them on a small model and on this model once (loaded; this model's scratch
+        made, its first steps as fast as the next): nothing here allocates more than ``O(n²)``
+        with the size of the node's model. The continuous and second-order linearizations are
+        not among them (:meth:`warm_up_rest`). Returns the seconds it took;
+        :attr:`compiled_kernels` is how many were missing."""
         t0 = time.perf_counter()
-        if team is not None:          # started earlier (start_warm_up): wait for it, then load
-            team.wait()
-            core.warmup.run(CONTROL_PARTS)
-        else:
-            core.warmup.run_shared(CONTROL_PARTS, processes, stderr=stderr)
-        core.warmup.run(("state", "step", "inverse", "linearize"), self.vi)
+        if team is None and processes > 1:
+            team = start_compiling(CONTROL_PARTS, processes, stderr=stderr)
+        #: kernels the cache lacked at warm-up (compiled then)
+        self.compiled_kernels = missing_kernels(team) if team is not None else 0
+        load_kernels(core.MidpointVI(core.load_system(WARM_UP_MODEL), self.dt))
+        load_kernels(self.vi, hold=False)
         return time.perf_counter() - t0
 
     @staticmethod
     def warm_up_rest(stderr=None):
         """Compile the kernels :meth:`warm_up` leaves out (:data:`REST_PARTS`: continuous and
         second-order linearizations, for the services) in a background process at niceness
-        :data:`REST_NICE`, if the cache lacks any of them; returns ``(process, kernels)`` (the
-        process None when nothing is missing or it cannot start). What it has not compiled yet
-        when a service needs it compiles there and then."""
-        todo = core.warmup.pending(REST_PARTS)
-        if not todo:
-            return None, []
-        return core.warmup.start_worker(None, REST_PARTS, "background", nice=REST_NICE, stderr=stderr), todo
+        :data:`REST_NICE`, its lines tagged ``core[background]`` (it ends at once if the cache
+        has them all). None if it cannot start. What it has not compiled yet when a service
+        needs it compiles there and then."""
+        return start_compiling(REST_PARTS, 1, nice=REST_NICE, tag="background", stderr=stderr)
