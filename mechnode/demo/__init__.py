@@ -311,7 +311,8 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             log(f"locked joints {dict(scenario.locked)} (the node's locked_joints): the node and the simulated "
                 f"robot run the {plant.n}-joint model {plant.config_names}; the effort command has "
                 f"{plant.m} values")
-        plant.warm_up()  # the simulated robot must step in real time from its first command
+        plant.warm_up(processes=1)  # the robot steps in real time from its first command (the node
+                                    # compiled the kernels: this process loads them)
         jm = JointMap(plant.config_names, list(scenario.joint_map))
         names, times, pos = scenario.reference()
         q0 = scenario.start(jm.joint_names, np.array([pos[0, names.index(j)] for j in jm.joint_names]))
