@@ -138,8 +138,8 @@ class _CompileReporter(event.Listener):
         self.depth = max(0, self.depth - 1)
         if self.depth == 0 and self.kernel is not None:
             now = time.perf_counter()
+            outcome = _outcome(getattr(ev, "_exc_details", None))
             if not self.counted:
-                outcome = "failed to compile" if getattr(ev, "_exc_details", None) else "compiled"
                 self._write(f"{self.prefix}{outcome} {self.kernel} in {now - self.t0:.1f} s\n")
                 self.kernel = None
                 return
@@ -153,10 +153,19 @@ class _CompileReporter(event.Listener):
                     pass
                 number = self._done_so_far()
             which = self._which(number)
-            outcome = "failed to compile" if getattr(ev, "_exc_details", None) else "compiled"
             self._write(f"{self.prefix}{outcome} {self.kernel} in {now - self.t0:.1f} s"
                         f"{f' ({which}; {now - self.first:.0f} s since the first)' if which else ''}\n")
             self.kernel = None
+
+
+def _outcome(exc_details) -> str:
+    """``compiled``, ``stopped compiling`` (the process is ending: SIGINT, SystemExit) or
+    ``failed to compile``, from numba's end-of-compilation exception details."""
+    if not exc_details or exc_details[0] is None:
+        return "compiled"
+    if isinstance(exc_details[0], type) and issubclass(exc_details[0], (KeyboardInterrupt, SystemExit)):
+        return "stopped compiling"
+    return "failed to compile"
 
 
 def _core_kernel(data) -> str | None:

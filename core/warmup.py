@@ -21,9 +21,9 @@ The parts (:data:`PARTS`; each names the kernels it calls, for the count of what
 taken (a file ``DIR/<part>.taken`` created exclusively), waits for the parts it builds on
 (:data:`AFTER`: their kernels are then loaded, not compiled twice) and marks it done
 (``DIR/<part>.done``), until none is left. :func:`run_shared` runs such a team: this process and
-``processes - 1`` others; :func:`start_team` starts one in the background (a caller that will
-need the kernels later), and ``python -m core.warmup --team N PART ...`` runs one from the
-command line, saying what it compiles and how long it took (what the mechnode node starts).
+``processes - 1`` others, and ``python -m core.warmup --team N PART ...`` runs one from the
+command line (in the background of a caller that needs the kernels later), saying what it
+compiles and how long it took (what the mechnode node starts).
 Compile messages (:mod:`core.cache`) count the kernels of the whole team (``kernel 3 of ~12``)
 in ``DIR/compiled``.
 """
@@ -91,6 +91,7 @@ def _run(part: str, vi) -> None:
     elif part == "step":
         vi.step(np.zeros(nx), np.zeros(nu))
     elif part == "hold":
+        vi.system.constraint(z, 2)   # (a model without constraints may not get to it below)
         q = satisfy_constraints(vi.system, np.full(n, 0.3))
         x = vi.rest_state(q)
         u = vi.rest_input(q, holding_inputs(vi.system, q)[0])
@@ -198,67 +199,6 @@ def start_worker(directory: str | None, parts, tag: str, nice: int = 0, stderr=N
                                 cwd=os.path.dirname(SOURCE_DIR), preexec_fn=lower if nice else None)
     except OSError:
         return None
-
-
-class Team:
-    """``processes`` processes sharing ``parts`` (:func:`work`), all started now, in the
-    background: :func:`start_team`. :meth:`wait` returns once they have ended (the kernels are
-    then in the cache, or, if a member failed, the caller's :func:`run` compiles what is left);
-    :meth:`stop` ends them. Their compile messages count the team's kernels (:func:`expect`
-    in this process while the team runs)."""
-
-    def __init__(self, parts, todo, directory, procs):
-        self.parts, self.todo, self.directory, self.procs = tuple(parts), list(todo), directory, procs
-        self.t0 = time.perf_counter()
-
-    @property
-    def running(self) -> bool:
-        return any(p.poll() is None for p in self.procs)
-
-    def wait(self) -> float:
-        """Wait for every member; returns the seconds since the team started."""
-        for p in self.procs:
-            p.wait()
-        self._close()
-        return time.perf_counter() - self.t0
-
-    def stop(self) -> None:
-        """End the members (a cache file is written whole: nothing is left half-written)."""
-        for p in self.procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        self._close()
-
-    def _close(self) -> None:
-        from . import cache
-        if self.directory is not None:
-            cache.expect(0)
-            self.directory.cleanup()
-            self.directory = None
-
-
-def start_team(parts, processes: int = 2, stderr=None) -> Team | None:
-    """Start ``processes`` processes sharing ``parts`` (tagged ``1/2``, ``2/2``, ...) if the
-    cache lacks any of their kernels; None if it lacks none (or no process could start)."""
-    from . import cache
-    todo = pending(parts)
-    if not todo:
-        return None
-    directory = tempfile.TemporaryDirectory(prefix="core_warmup_")
-    cache.expect(len(todo), os.path.join(directory.name, "compiled"))
-    procs = [start_worker(directory.name, parts, f"{i}/{processes}", stderr=stderr) for i in range(1, processes + 1)]
-    procs = [p for p in procs if p is not None]
-    if not procs:
-        cache.expect(0)
-        directory.cleanup()
-        return None
-    return Team(parts, todo, directory, procs)
 
 
 def run_shared(parts, processes: int = 2, vi=None, stderr=None) -> float:

@@ -298,3 +298,11 @@ def test_optimizer_verbose_prints_a_line_per_iteration(capsys):
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("iter")]
     assert len(lines) == len(result.history) >= 2
     assert all("cost" in ln and "step" in ln and "|grad|" in ln for ln in lines)
+
+
+def test_a_compilation_ended_by_the_process_ending_is_not_called_a_failure():
+    from core.cache import _outcome
+    assert _outcome(None) == "compiled"
+    assert _outcome((SystemExit, SystemExit(143), None)) == "stopped compiling"     # SIGTERM (node shutdown)
+    assert _outcome((KeyboardInterrupt, KeyboardInterrupt(), None)) == "stopped compiling"
+    assert _outcome((TypeError, TypeError("x"), None)) == "failed to compile"
