@@ -7,8 +7,11 @@ Lifecycle
   with ``robot_description_topic`` set, the URDF published there, waited for at most
   ``robot_description_timeout`` s; data only, nothing named in a parameter is ever imported or
   run), builds the variational integrator at ``dt``,
-  checks ``joint_map``, the weights and the limits against the model and warms up every numba
-  kernel (compiles them on a cold cache: minutes; loads them from the cache otherwise).
+  checks ``joint_map``, the weights and the limits against the model and warms up the numba
+  kernels the command path, the schedules and the idle hold need (loads them from the cache; a
+  cold cache compiles them in two processes, each kernel named and counted on stderr, about a
+  minute or two; the continuous and second-order linearizations then compile in a niced
+  background process, ended at shutdown).
 * ``activate``: creates the subscriptions (JointState, JointTrajectory reference), publishers
   (command, GainSchedule, diagnostics, optional command echo) and timers (watchdog,
   diagnostics). ``deactivate`` destroys them and drops the active schedule; ``cleanup`` drops
@@ -70,7 +73,7 @@ from .idle import IdleHold
 from .joint_map import JointMap
 from .lfc import check_lfc_model, lfc_schedule
 from .parameters import NodeParameters
-from .plant import MAX_MODEL_BYTES, ModelSpecError, Plant, parse_locked_joints
+from .plant import MAX_MODEL_BYTES, REST_NICE, ModelSpecError, Plant, parse_locked_joints
 from .qos import COMMAND_QOS, LATCHED
 from .reference import ReferencePipeline
 from .services import ModelServices
@@ -107,6 +110,9 @@ class MechNode(LifecycleNode):
         self._diagnostics_pub = None            # reference subscription while active
         self._diagnostics_timer = None
         self._reference_sub = None
+        self._background = None                 # the background compilation (cold cache)
+        self._team = None                       # the warm-up's compiling process (python -m core.warmup)
+        self._cold = False                      # the warm-up compiled (a first run)
         self.health = Health(self.get_logger())
         self.finished = Future()                # done at the shutdown transition
         # the command path's process, started now: its start-up overlaps the node's
@@ -114,6 +120,9 @@ class MechNode(LifecycleNode):
                                       self.get_parameter("use_sim_time").value, self.get_logger())
         self.params = NodeParameters(self, plant=self._configured_plant,
                                      is_active=lambda: self.is_active, on_control=self._on_control)
+        # what configure needs, missing from numba's cache (a first run), compiles from now on
+        # in two processes (core names and counts each kernel on stderr); a warm cache: nothing
+        self._team = Plant.start_warm_up() if self.params.value("warm_up") else None
         self.reference = ReferencePipeline(self.params, self.health, self._lock, self.get_clock(),
                                            on_install=self._install)
         self._lfc = False                       # publishing the LFC form (lfc_topic set at activate)
@@ -179,9 +188,7 @@ class MechNode(LifecycleNode):
             self.params.limits(plant, joint_map.joint_names)     # checked here, applied at activate
             t1 = time.perf_counter()
             if value("warm_up"):
-                log.info(f"warm-up: loading the numba kernels of {plant.system.name} from the cache "
-                         "(a first run compiles them: minutes; core names each kernel on stderr)")
-                plant.warm_up()
+                self._warm_up(plant)
             plant.check_regular()       # a model that can never be linearized is refused here
             t2 = time.perf_counter()
             # after the warm-up: the command process loads the control kernel from the cache
@@ -198,12 +205,63 @@ class MechNode(LifecycleNode):
         gc.collect()
         gc.freeze()
         self.health.stats.update(load_s=t1 - t0, warm_up_s=t2 - t1, command_process_configure_s=command_s)
+        if value("warm_up"):
+            self._warm_up_rest()
         locks = f", locked {plant.system.locked_joints}" if plant.locked else ""
         log.info(f"configured: model {plant.source!r} ({plant.system.name}: q = {plant.config_names}{locks}, "
                  f"joints {joint_map.joint_names}, inputs {plant.input_names}, {plant.actuation}), "
                  f"dt = {plant.dt} s; load {t1 - t0:.2f} s, warm-up {t2 - t1:.2f} s, command process "
                  f"(pid {self.command.pid}) {command_s:.2f} s")
         return TransitionCallbackReturn.SUCCESS
+
+    def _warm_up(self, plant) -> None:
+        """Load the kernels the node needs before it may activate; those numba's cache lacks
+        compile in two processes (core names and counts each on stderr), started with the node
+        (or now); the node says when it waits for them and how long it took."""
+        log = self.get_logger()
+        team, self._team = self._team, None
+        if team is None:
+            team = Plant.start_warm_up()
+        if team is not None:
+            try:
+                team.wait(timeout=0.5)
+            except Exception:  # noqa: BLE001 - still compiling: say so
+                log.info("warm-up: numba is compiling the kernels of the command path, the schedules and the "
+                         "hold (first run; core names and counts each on stderr); configure waits for them, "
+                         "the continuous and second-order linearizations follow in the background")
+        seconds = plant.warm_up(team=team) if team is not None else plant.warm_up(processes=1)
+        if plant.compiled_kernels:
+            log.info(f"warm-up: compiled the {plant.compiled_kernels} kernels of the command path, the "
+                     f"schedules and the hold; configure waited {seconds:.1f} s for them")
+            self._cold = True
+        else:
+            log.info(f"warm-up: loaded the numba kernels of {plant.system.name} from the cache ({seconds:.1f} s)")
+
+    def _warm_up_rest(self) -> None:
+        """After a cold start: the kernels the services may need besides, in a background
+        process (niced; ended at shutdown). Whatever it has not compiled yet compiles on use."""
+        if not self._cold or (self._background is not None and self._background.poll() is None):
+            return
+        self._background = Plant.warm_up_rest()
+        if self._background is not None:
+            self.get_logger().info(
+                f"warm-up: the continuous and second-order linearizations (the services' first calls) compile "
+                f"in the background (pid {self._background.pid}, nice {REST_NICE}; core[background] on stderr)")
+
+    def _stop_background(self) -> None:
+        """End the compiling processes (numba writes each cache file whole: nothing is left
+        half-written; a team's second process ends with the first's group)."""
+        for proc in (getattr(self, "_team", None), getattr(self, "_background", None)):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5.0)
+                except Exception:  # noqa: BLE001 - best effort
+                    proc.kill()
+                    proc.wait()
+            if proc is not None and proc.stdout is not None:
+                proc.stdout.close()
+        self._team = self._background = None
 
     def _robot_description(self, topic: str, timeout: float):
         """``(text, source)`` of the first message on ``topic`` (std_msgs/String, reliable +
@@ -299,6 +357,7 @@ class MechNode(LifecycleNode):
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._teardown()
+        self._stop_background()
         self.command.close()
         self.config = None
         self.get_logger().info("shut down")
@@ -315,6 +374,8 @@ class MechNode(LifecycleNode):
 
     def destroy_node(self):
         self._teardown()
+        if getattr(self, "_background", None) is not None or getattr(self, "_team", None) is not None:
+            self._stop_background()
         if getattr(self, "command", None) is not None:      # None: __init__ did not get that far
             self.command.close()
         return super().destroy_node()

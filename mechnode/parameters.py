@@ -267,7 +267,8 @@ def declare_parameters(node, declare=None) -> None:
         integer_range=[IntegerRange(from_value=0, to_value=1_000_000, step=1)]))
     declare("diagnostics_period", 1.0, D(
         "diagnostics_period", description="Seconds between diagnostics; applied at activate"))
-    declare("warm_up", True, D(description="Run every numba kernel at configure"))
+    declare("warm_up", True, D(description="Load (cold cache: compile) the numba kernels of the command path, "
+                                           "schedules and hold at configure; the rest in the background"))
     declare("autostart", False, D(
         description="Configure and activate at start-up (read by the mechnode command)"))
 

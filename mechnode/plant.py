@@ -7,7 +7,11 @@ Conventions: :data:`core.CONVENTIONS` (continuous state ``[q, qdot]``; discrete 
 """
 from __future__ import annotations
 
+import functools
 import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 
@@ -17,8 +21,83 @@ from .errors import InputError
 
 #: The default model of the node (a model packaged with core: core.data).
 DEFAULT_MODEL = "cartpole.yaml"
-#: The small packaged model the kernels are warmed up on.
+#: The parts of core's warm-up (``python -m core.warmup``, core/warmup.py) the node needs before
+#: it may activate: its command path, schedules (optimizer included) and idle hold; and the rest
+#: (the continuous and second-order linearizations, for the services), compiled in the
+#: background after a cold start.
+CONTROL_PARTS = ("step", "state", "inverse", "lqr", "hold", "linearize", "optimize")
+REST_PARTS = ("continuous", "discrete", "all")
+#: Niceness of the background compilation (the command path and the robot go first).
+REST_NICE = 19
+#: The small packaged model the kernels are loaded on (a kernel's types do not depend on the model).
 WARM_UP_MODEL = "double_pendulum.yaml"
+
+
+def start_compiling(parts, processes: int = 2, nice: int = 0, tag: str = "", stderr=None):
+    """``python -m core.warmup --team N PARTS``: a process that compiles the kernels of core's
+    warm-up ``parts`` missing from numba's cache, in ``processes`` processes, naming and counting
+    each on ``stderr`` (default this process's); on a warm cache it exits at once, silent. Its
+    stdout says how many kernels were missing (:func:`missing_kernels`). None if it cannot start."""
+    env = dict(os.environ)
+    if tag:
+        env["MECHNODE_COMPILE_TAG"] = tag
+    try:
+        return subprocess.Popen([sys.executable, "-m", "core.warmup", "--team", str(processes), *parts],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=env,
+                                preexec_fn=(lambda: os.nice(nice)) if nice else None)
+    except OSError:
+        return None
+
+
+def missing_kernels(proc) -> int:
+    """Wait for a :func:`start_compiling` process; the number of kernels it found missing (and
+    compiled), 0 if it cannot tell."""
+    out, _ = proc.communicate()
+    try:
+        return int(out.split()[0])
+    except (IndexError, ValueError):
+        return 0
+
+
+def load_kernels(vi, hold: bool = True) -> None:
+    """Run what the node runs before and after activation once on ``vi`` (loads its kernels
+    from the cache; compiles what is missing): the command path's feedback law, the Legendre
+    transforms, a step, DEL inverse dynamics, the linearization along a trajectory, the Riccati
+    pass, the first-order optimizer and (``hold``) the idle hold's computations. A model
+    singular at ``q = 0`` is loaded all the same."""
+    n, nx, nu = vi.nq, vi.nx, vi.nu
+    z = np.zeros(n)
+
+    def attempt(call):
+        try:
+            call()
+        except (core.CoreError, ArithmeticError, np.linalg.LinAlgError, ValueError):
+            pass
+    x, u, K = vi.discrete_state(z, z), np.zeros(nu), np.zeros((nu, nx))
+    u[vi.system.nu:] = z[vi.kinematic_index]
+    attempt(lambda: vi.continuous_state(x))
+    vi.system.lagrangian_derivatives(z, z, 2)
+    vi.feedback(z, z, x, u, K)
+    for a in (x, u, K):              # read-only arrays are a numba type of their own
+        a.setflags(write=False)
+    vi.feedback(z, z, x, u, K)
+    attempt(lambda: vi.step(np.zeros(nx), np.zeros(nu)))
+    Q = np.zeros((3, n))
+
+    def trajectory():
+        U, P, _ = vi.inverse_dynamics(Q, np.zeros(vi.nd))
+        vi.discrete_momenta(Q, np.zeros(vi.nd))
+        X = np.hstack([Q, P, np.zeros((3, vi.nk))])
+        A, B = vi.linearize_trajectory(X, U, threads=1)
+        core.tvlqr(A, B, np.eye(nx), np.eye(nu), np.eye(nx))
+        core.optimize_trajectory(vi, X[0], X, U, np.eye(nx), np.eye(nu), np.eye(nx), method="first_order",
+                                 max_iterations=1)
+    attempt(trajectory)
+    if hold:
+        def hold_kernels():
+            q = core.satisfy_constraints(vi.system, np.full(n, 0.3))
+            vi.linearize(vi.rest_state(q), vi.rest_input(q, core.holding_inputs(vi.system, q)[0]))
+        attempt(hold_kernels)
 #: Most entries of the ``locked_joints`` parameter, and longest entry (characters).
 MAX_LOCKED_JOINTS, MAX_LOCKED_ENTRY = 1000, 256
 
@@ -208,14 +287,24 @@ class Plant:
         self.text = text
         self.locked = dict(locked or {})
         self.vi = core.MidpointVI(system, dt)
-        nd, m = self.vi.nd, system.nu
-        Fu = system.input_matrix(np.zeros(system.nq))
-        rank = np.linalg.matrix_rank(Fu[self.vi.dynamic_index]) if nd and m else 0
-        #: no constraints and the force inputs span every dynamic variable
-        self.fully_actuated = (not self.has_constraints) and rank == nd
-        self.actuation = ("fully actuated" if self.fully_actuated else
-                          "constrained" if self.has_constraints else
-                          f"underactuated ({rank} independent force inputs for {nd} dynamic variables)")
+
+    @functools.cached_property
+    def _input_rank(self) -> int:
+        # (on first use, not when built: the kernel compiles with the others on a cold cache)
+        nd, m = self.vi.nd, self.system.nu
+        Fu = self.system.input_matrix(np.zeros(self.system.nq))
+        return int(np.linalg.matrix_rank(Fu[self.vi.dynamic_index])) if nd and m else 0
+
+    @property
+    def fully_actuated(self) -> bool:
+        """No constraints and the force inputs span every dynamic variable."""
+        return (not self.has_constraints) and self._input_rank == self.nd
+
+    @property
+    def actuation(self) -> str:
+        """``fully actuated``, ``constrained`` or ``underactuated (...)``, for messages."""
+        return ("fully actuated" if self.fully_actuated else "constrained" if self.has_constraints else
+                f"underactuated ({self._input_rank} independent force inputs for {self.nd} dynamic variables)")
 
     @classmethod
     def load(cls, spec: str, dt: float, locked=None) -> "Plant":
@@ -272,11 +361,14 @@ class Plant:
         """A :class:`ModelSpecError` with core's message if the mass matrix is singular at two
         generic states (a variable that moves no mass: then it is singular everywhere and no
         linearization will ever succeed). A model singular only at special configurations
-        passes."""
+        passes. The mass matrix of the dynamic variables is checked first (core's Lagrangian
+        derivatives: no kernel of its own to compile); only if that looks singular does core's
+        continuous linearization say so, in its words."""
+        for q in self._generic_states():
+            if self._mass_matrix_regular(q):
+                return
         errors = []
-        for k in (1, 2):
-            q = np.array([0.1 * k * np.sin(1.0 + i) for i in range(self.n)])
-            q = np.clip(q, *self.system.position_limits)      # (infinite where unlimited)
+        for q in self._generic_states():
             try:
                 self.system.linearize(q, np.zeros(self.n), np.zeros(len(self.system.continuous_input_names)),
                                       residual_limit=None)
@@ -287,18 +379,65 @@ class Plant:
                 errors.append(exc)
         raise ModelSpecError(f"model {self.source}: {errors[-1]}")
 
-    def warm_up(self) -> None:
-        """Load or compile every kernel the node uses (see :meth:`core.MidpointVI.warm_up`) on
-        a small packaged model (a kernel's types do not depend on the model), then run the first
-        order on this model once (its scratch made, its first steps as fast as the next): nothing
-        here allocates more than ``O(n²)`` with the size of the node's model."""
-        tiny = core.MidpointVI(core.load_system(WARM_UP_MODEL), self.dt)
-        tiny.warm_up(processes=2)
-        # the idle hold's (mechnode.gains.hold_schedule): its first call at activation is then fast
-        q = core.satisfy_constraints(tiny.system, np.full(tiny.nq, 0.3))
-        tiny.rest_input(q, core.holding_inputs(tiny.system, q)[0])
-        tiny.rest_state(q)
-        self.vi.warm_up(second_order=False)
-        nx, nu = tiny.nx, tiny.nu
-        A, B = np.tile(np.eye(nx), (2, 1, 1)), np.tile(np.eye(nx, nu), (2, 1, 1))
-        core.tvlqr(A, B, np.eye(nx), np.eye(nu), np.eye(nx))
+    def _generic_states(self):
+        for k in (1, 2):
+            q = np.array([0.1 * k * np.sin(1.0 + i) for i in range(self.n)])
+            yield np.clip(q, *self.system.position_limits)      # (infinite where unlimited)
+
+    #: Smallest Cholesky pivot of the dynamic variables' mass matrix, relative to its largest
+    #: diagonal entry, taken as regular without asking core (core's own threshold: 1e-12).
+    REGULAR_PIVOT = 1e-9
+
+    def _mass_matrix_regular(self, q) -> bool:
+        try:
+            M = self.system.lagrangian_derivatives(q, np.zeros(self.n), 2).Lvv
+        except core.CoreError:
+            return False
+        dyn = self.dyn
+        if not dyn.size:
+            return True
+        Mdd = M[np.ix_(dyn, dyn)]
+        scale = float(np.abs(np.diag(Mdd)).max()) if np.all(np.isfinite(Mdd)) else 0.0
+        if not scale > 0.0:
+            return False
+        try:
+            L = np.linalg.cholesky(Mdd)
+        except np.linalg.LinAlgError:
+            return False
+        return bool(np.min(np.diag(L)) ** 2 > self.REGULAR_PIVOT * scale)
+
+    @staticmethod
+    def start_warm_up(stderr=None):
+        """Start compiling the kernels of :data:`CONTROL_PARTS` that numba's cache lacks, in two
+        processes (:func:`start_compiling`; on a warm cache it ends at once), for a later
+        :meth:`warm_up`."""
+        return start_compiling(CONTROL_PARTS, 2, stderr=stderr)
+
+    def warm_up(self, processes: int = 2, stderr=None, team=None) -> float:
+        """Load or compile the kernels the node needs before it may activate
+        (:data:`CONTROL_PARTS`: command path, schedules, idle hold): what numba's cache lacks
+        compiles first on a small model (a kernel's types do not depend on the model) in
+        ``processes`` processes (:func:`start_compiling`; their messages on ``stderr``), or
+        ``team``, such a process started earlier (:meth:`start_warm_up`), is waited for. Then
+        it runs them on a small model and on this model once (loaded; this model's scratch
+        made, its first steps as fast as the next): nothing here allocates more than ``O(n²)``
+        with the size of the node's model. The continuous and second-order linearizations are
+        not among them (:meth:`warm_up_rest`). Returns the seconds it took;
+        :attr:`compiled_kernels` is how many were missing."""
+        t0 = time.perf_counter()
+        if team is None and processes > 1:
+            team = start_compiling(CONTROL_PARTS, processes, stderr=stderr)
+        #: kernels the cache lacked at warm-up (compiled then)
+        self.compiled_kernels = missing_kernels(team) if team is not None else 0
+        load_kernels(core.MidpointVI(core.load_system(WARM_UP_MODEL), self.dt))
+        load_kernels(self.vi, hold=False)
+        return time.perf_counter() - t0
+
+    @staticmethod
+    def warm_up_rest(stderr=None):
+        """Compile the kernels :meth:`warm_up` leaves out (:data:`REST_PARTS`: continuous and
+        second-order linearizations, for the services) in a background process at niceness
+        :data:`REST_NICE`, its lines tagged ``core[background]`` (it ends at once if the cache
+        has them all). None if it cannot start. What it has not compiled yet when a service
+        needs it compiles there and then."""
+        return start_compiling(REST_PARTS, 1, nice=REST_NICE, tag="background", stderr=stderr)

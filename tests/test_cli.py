@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -213,7 +214,41 @@ def test_compilation_of_a_core_kernel_is_announced(monkeypatch):
         cache.report_compilation()
     lines = stream.getvalue().splitlines()
     assert lines[0].startswith("core: numba is compiling core's kernels")
-    assert len(lines) == 2 and lines[1].startswith("core: compiling core.fake_for_test.outer ... done in")
+    # a whole line when it starts, one when it ends (processes sharing a stderr do not mix)
+    assert len(lines) == 3 and lines[1] == "core: compiling core.fake_for_test.outer ..."
+    assert re.fullmatch(r"core: compiled core\.fake_for_test\.outer in \d+\.\d s", lines[2])
+
+
+def test_compile_messages_count_and_tag(monkeypatch, tmp_path):
+    """With a count expected (core.warmup.run_shared: a team of processes) the lines say which
+    kernel of how many; a team member's lines carry its tag, and the count is the team's."""
+    import numba
+
+    from core import cache
+    shared = tmp_path / "compiled"
+    monkeypatch.setenv(cache.TAG_VARIABLE, "2/2")
+    monkeypatch.setenv(cache.PROGRESS_VARIABLE, f"5:{shared}")
+    stream = io.StringIO()
+    cache.report_compilation(stream=stream)
+    try:
+        shared.write_text("core.other_process.kernel\n")       # compiled by another member
+        env = cache.compile_environment("3/3")
+        assert env[cache.TAG_VARIABLE] == "3/3" and env[cache.PROGRESS_VARIABLE] == f"5:{shared}"
+
+        def f(x):
+            return x + 1.0
+        f.__module__ = "core.fake_for_count"
+        assert numba.njit(f)(1.0) == 2.0
+    finally:
+        monkeypatch.delenv(cache.TAG_VARIABLE)
+        monkeypatch.delenv(cache.PROGRESS_VARIABLE)
+        cache.report_compilation()
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("core[2/2]: numba is compiling")
+    assert lines[1] == "core[2/2]: compiling core.fake_for_count.f (kernel 2 of ~5) ..."
+    assert re.fullmatch(r"core\[2/2\]: compiled core\.fake_for_count\.f in \d+\.\d s \(kernel 2 of ~5; "
+                        r"\d+ s since the first\)", lines[2])
+    assert shared.read_text().splitlines() == ["core.other_process.kernel", "core.fake_for_count.f"]
 
 
 # ------------------------------------------------------------------ progress of long work
@@ -263,3 +298,11 @@ def test_optimizer_verbose_prints_a_line_per_iteration(capsys):
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("iter")]
     assert len(lines) == len(result.history) >= 2
     assert all("cost" in ln and "step" in ln and "|grad|" in ln for ln in lines)
+
+
+def test_a_compilation_ended_by_the_process_ending_is_not_called_a_failure():
+    from core.cache import _outcome
+    assert _outcome(None) == "compiled"
+    assert _outcome((SystemExit, SystemExit(143), None)) == "stopped compiling"     # SIGTERM (node shutdown)
+    assert _outcome((KeyboardInterrupt, KeyboardInterrupt(), None)) == "stopped compiling"
+    assert _outcome((TypeError, TypeError("x"), None)) == "failed to compile"

@@ -3,6 +3,8 @@ Legendre transform, DEL inverse dynamics, one call that steps and linearizes, li
 along a trajectory (serial and parallel) and the tracking law; each against an independent
 route (finite differences, the integrator itself, the definitions)."""
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -156,7 +158,29 @@ def test_warm_up_parts_and_the_second_process():
     ok = subprocess.run(run + ["discrete"], cwd=root, capture_output=True, text=True, timeout=600)
     assert ok.returncode == 0, ok.stderr
     bad = subprocess.run(run + ["nothing"], cwd=root, capture_output=True, text=True, timeout=600)
-    assert bad.returncode == 2 and "usage: python -m core.warmup discrete" in bad.stderr
+    assert bad.returncode == 2 and "usage: python -m core.warmup [--work DIR | --team N] PART" in bad.stderr
+
+
+def test_warm_up_parts_shared_by_a_team(tmp_path):
+    """``core.warmup``: every part names kernels that exist; a warm cache has none pending;
+    ``work`` takes each part once whatever the number of members, and ``run_shared`` on a warm
+    cache runs everything here (no other process)."""
+    from core import warmup
+
+    for part, names in warmup.PARTS.items():
+        assert names and all(callable(warmup.kernel(n)) for n in names), part
+    assert warmup.pending(warmup.CONTROL_PARTS) == []
+    parts = ["lqr", "state"]
+    assert warmup.work(str(tmp_path), parts) == parts
+    assert warmup.work(str(tmp_path), parts) == []          # all taken (and done): nothing left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lqr.done", "lqr.taken", "state.done", "state.taken"]
+    assert warmup.run_shared(warmup.CONTROL_PARTS) < 60.0
+    from mechnode.plant import CONTROL_PARTS, REST_PARTS  # (the node names them: core's public API only)
+    assert CONTROL_PARTS == warmup.CONTROL_PARTS and set(REST_PARTS) <= set(warmup.PARTS)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    team = subprocess.run([sys.executable, "-m", "core.warmup", "--team", "2", *CONTROL_PARTS], cwd=root,
+                          capture_output=True, text=True, timeout=600)
+    assert team.returncode == 0 and team.stdout.split() == ["0"] and team.stderr == "", team.stderr
 
 
 def _marionette_points(vi, q, count=3):

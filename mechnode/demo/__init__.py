@@ -51,7 +51,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 
@@ -180,6 +183,36 @@ SCENARIOS = {
 }
 
 
+#: The node's output lines the demo shows besides keeping them in the node's log: core's compile
+#: messages (``core: ...``, ``core[2/2]: ...``) and the node's warm-up lines.
+PROGRESS_LINE = re.compile(r"^core(\[[^\]]*\])?: |^\[\w+\] \[[\d.]+\] \[[\w./]+\]: warm-up")
+
+
+class NodeOutput(threading.Thread):
+    """Reads the node process's output (stdout and stderr, one pipe): every line goes to its log
+    file, the compile and warm-up lines (:data:`PROGRESS_LINE`) also to ``log`` (the console),
+    prefixed ``node |``, so that a cold start shows what compiles and how far it is."""
+
+    def __init__(self, pipe, logfile: str, log):
+        super().__init__(name="mechnode_demo_node_output", daemon=True)
+        self.pipe, self.logfile, self.log = pipe, logfile, log
+        self.shown = []
+        self.start()
+
+    def run(self):
+        with open(self.logfile, "ab") as out:
+            for raw in iter(self.pipe.readline, b""):
+                out.write(raw)
+                out.flush()
+                line = raw.decode("utf-8", "replace").rstrip()
+                if PROGRESS_LINE.search(line):
+                    if line.startswith("["):        # a ROS log line: its message only
+                        line = line.split("]: ", 1)[-1]
+                    self.shown.append(line)
+                    self.log(f"node | {line}")
+        self.pipe.close()
+
+
 def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.01,
         in_process=False, startup_timeout=600.0, log=print, context_domain=None, robot="cartpole"):
     """Run the demo; returns ``(exit_status, history, robot_stats)`` with history = [(t, error), ...]
@@ -211,14 +244,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     from .. import conversions as cv
     from ..joint_map import JointMap
     from ..plant import Plant, read_model_text
-    from ..testing.harness import (
-        LifecycleClient,
-        Spinner,
-        call,
-        start_node_process,
-        stop_process,
-        wait_for,
-    )
+    from ..testing.harness import LifecycleClient, Spinner, call, node_command, stop_process, wait_for
     from ..testing.sim import SimRobot
 
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -228,7 +254,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     t_begin = time.monotonic()
     ctx = Context()
     rclpy.init(context=ctx, domain_id=domain)
-    proc = logfile = None
+    proc = logfile = relay = None
     spinner = node_spinner = robot = node_inproc = stats = summary = None
     status = 1
     history = []
@@ -242,9 +268,11 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         else:
             fd, logfile = tempfile.mkstemp(prefix="mechnode_demo_", suffix=".log")
             os.close(fd)
-            proc = start_node_process(params_file, namespace, log_path=logfile, env=env)
+            proc = subprocess.Popen(node_command(params_file, namespace), stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+            relay = NodeOutput(proc.stdout, logfile, log)
             log(f"node: process {proc.pid} (python -m mechnode --ros-args --params-file "
-                f"{os.path.relpath(params_file)}), log {logfile}")
+                f"{os.path.relpath(params_file)}), log {logfile}; its warm-up and compile lines are shown here")
         manager = rclpy.create_node("demo_manager", namespace=namespace, context=ctx)
         if scenario.robot_description:
             # as robot_state_publisher does: the URDF, latched, on <namespace>/robot_description
@@ -264,7 +292,8 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         lc = LifecycleClient(manager, node_fqn)
         lc.wait(60.0)
         log(f"node is up ({time.monotonic() - t_begin:.1f} s): {lc.state()}; configuring (loads the "
-            "model, warms up the numba kernels; a cold numba cache compiles them: minutes)")
+            "model, warms up the numba kernels; a cold numba cache compiles them: a minute or two, "
+            "each kernel shown below as it compiles)")
         if not lc.change("configure", startup_timeout):
             raise RuntimeError("configure failed (see the node's log)")
         if not lc.change("activate", 30.0):
@@ -282,7 +311,8 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             log(f"locked joints {dict(scenario.locked)} (the node's locked_joints): the node and the simulated "
                 f"robot run the {plant.n}-joint model {plant.config_names}; the effort command has "
                 f"{plant.m} values")
-        plant.warm_up()  # the simulated robot must step in real time from its first command
+        plant.warm_up(processes=1)  # the robot steps in real time from its first command (the node
+                                    # compiled the kernels: this process loads them)
         jm = JointMap(plant.config_names, list(scenario.joint_map))
         names, times, pos = scenario.reference()
         q0 = scenario.start(jm.joint_names, np.array([pos[0, names.index(j)] for j in jm.joint_names]))
@@ -393,6 +423,8 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             node_spinner.stop()
         if proc is not None:
             code = stop_process(proc)
+            if relay is not None:
+                relay.join(5.0)
             if (status != 0 or late_start) and logfile:
                 with open(logfile, errors="replace") as fh:
                     log("---- node log (tail) ----\n" + "".join(fh.readlines()[-30:]))
