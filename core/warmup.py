@@ -43,8 +43,9 @@ import numpy as np
 PARTS = {
     "state": ("dynamics.input_matrix_kernel", "legendre.legendre", "legendre.inverse_legendre",
               "legendre.feedback", "dynamics.lagrangian_kernel"),
-    "step": ("del_solve.del_step",),
-    "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta", "del_first_order.del_linearize"),
+    "step": ("del_solve.del_step", "step_entry.step_entry"),
+    "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta", "del_first_order.del_linearize",
+             "step_entry.linearize_entry"),
     "inverse": ("del_inverse.del_inverse_dynamics",),
     "linearize": ("del_trajectory.solve_each", "del_trajectory.linearize_chunk"),
     "lqr": ("lqr.lq_riccati",),
