@@ -33,6 +33,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import threading
 import time
 
 from numba.core import event
@@ -187,6 +188,25 @@ def is_cached(kernel) -> bool:
         return os.path.exists(kernel._cache._cache_file._index_path)
     except AttributeError:
         return False
+
+
+_FIRST_CALLS = threading.Lock()
+
+
+def call_and_freeze(entry, frozen: set, *args) -> None:
+    """``entry(*args)``, and on its first call disable the kernel's compilation afterwards
+    (``frozen`` collects the kernels done): from then on a call with other argument types is a
+    ``TypeError`` at numba's dispatcher, never a new compilation. The first calls of all
+    threads go one after the other, so that no thread waiting for the compilation finds it
+    disabled ("compilation disabled") rather than compiled."""
+    if entry in frozen:
+        entry(*args)
+        return
+    with _FIRST_CALLS:
+        entry(*args)
+        if entry not in frozen and entry.signatures:
+            entry.disable_compile()
+            frozen.add(entry)
 
 
 def compile_in_background(*args: str) -> subprocess.Popen | None:

@@ -22,6 +22,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from .cache import call_and_freeze
 from .constraints import velocity_rows
 from .continuous_second_order import second_order
 from .coupling import (
@@ -570,10 +571,7 @@ def _checked(entry, system, q, dq, u, out):
     ws = system.workspace
     inputs = _arguments(system, q, dq, u, ws.kin.shape[0])
     ev = ws.evaluation()
-    entry(ev, inputs[0][1], inputs[1][1], inputs[2][1], *out)
-    if entry not in _DIRECT and entry.signatures:
-        entry.disable_compile()
-        _DIRECT.add(entry)
+    call_and_freeze(entry, _DIRECT, ev, inputs[0][1], inputs[1][1], inputs[2][1], *out)
     _raise_for(system, ev.status, inputs)
 
 

@@ -24,7 +24,7 @@ import threading
 import numba
 import numpy as np
 
-from .cache import compile_in_background, is_cached
+from .cache import call_and_freeze, compile_in_background, is_cached
 from .del_first_order import del_linearize
 from .del_inverse import del_inverse_dynamics, discrete_momenta
 from .del_second_order import second_order_scratch
@@ -427,10 +427,7 @@ class MidpointVI:
         if entry not in _DIRECT:
             x = check_vector("x", x, self.nx, self._names()[0])
             u = check_vector("u", u, self._nu, self._names()[1], optional=True)
-            entry(rec, x, u, *out)
-            if entry.signatures:
-                entry.disable_compile()
-                _DIRECT.add(entry)
+            call_and_freeze(entry, _DIRECT, rec, x, u, *out)
             return status[0] == OK
         try:
             entry(rec, x, u, *out)

@@ -251,7 +251,13 @@ def team_main(parts, processes: int) -> int:
             cache._reporter.prefix = f"core[{os.environ[cache.TAG_VARIABLE]}]: "
         others = [p for p in (start_worker(directory, parts, f"{i + 1}/{processes}") for i in range(1, processes))
                   if p is not None]
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+        def stop(*_):       # (at once and quietly: an exception raised inside one of numba's
+            for p in others:    # callbacks would print a traceback and be ignored)
+                p.terminate()
+            sys.stderr.write(f"core[{os.environ.get(cache.TAG_VARIABLE, '')}]: stopped compiling (terminated)\n")
+            sys.stderr.flush()
+            os._exit(128 + signal.SIGTERM)
+        signal.signal(signal.SIGTERM, stop)
         try:
             work(directory, parts)
         except BaseException:           # (ended: SIGTERM, SIGINT) the others end too

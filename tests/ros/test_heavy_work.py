@@ -197,7 +197,8 @@ def test_a_burst_of_requests_is_answered_in_full(node):
     assert any(r.success for r in heavy), [r.message for r in heavy]
     for r in heavy:
         assert r.success or r.message.startswith("busy: "), r.message
-    assert all(f.result().success for _, f in calls[10:])
+    light = [f.result() for _, f in calls[10:]]
+    assert all(r.success for r in light), [r.message for r in light if not r.success]
     for cli, _ in calls:
         h.client.destroy_client(cli)
 
