@@ -17,8 +17,8 @@ that frame's own axes, ``a_r(q) . dq = 0`` with ``a_r,i = n . dp/dq_i``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .jit import njit
 from .kinematics import (
     PAIR_AXIS_DIFFERENCE,
     PAIR_PLANE,

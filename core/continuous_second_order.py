@@ -32,7 +32,6 @@ derivative along ``v`` twice, again a rate of the third order
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .constraints import velocity_fourth
 from .coupling import (
@@ -46,6 +45,7 @@ from .coupling import (
 )
 from .errors import NONFINITE_INTERMEDIATE, OK, SINGULAR_CONSTRAINTS, SINGULAR_MASS
 from .forces import has_dampers
+from .jit import njit
 from .linalg import cholesky_checked, cholesky_solve
 
 

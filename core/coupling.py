@@ -20,13 +20,13 @@ coordinates (``nj == nq``) each is one comparison and the kernel's own call. The
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from . import constraints as _constraints
 from . import forces as _forces
 from . import kinematics as _kinematics
 from . import lagrangian as _lagrangian
 from . import rnea as _rnea
+from .jit import njit
 from .lagrangian import LagrangianDerivs
 
 

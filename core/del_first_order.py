@@ -4,7 +4,9 @@ solved step, with the singularity checks of Sec. VII (Johnson, Schultz & Murphey
 The implicit-function theorem on the stacked DEL residual ``R(q_k+1, lam; x_k, u_k)`` gives
 ``dy/dz = -R_y^-1 R_z``; ``R_y`` is ``[[M_k+1, -Dh(q_k)^T], [Dh(q_k+1), 0]]`` restricted to the
 dynamic columns, and the checks test ``M_k+1`` (VII-A) and ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T``
-(VII-B). With ``second``, :func:`core.del_second_order.second_order` adds ``H``.
+(VII-B). Given an array ``H``, :func:`core.del_second_order.second_order` fills it with the
+second derivatives; given ``None`` it is not compiled in (numba prunes the branch on the
+argument's type): the first-order kernels compile in a fraction of the time.
 
 Sec. VII checks, scale-aware. A plain condition number ``|X| |X^-1|`` is 1 for any 1 x 1
 matrix, so it cannot tell a vanishing ``M_k+1`` of a one-variable system, or a vanishing ``S`` of
@@ -27,12 +29,12 @@ most about 4 significant digits).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .del_second_order import second_order
 from .del_solve import constraint_rows, midpoint_terms, slot_jacobians, sparse_newton
 from .errors import OK, SINGULAR_CONSTRAINT_STEP, SINGULAR_M_NEXT
 from .forces import has_dampers, has_force_curvature
+from .jit import njit
 from .linalg import add_product, condition_from_lu, lu_checked, norm1, tree_lu, tree_lu_solve
 
 
@@ -55,11 +57,11 @@ def _term_scale(der, dt, Fq, Fv, dyn):
 
 @njit(cache=True, nogil=True)
 def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam, Dh1_solved,
-                  second, cond_limit, A, B, H, status, conds, scratch):
+                  cond_limit, A, B, H, status, conds, scratch):
     """Exact derivatives of ``x_k+1 = f(x_k, u_k)`` at a solved step (``q1``, ``lam`` and, if
     at hand, ``Dh1_solved = Dh(q1)`` from :func:`del_step`; pass an empty (0, n) array to have
-    it evaluated here). Fills ``A``, ``B`` and, with ``second``, ``H`` (see module docstring);
-    ``scratch`` is work space for the second order (:func:`second_order_scratch`).
+    it evaluated here). Fills ``A``, ``B`` and, unless ``H`` is None, ``H`` (see module
+    docstring); ``scratch`` is work space for the second order (:func:`second_order_scratch`).
     ``status``: OK, SINGULAR_M_NEXT or SINGULAR_CONSTRAINT_STEP; ``conds`` = the two
     singularity measures of :func:`singularity_measures`' docstring, compared with ``cond_limit``."""
     n, nd, nk, nc, m = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0], model.nu
@@ -67,7 +69,7 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     nz = nx + m + nk
     # columns of z: q0 [0, n), p0 [n, n+nd), v0 [.., nx), u [nx, nx+m), rho1 [nx+m, nz)
     cp, cu, cr = n, nx, nx + m
-    order = 3 if second else 2
+    second = H is not None
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     n3 = n if second else 0
     nf = n3 if has_force_curvature(model) else 0    # (else Fqq and Fqu are zero: left empty)
@@ -87,7 +89,10 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
                          np.empty((0, 0)), np.empty((0, 0, 0)))
     else:
         Dh1 = Dh1_solved
-    midpoint_terms(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu)
+    if H is None:
+        midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, None)
+    else:
+        midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, (Fqq, Fqv, Fqu))
     Gq0, Gq1, Pq0, Pq1, Gu = slot_jacobians(der, dt, Fq, Fv, Fu)
     # Q1 = dq1/dz: kinematic rows select rho1 (dynamic rows: Y below); dq0/dz = [I 0] is used
     # as a selection throughout
@@ -233,7 +238,7 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         A[n + nd + j, kin[j]] = -1.0 / dt
         B[n + nd + j, m + j] = 1.0 / dt
     status[0], status[1] = OK, -1
-    if not second:
+    if H is None:    # (pruned at compile time: the first-order kernel does not contain the second)
         return
     second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq, Pq1d, Q1, Lam,
                   H, scratch)

@@ -6,9 +6,9 @@ is :meth:`core.midpoint.MidpointVI.inverse_dynamics`.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .coupling import generalized_force, gradient_hessian, prepare
+from .jit import njit
 
 
 @njit(cache=True, nogil=True)

@@ -13,8 +13,8 @@ docs/design.md describes the layout and the shortcuts.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .jit import njit
 from .linalg import add_run, copy_run, symmetric_run
 
 

@@ -18,7 +18,6 @@ The state and input layouts are those of :mod:`core.conventions`; the Python fro
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .coupling import (
     forward_kinematics,
@@ -30,21 +29,28 @@ from .coupling import (
     third_order,
 )
 from .errors import NEWTON_FAILED, OK, OVERFLOW, SINGULAR_JACOBIAN
+from .jit import njit
 from .kinematics import composites
 from .linalg import lu_checked, lu_solve, tree_cholesky, tree_cholesky_solve, tree_lu, tree_lu_solve
 
 
 # ------------------------------------------------------------------------------ midpoint terms
 @njit(cache=True, nogil=True)
-def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
-    """Lagrangian (up to ``order``) and force derivatives at the midpoint of (q0, q1)."""
+def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, curvature):
+    """Lagrangian derivatives up to ``order`` (1 or 2) and force derivatives up to ``order - 1``
+    at the midpoint of (q0, q1). With ``curvature = (Fqq, Fqv, Fqu)`` (the second order's) also
+    the Lagrangian's third derivatives and the forces' second, into those arrays; with None
+    they are not compiled in (the DEL solve and the first-order linearization)."""
     qm = 0.5 * (q0 + q1)
     v = (q1 - q0) / dt
     prepare(model, data, qm, v)
-    gradient_hessian(model, data, qm, min(order, 2), der, False)
-    if order >= 3:
-        third_order(model, data, qm, True, v, v, der)
-    generalized_force(model, data, v, u, min(order - 1, 2), F, Fq, Fv, Fu, Fqq, Fqv, Fqu)
+    gradient_hessian(model, data, qm, order, der, False)
+    if curvature is None:
+        e3 = np.empty((0, 0, 0))
+        generalized_force(model, data, v, u, order - 1, F, Fq, Fv, Fu, e3, e3, e3)
+        return
+    third_order(model, data, qm, True, v, v, der)
+    generalized_force(model, data, v, u, 2, F, Fq, Fv, Fu, curvature[0], curvature[1], curvature[2])
 
 
 @njit(cache=True, nogil=True)
@@ -249,7 +255,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     guess_step = on_tree and solved
     while True:
         order = 2 if fresh and not guess_step else 1
-        midpoint_terms(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, e3, e3, e3)
+        midpoint_terms(model, data, der, dt, q0, q1, u_force, order, F, Fq, Fv, Fu, None)
         Lq, Lv = der.Lq, der.Lv
         for a in range(nd):
             i = dyn[a]
@@ -300,7 +306,7 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
             if nc == 0:     # (the constraint rows evaluated the kinematics at q1 since)
                 hessian_at(model, data, der, dt, q0, q1, u_force, F, Fq, Fv, Fu)
             else:
-                midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, e3, e3, e3)
+                midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, None)
         if fresh:
             finite = newton_matrix(der, dt, Fq, Fv, dyn, tree, on_tree, Ry)
             if on_tree:

@@ -5,12 +5,13 @@ parallel over chunks of knots). The front-end is :class:`core.midpoint.MidpointV
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from .del_first_order import del_linearize
 from .del_second_order import second_order_scratch
 from .del_solve import del_step
 from .errors import OK
+from .jit import njit
 from .kinematics import copy_data
 from .lagrangian import copy_derivs
 
@@ -73,26 +74,28 @@ def solve_parallel(model, data_proto, der_proto, dt, dyn, kin, Q, P, u_force, rh
 
 
 @njit(cache=True, nogil=True)
-def linearize_chunk(model, data, der, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force, rho, second,
-                    cond_limit, As, Bs, Hs, stat, conds, first, stride):
+def linearize_chunk(model, data, der, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force, rho, cond_limit,
+                    As, Bs, Hs, stat, conds, first, stride):
     """Linearize the steps ``k = first, first + stride, ...`` from ``(Q[k], P[k])`` to
-    ``Q1[k]`` (solved by :func:`solve_each`); ``stat[k]`` receives each status code."""
+    ``Q1[k]`` (solved by :func:`solve_each`); ``stat[k]`` receives each status code. ``Hs``:
+    the second-order tensors' stack, or None for the first order only (then not compiled in)."""
     st = np.zeros(2, np.int64)
-    scratch = np.empty(second_order_scratch(model.nq, dyn.shape[0], model.hc_kind.shape[0])
-                       if second else 0)
+    scratch = np.empty(0 if Hs is None else second_order_scratch(model.nq, dyn.shape[0], model.hc_kind.shape[0]))
     for k in range(first, u_force.shape[0], stride):
-        del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], Q1[k],
-                      LAM[k], DH1[k], second, cond_limit, As[k], Bs[k], Hs[k], st, conds[k],
-                      scratch)
+        if Hs is None:
+            del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], Q1[k],
+                          LAM[k], DH1[k], cond_limit, As[k], Bs[k], None, st, conds[k], scratch)
+        else:
+            del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], Q1[k],
+                          LAM[k], DH1[k], cond_limit, As[k], Bs[k], Hs[k], st, conds[k], scratch)
         stat[k] = st[0]
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def linearize_parallel(model, data_proto, der_proto, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force,
-                       rho, second, cond_limit, As, Bs, Hs, stat, conds, nchunks):
+                       rho, cond_limit, As, Bs, Hs, stat, conds, nchunks):
     """:func:`linearize_chunk` over ``nchunks`` interleaved chunks in parallel (each with its
     own scratch)."""
     for c in prange(nchunks):
         linearize_chunk(model, copy_data(data_proto), copy_derivs(der_proto), dt, dyn, kin, Q, Q1,
-                        P, LAM, DH1, u_force, rho, second, cond_limit, As, Bs, Hs, stat, conds, c,
-                        nchunks)
+                        P, LAM, DH1, u_force, rho, cond_limit, As, Bs, Hs, stat, conds, c, nchunks)

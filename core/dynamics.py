@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 
 from .cache import call_and_freeze
 from .constraints import velocity_rows
@@ -48,6 +47,7 @@ from .errors import (
     NonFiniteError,
     SingularMatrixError,
 )
+from .jit import njit
 from .kinematics import body_inertias, composites_from_bodies
 from .lagrangian import create_derivs
 from .linalg import PIVOT_TOLERANCE, cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve

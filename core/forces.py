@@ -31,8 +31,8 @@ only dampers give ``Fqv`` (:func:`has_dampers`).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .jit import njit
 from .kinematics import (
     PAIR_SQUARED_DISTANCE,
     bracket,

@@ -21,8 +21,8 @@ The two facts that make the derivatives exact and cheap (product-of-exponentials
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .jit import njit
 from .model import KIND_CONST, KIND_RX, KIND_TX, Model
 from .structs import record_type, set_constructor
 

@@ -21,8 +21,8 @@ Gravity acts on composite mass and first moment the same way.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .jit import njit
 from .kinematics import (
     PAIR_SQUARED_DISTANCE,
     body_com,

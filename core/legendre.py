@@ -11,9 +11,9 @@ is :class:`core.midpoint.MidpointVI` (``discrete_state``, ``continuous_state``,
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .coupling import gradient_hessian, prepare
+from .jit import njit
 from .linalg import cholesky_checked, cholesky_solve
 
 

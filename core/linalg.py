@@ -5,7 +5,8 @@ than the arithmetic."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from .jit import njit
 
 PIVOT_TOLERANCE = 1e-12
 

@@ -83,9 +83,9 @@ from collections import namedtuple
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from numba import njit
 
 from .errors import LinearizerError, SingularMatrixError
+from .jit import njit
 
 __all__ = ["Linearizer", "LinearizerError", "SingularMatrixError", "Dimensions", "PART_VARIABLES"]
 

@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
-from numba import njit
 
 from .errors import RiccatiError
+from .jit import njit
 from .linalg import cholesky_checked, cholesky_solve
 from .validation import check_definite, check_symmetric, float_array, square_matrix
 

@@ -76,7 +76,6 @@ RUNAWAY = 1e6
 _DIRECT = set()
 
 _NO_SCRATCH = np.empty(0)
-_NO_TENSOR = np.empty((0, 0, 0))
 
 
 class MidpointVI:
@@ -528,11 +527,11 @@ class MidpointVI:
         data, der = self.system.workspace.get(third_order=second)
         A, B = np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))
         nz = self.nx + self.nu
-        H = np.empty((self.nx, nz, nz)) if second else _NO_TENSOR
+        H = np.empty((self.nx, nz, nz)) if second else None
         status, conds = self._status()
         del_linearize(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
-                      u_force, rho, q1, lam, Dh1, second, self.condition_limit, A, B, H, status,
-                      conds, self._scratch(second))
+                      u_force, rho, q1, lam, Dh1, self.condition_limit, A, B, H, status, conds,
+                      self._scratch(second))
         self._raise_singular(int(status[0]), conds, None)
         return q, q1, p1, rho, A, B, H
 
@@ -631,9 +630,19 @@ class MidpointVI:
 
     def _linearize_stack(self, X, U, second_order, threads, offset):
         """:meth:`linearize_trajectory` of checked stacks; errors name step ``k + offset``."""
-        N, n, nd, m = U.shape[0], self.nq, self.nd, self._m
         if second_order:
-            check_second_order_memory("linearize_trajectory(second_order=True)", self.nx, self.nx + self.nu, N)
+            check_second_order_memory("linearize_trajectory(second_order=True)", self.nx, self.nx + self.nu,
+                                      U.shape[0])
+        knots = self._solve_knots(X, U, second_order, threads, offset)
+        return self._linearize_knots(knots, second_order, threads, offset)
+
+    def _chunks(self, N, threads):
+        return max(1, min(N, threads or numba.get_num_threads()))
+
+    def _solve_knots(self, X, U, second_order, threads, offset):
+        """The step from each knot of the stacks (:func:`core.del_trajectory.solve_each`):
+        ``(Q, P, Uf, rho, Q1, LAM, DH1)``; a failed solve raises, naming step ``k + offset``."""
+        N, n, nd, m = U.shape[0], self.nq, self.nd, self._m
         model = self.system.model
         dyn, kin = self.dynamic_index, self.kinematic_index
         Q = np.ascontiguousarray(X[:, :n])
@@ -642,7 +651,7 @@ class MidpointVI:
         Q1, LAM, DH1 = np.empty((N, n)), np.zeros((N, model.nh)), np.empty((N, model.nh, n))
         data, der = self.system.workspace.get(third_order=second_order)
         status, info = np.zeros(3, np.int64), np.zeros(4)
-        nchunks = max(1, min(N, threads or numba.get_num_threads()))
+        nchunks = self._chunks(N, threads)
         if nchunks == 1:
             solve_each(model, data, der, self.dt, dyn, kin, Q, P, Uf, rho, self.tolerance,
                        self.max_iterations, Q1, LAM, DH1, status, info)
@@ -652,16 +661,26 @@ class MidpointVI:
         if status[0] != OK:
             k = int(status[2])
             self._raise_solve(status, info, k + offset, self._step_inputs(Q[k], P[k], Uf[k], rho[k]))
-        nz = self.nx + self.nu
+        return Q, P, Uf, rho, Q1, LAM, DH1
+
+    def _linearize_knots(self, knots, second_order, threads, offset):
+        """``(As, Bs[, Hs])`` of the solved steps ``knots`` (:meth:`_solve_knots`); a singular
+        step raises, naming step ``k + offset``."""
+        Q, P, Uf, rho, Q1, LAM, DH1 = knots
+        N, nz = Uf.shape[0], self.nx + self.nu
+        model = self.system.model
+        dyn, kin = self.dynamic_index, self.kinematic_index
+        data, der = self.system.workspace.get(third_order=second_order)
         As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
-        Hs = np.empty((N, self.nx, nz, nz) if second_order else (N, 0, 0, 0))
+        Hs = np.empty((N, self.nx, nz, nz)) if second_order else None
         stat, conds = np.zeros(N, np.int64), np.zeros((N, 2))
+        nchunks = self._chunks(N, threads)
         if nchunks == 1:
             linearize_chunk(model, data, der, self.dt, dyn, kin, Q, Q1, P, LAM, DH1, Uf, rho,
-                            second_order, self.condition_limit, As, Bs, Hs, stat, conds, 0, 1)
+                            self.condition_limit, As, Bs, Hs, stat, conds, 0, 1)
         else:
             linearize_parallel(model, data, der, self.dt, dyn, kin, Q, Q1, P, LAM, DH1, Uf, rho,
-                               second_order, self.condition_limit, As, Bs, Hs, stat, conds, nchunks)
+                               self.condition_limit, As, Bs, Hs, stat, conds, nchunks)
         bad = np.flatnonzero(stat != OK)
         if bad.size:
             k = int(bad[0])
@@ -683,7 +702,7 @@ class MidpointVI:
         whose kernels are the same)."""
         if part not in ("all", "continuous", "discrete"):
             raise ValueError(f"warm_up: part must be 'all', 'continuous' or 'discrete', got {part!r}")
-        cold = processes > 1 and part == "all" and not is_cached(linearize_chunk)
+        cold = processes > 1 and part == "all" and not is_cached(second_order)
         helper = compile_in_background("discrete") if cold else None
         if part in ("all", "continuous"):
             self._warm_up_continuous()

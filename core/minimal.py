@@ -90,11 +90,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-from numba import njit
 
 from .constraints import velocity_rows
 from .coupling import prepare
 from .dynamics import check_consistent
+from .jit import njit
 from .validation import check_vector, number
 
 __all__ = ["MinimalInfo", "linearize_minimal", "velocity_constraint"]

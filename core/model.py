@@ -23,8 +23,7 @@ of mass along the frame's axes. In world coordinates the centre of mass is ``p +
 """
 from __future__ import annotations
 
-from numba import njit
-
+from .jit import njit
 from .structs import record_type, set_constructor
 
 #: The fixed root frame's name.

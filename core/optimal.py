@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
-from numba import njit
 
 from .errors import RiccatiError
+from .jit import njit
 from .lqr import lq_riccati, state_weights, tvlqr, weight_stack
 from .midpoint import MidpointVI
 from .simulation import initial_state, next_state, simulate_open_loop

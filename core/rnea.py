@@ -29,8 +29,8 @@ through unchanged. Along ``dq_a``: ``dV_f = S_a``, ``dA_f = S_a x V_f + 2 Vp_a x
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .jit import njit
 from .kinematics import bracket, cross_force, dot6, matvec6
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from .dynamics import forward_dynamics, linearize_plain
 from .errors import OK
+from .jit import njit
 from .kinematics import copy_data
 from .validation import check_memory, float_stack
 from .workspace import Evaluation, Work

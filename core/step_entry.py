@@ -17,11 +17,12 @@ raises the same error as before.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from .del_first_order import del_linearize
 from .del_solve import del_step
 from .errors import BAD_SIZE, NONFINITE_INPUT, OK
+from .jit import njit
 from .kinematics import copy_data
 from .lagrangian import copy_derivs
 from .structs import record_type, set_constructor
@@ -135,8 +136,7 @@ def linearize_entry(rec, x, u, A, B):
     n, nd, m = model.nq, rec.dyn.shape[0], model.nu
     s = rec.settings
     del_linearize(model, rec.data, rec.der, s[0], rec.dyn, rec.kin, x[:n], x[n:n + nd], u[:m], u[m:],
-                  rec.q1, rec.lam, rec.Dh1, False, s[3], A, B, np.empty((0, 0, 0)), rec.status, rec.conds,
-                  np.empty(0))
+                  rec.q1, rec.lam, rec.Dh1, s[3], A, B, None, rec.status, rec.conds, np.empty(0))
 
 
 @njit(cache=True, nogil=True)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from numba import njit
 
+from .jit import njit
 from .kinematics import create_data
 from .lagrangian import create_derivs
 from .model import Model

@@ -295,8 +295,8 @@ def test_first_order_with_and_without_the_solves_constraint_jacobian():
     for given in (Dh1, np.empty((0, n))):
         A, B = np.empty((vi.nx, vi.nx)), np.empty((vi.nx, vi.nu))
         del_linearize(model, data, der, vi.dt, vi.dynamic_index, vi.kinematic_index, q0, p0,
-                      u_force, rho, q1, lam, given, False, 1e12, A, B, np.empty((0, 0, 0)),
-                      status, np.zeros(2), np.empty(0))
+                      u_force, rho, q1, lam, given, 1e12, A, B, None, status, np.zeros(2),
+                      np.empty(0))
         assert status[0] == 0
         results.append((A, B))
     np.testing.assert_array_equal(results[0][0], results[1][0])

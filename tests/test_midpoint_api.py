@@ -145,12 +145,12 @@ def test_warm_up_parts_and_the_second_process():
     import sys
 
     from core.cache import is_cached
-    from core.del_trajectory import linearize_chunk
+    from core.del_second_order import second_order
 
     vi = core.MidpointVI(chain(2), 0.01)
     vi.warm_up(part="continuous")
     vi.warm_up(processes=2)
-    assert is_cached(linearize_chunk)
+    assert is_cached(second_order)
     with pytest.raises(ValueError, match="part must be"):
         vi.warm_up(part="everything")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -169,6 +169,7 @@ def test_warm_up_parts_shared_by_a_team(tmp_path):
 
     for part, names in warmup.PARTS.items():
         assert names and all(callable(warmup.kernel(n)) for n in names), part
+    warmup.run(warmup.CONTROL_PARTS)                        # (compiles what no test before did)
     assert warmup.pending(warmup.CONTROL_PARTS) == []
     parts = ["lqr", "state"]
     assert warmup.work(str(tmp_path), parts) == parts
