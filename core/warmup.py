@@ -9,11 +9,13 @@ The parts (:data:`PARTS`; each names the kernels it calls, for the count of what
 
 * ``state``: the input matrix, the Legendre transform and its inverse, the feedback law (what a
   controller's command path calls), the Lagrangian's derivatives;
-* ``step``: one step of the integrator (the DEL solve);
+* ``step``: one step of the integrator (the DEL solve), and the steps from the knots of a
+  trajectory;
 * ``hold``: a rest state, its holding inputs and its one-step linearization (a hold about it);
 * ``inverse``: DEL inverse dynamics and discrete momenta; ``linearize``: the first-order
-  linearization along a trajectory; ``lqr``: the Riccati pass; ``optimize``: the first-order
-  trajectory optimizer;
+  linearization of solved steps along a trajectory (it does not solve them, so it needs no
+  part before it); ``lqr``: the Riccati pass; ``optimize``: the first-order trajectory
+  optimizer;
 * ``continuous``, ``discrete``, ``all``: :meth:`core.MidpointVI.warm_up`'s parts (``all``: every
   kernel, second order included).
 
@@ -43,28 +45,29 @@ import numpy as np
 PARTS = {
     "state": ("dynamics.input_matrix_kernel", "legendre.legendre", "legendre.inverse_legendre",
               "legendre.feedback", "dynamics.lagrangian_kernel"),
-    "step": ("del_solve.del_step", "step_entry.step_entry"),
+    "step": ("del_solve.del_step", "step_entry.step_entry", "del_trajectory.solve_each"),
     "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta", "del_first_order.del_linearize",
              "step_entry.linearize_entry"),
     "inverse": ("del_inverse.del_inverse_dynamics",),
-    "linearize": ("del_trajectory.solve_each", "del_trajectory.linearize_chunk"),
+    "linearize": ("del_trajectory.linearize_chunk",),
     "lqr": ("lqr.lq_riccati",),
     "optimize": ("optimal._costate_and_gradient", "optimal._linear_response"),
     "continuous": ("dynamics.linearize_plain", "dynamics.forward_dynamics", "dynamics.continuous_dynamics",
                    "legendre.legendre_jacobian"),
     "discrete": ("del_trajectory.simulate_kernel",),
-    "all": ("del_second_order.second_order_scratch",),
+    "all": ("del_second_order.second_order",),
 }
 #: part -> parts whose kernels it calls inside its own (taken after them when shared)
-AFTER = {"linearize": ("step",), "optimize": ("step", "linearize", "lqr"), "inverse": ("state",),
+AFTER = {"optimize": ("step", "linearize", "lqr"), "inverse": ("state",),
          "hold": ("step", "linearize"),     # (solves the step, then del_linearize: linearize_chunk's)
          "discrete": ("step", "linearize", "inverse"), "all": ("continuous", "discrete")}
 #: What a controller needs before it may command (the mechnode node's configure): every part
 #: but the continuous and second-order linearizations (which then compile on first use, or in
 #: the background).
-#: Ordered for two processes: one compiles the step, then the linearization along a trajectory
-#: (the longest chain); the other everything else meanwhile.
-CONTROL_PARTS = ("step", "state", "inverse", "lqr", "hold", "linearize", "optimize")
+#: Ordered for two processes: one compiles the step (the longest part), the other the state's
+#: kernels and then the linearization, whose callees the step has compiled by then (loaded
+#: from the cache, not compiled twice); the rest goes to whichever is free.
+CONTROL_PARTS = ("step", "state", "linearize", "inverse", "lqr", "hold", "optimize")
 
 
 def _tiny():
@@ -91,20 +94,24 @@ def _run(part: str, vi) -> None:
         vi.feedback(z, z, x, u, K)
     elif part == "step":
         vi.step(np.zeros(nx), np.zeros(nu))
+        vi._solve_knots(np.zeros((2, nx)), np.zeros((1, nu)), False, 1, 0)
+    elif part == "linearize":     # (of knots taken as solved: the solve is the step's part)
+        nh, nk = vi.system.model.nh, vi.nk
+        knots = (np.zeros((1, n)), np.zeros((1, vi.nd)), np.zeros((1, vi.system.nu)), np.zeros((1, nk)),
+                 np.zeros((1, n)), np.zeros((1, nh)), np.zeros((1, nh, n)))
+        vi._linearize_knots(knots, False, 1, 0)
     elif part == "hold":
         vi.system.constraint(z, 2)   # (a model without constraints may not get to it below)
         q = satisfy_constraints(vi.system, np.full(n, 0.3))
         x = vi.rest_state(q)
         u = vi.rest_input(q, holding_inputs(vi.system, q)[0])
         vi.linearize(x, u)
-    elif part in ("inverse", "linearize", "optimize"):
+    elif part in ("inverse", "optimize"):
         Q = np.zeros((3, n))
         U, P, _ = vi.inverse_dynamics(Q, np.zeros(vi.nd))
         vi.discrete_momenta(Q, np.zeros(vi.nd))
         X = np.hstack([Q, P, np.zeros((3, vi.nk))])
-        if part == "linearize":
-            vi.linearize_trajectory(X, U, threads=1)
-        elif part == "optimize":
+        if part == "optimize":
             optimize_trajectory(vi, X[0], X, U, np.eye(nx), np.eye(nu), np.eye(nx), method="first_order",
                                 max_iterations=1)
     elif part == "lqr":
