@@ -6,7 +6,8 @@ carries the same files as data files, so a pip install puts them under ``<prefix
 file, the demo, the test harness, scripts/check_wheel.sh) goes through. It looks, in order:
 
 1. beside the ``mechnode`` package in a source checkout (``<repo>/config``, when ``<repo>``
-   holds mechnode's ``package.xml``): an editable install or ``PYTHONPATH=<repo>``;
+   holds mechnode's ``ros/mechnode/package.xml``): an editable install, ``PYTHONPATH=<repo>``
+   or a colcon ``--symlink-install``;
 2. in the prefix this ``mechnode`` is installed into (``<prefix>/lib/pythonX.Y/site-packages/
    mechnode`` -> ``<prefix>/share/mechnode/config``): a colcon install space or a pip install;
 3. in every prefix of ``AMENT_PREFIX_PATH`` that has mechnode in its ament index;
@@ -24,6 +25,10 @@ from pathlib import Path
 PACKAGE = "mechnode"
 #: a file every config directory of mechnode holds (the node's parameters with their defaults)
 MARKER = "mechnode.yaml"
+#: the file that makes the directory holding the ``mechnode`` package a source checkout: the ROS
+#: package manifest, in the colcon package directory ros/mechnode/ (not at the root, where it
+#: would stop colcon's crawl)
+CHECKOUT_MARKER = Path("ros") / PACKAGE / "package.xml"
 
 
 def _share(prefix) -> Path:
@@ -35,7 +40,7 @@ def config_candidates() -> list[Path]:
     pkg = Path(__file__).resolve().parent
     found = []
     checkout = pkg.parent
-    if (checkout / "package.xml").is_file():
+    if (checkout / CHECKOUT_MARKER).is_file():
         found.append(checkout / "config")
     # <prefix>/lib/pythonX.Y/site-packages/mechnode (or lib64, dist-packages)
     if len(pkg.parents) > 3 and pkg.parents[1].name.startswith("python"):

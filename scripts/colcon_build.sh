@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # colcon build of this repository's three ROS 2 packages (mechnode_interfaces,
-# linear_feedback_controller_msgs, mechnode), as a ROS user builds a workspace, with the colcon
-# and setuptools of Debian bookworm (colcon-core 0.12, colcon-ros 0.3, setuptools 66):
+# linear_feedback_controller_msgs, mechnode), as a ROS user builds a workspace: a plain
+# `colcon build` in WORKSPACE (no --base-paths, no --paths), with the colcon and setuptools of
+# Debian bookworm (colcon-core 0.12, colcon-ros 0.3, setuptools 66):
 #
 #   scripts/colcon_build.sh WORKSPACE [extra colcon build arguments]
 #
@@ -12,14 +13,19 @@
 # 1. colcon  apt-get install the Debian colcon packages if they are missing (idempotent; needs
 #            root or password-less sudo the first time).
 # 2. src     WORKSPACE/src/mechnode: a symlink to this repository unless src/ has it already.
-# 3. build   colcon build. The project venv (.venv, scripts/setup_ros.sh) is the ROS underlay,
+# 3. list    the packages colcon's crawl finds from WORKSPACE, as `colcon list` prints them
+#            (colcon-package-information, which provides `colcon list`, is not installed here:
+#            the same discovery through colcon-core's API), into WORKSPACE/colcon_list.txt; it
+#            must be exactly the three. colcon stops crawling at a package, so the repository's
+#            root is none (no package.xml, setup.py or CMakeLists.txt there): mechnode is
+#            ros/mechnode/ (package.xml, setup.py, and links to the top-level core/, mechnode/,
+#            config/, launch/, setup.cfg), the interface packages are top-level directories.
+# 4. build   colcon build. The project venv (.venv, scripts/setup_ros.sh) is the ROS underlay,
 #            standing in for /opt/ros/<distro>: AMENT_PREFIX_PATH / CMAKE_PREFIX_PATH name it and
 #            cmake runs the rosidl generators with its python. colcon itself (Debian's code) runs
 #            on the venv's interpreter, so that the installed console script starts that
 #            interpreter (with rclpy, numba, ...), as on a ROS machine it starts the system
 #            python3 that has ROS; setup.py runs with setuptools 66.1.1 (see below).
-#            colcon stops crawling at a package, and the repository's root is one (mechnode):
-#            the interface packages in its subdirectories are named with --base-paths.
 #
 # Logs: WORKSPACE/colcon_build.log (colcon's output), WORKSPACE/log/ (colcon's own). Prints one
 # line per stage; on failure the tail of the log.
@@ -78,16 +84,17 @@ src="$ws/src/mechnode"
 if [ ! -e "$src" ]; then
   ln -s "$root" "$src"
 fi
-[ -f "$src/package.xml" ] && [ -f "$src/mechnode_interfaces/package.xml" ] \
+[ -f "$src/ros/mechnode/package.xml" ] && [ -f "$src/mechnode_interfaces/package.xml" ] \
   || { echo "colcon_build: $src is not this repository" >&2; exit 1; }
 
-# --- 3. build ----------------------------------------------------------------------------------
+# --- 3. the packages colcon finds --------------------------------------------------------------
 t=$(now)
-# setup.py (and colcon's dry run of it) with setuptools $MECHNODE_COLCON_SETUPTOOLS (default
-# 66.1.1, Debian bookworm's version and the oldest supported; "latest" for the newest), from
-# PyPI into the workspace's build dir, alone on PYTHONPATH. (Debian's own python3-setuptools is
-# patched for Debian's python and fails on another interpreter; all of dist-packages on
-# PYTHONPATH would also shadow the venv's numpy, empy, ... in cmake's steps.)
+# setup.py (and colcon's dry run of it, also when it identifies mechnode) with setuptools
+# $MECHNODE_COLCON_SETUPTOOLS (default 66.1.1, Debian bookworm's version and the oldest supported;
+# "latest" for the newest), from PyPI into the workspace's build dir (a hidden directory: colcon's
+# crawl skips it), alone on PYTHONPATH. (Debian's own python3-setuptools is patched for Debian's
+# python and fails on another interpreter; all of dist-packages on PYTHONPATH would also shadow
+# the venv's numpy, empy, ... in cmake's steps.)
 st=${MECHNODE_COLCON_SETUPTOOLS:-66.1.1}
 shim="$ws/build/.setuptools-$st"
 if [ ! -f "$shim/.done" ]; then
@@ -106,15 +113,37 @@ export CMAKE_PREFIX_PATH="$venv${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 export PATH="$venv/bin:$PATH"
 export PYTHONPATH="$shim${PYTHONPATH:+:$PYTHONPATH}"
 cd "$ws"
-# colcon's own process: Debian's dist-packages first (its colcon, empy 3, ...), in this process only
-"$py" -c '
+# colcon's code runs in the venv's interpreter with Debian's dist-packages first on sys.path (its
+# colcon, empy 3, ...), in that process only: `colcon ARGS` and the discovery below
+colcon() {
+  "$py" -c '
 import sys
 sys.path.insert(0, "'"$dist"'")
 from colcon_core.command import main
 sys.argv[0] = "colcon"
-sys.exit(main())' build \
-  --base-paths src/mechnode src/mechnode/mechnode_interfaces src/mechnode/linear_feedback_controller_msgs \
-  --cmake-args -DPython3_EXECUTABLE="$py" -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release \
+sys.exit(main())' "$@"
+}
+# `colcon list`'s discovery with the defaults of `colcon build` (the recursive crawl of "."),
+# printed as `colcon list` does: name, path, (type)
+"$py" -c '
+import argparse, os, sys
+sys.path.insert(0, "'"$dist"'")
+from colcon_core.package_discovery import add_package_discovery_arguments, discover_packages
+from colcon_core.package_identification import get_package_identification_extensions
+parser = argparse.ArgumentParser()
+add_package_discovery_arguments(parser)
+descs = discover_packages(parser.parse_args([]), get_package_identification_extensions())
+for d in sorted(descs, key=lambda d: d.name):
+    print(f"{d.name}\t{os.path.relpath(str(d.path))}\t({d.type})")' >"$ws/colcon_list.txt" 2>"$ws/colcon_list.log" \
+  || { echo "colcon_build: colcon's package discovery FAILED:" >&2; cat "$ws/colcon_list.log" >&2; exit 1; }
+found=$(cut -f1 "$ws/colcon_list.txt" | tr '\n' ' ')
+say "colcon finds ${found% } ($(since "$t"))"
+[ "${found% }" = "linear_feedback_controller_msgs mechnode mechnode_interfaces" ] \
+  || { echo "colcon_build: colcon finds other packages than the three:" >&2; cat "$ws/colcon_list.txt" >&2; exit 1; }
+
+# --- 4. build ----------------------------------------------------------------------------------
+t=$(now)
+colcon build --cmake-args -DPython3_EXECUTABLE="$py" -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release \
   "$@" >"$ws/colcon_build.log" 2>&1 \
   || { echo "colcon_build: colcon build FAILED; last lines of $ws/colcon_build.log:" >&2
        tail -n 40 "$ws/colcon_build.log" >&2; exit 1; }

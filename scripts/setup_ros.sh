@@ -62,6 +62,9 @@ if [ ! -x "$py" ]; then
   exit 1
 fi
 mkdir -p "$build_root" "$log_dir"
+# build/ (CMake trees of the interface packages, logs, the API docs, pip's build/lib) is no source
+# of packages: colcon's crawl of a workspace holding this repository skips it
+touch "$build_root/COLCON_IGNORE"
 
 # One run at a time (CI, a developer and a test may start it together).
 exec 9>"$build_root/.setup_ros.lock"

@@ -1,10 +1,15 @@
 """The ROS 2 package manifests (package.xml, format 3), checked with catkin_pkg as rosdep and
-colcon read them: mechnode's (ament_python) names every ROS package the node imports, its version
-is core.__version__, and what setup.py installs to share/ exists; the interface packages parse."""
+colcon read them: mechnode's (ament_python, in ros/mechnode/) names every ROS package the node
+imports, its version is core.__version__, and what its setup.py installs to share/ exists; the
+interface packages parse. The repository's root is no colcon package (a plain ``colcon build``
+crawls past it to the three), and ros/mechnode/ reaches the top-level sources through links."""
 import ast
+import functools
 import glob
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 from catkin_pkg.package import parse_package  # a test dependency: missing is an error, not a skip
@@ -12,6 +17,10 @@ from catkin_pkg.package import parse_package  # a test dependency: missing is an
 import core
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: mechnode's ament_python package directory (package.xml, setup.py, resource/, links)
+ROS_PKG = os.path.join(ROOT, "ros", "mechnode")
+#: what ros/mechnode/ links to: the top-level directories and files of the same name
+LINKS = ("core", "mechnode", "config", "launch", "setup.cfg", "LICENSE", "README.md")
 #: ROS packages (not Python ones) among the node's imports
 ROS_PREFIXES = ("rclpy", "rcl_interfaces", "lifecycle_msgs", "builtin_interfaces", "mechnode_interfaces",
                 "linear_feedback_controller_msgs")
@@ -36,7 +45,7 @@ def _ros_imports():
 
 
 def test_mechnode_manifest_names_every_ros_dependency_and_the_version():
-    pkg = parse_package(os.path.join(ROOT, "package.xml"))
+    pkg = parse_package(os.path.join(ROS_PKG, "package.xml"))
     pkg.validate()
     assert pkg.name == "mechnode" and pkg.package_format == 3
     assert pkg.version == core.__version__
@@ -51,13 +60,58 @@ def test_mechnode_manifest_names_every_ros_dependency_and_the_version():
 
 
 def test_setup_py_installs_existing_files_to_share():
-    text = open(os.path.join(ROOT, "setup.py")).read()
+    text = open(os.path.join(ROS_PKG, "setup.py")).read()
     assert "share/ament_index/resource_index/packages" in text
-    assert os.path.isfile(os.path.join(ROOT, "resource", "mechnode"))
+    assert os.path.isfile(os.path.join(ROS_PKG, "resource", "mechnode"))
     for pattern in re.findall(r'glob\("([^"]+)"\)', text):
-        assert glob.glob(os.path.join(ROOT, pattern)), pattern
+        assert glob.glob(os.path.join(ROS_PKG, pattern)), pattern
     cfg = open(os.path.join(ROOT, "setup.cfg")).read()
     assert "install_scripts=$base/lib/mechnode" in cfg      # ros2 run finds lib/<package>/<executable>
+    # colcon-core and colcon-ros read setup.cfg alone (ignoring setup.py's data_files) when
+    # setup.py's text holds a setup call without arguments
+    assert "setup()" not in text and "setup(cmdclass=cmdclass)" not in text
+
+
+def test_the_repository_root_is_no_colcon_package():
+    """colcon stops crawling at a package: the root must not be one for any identification
+    extension (colcon-ros: package.xml; colcon-core, colcon-python-setup-py: setup.py;
+    colcon-cmake: CMakeLists.txt), so that a plain ``colcon build`` finds the three packages
+    below it; nor may it carry an ignore marker (that would hide all three)."""
+    for name in ("package.xml", "setup.py", "CMakeLists.txt", "COLCON_IGNORE", "AMENT_IGNORE", "CATKIN_IGNORE"):
+        assert not os.path.lexists(os.path.join(ROOT, name)), name
+    for pkg in ("ros/mechnode", "mechnode_interfaces", "linear_feedback_controller_msgs"):
+        assert os.path.isfile(os.path.join(ROOT, pkg, "package.xml")), pkg
+
+
+@pytest.mark.parametrize("name", LINKS)
+def test_ros_package_links_to_the_top_level_sources(name):
+    """core/ and mechnode/ stay at the top level (and config/, launch/, setup.cfg are the
+    wheel's too): ros/mechnode/ has relative symbolic links to them, which setuptools follows."""
+    link = os.path.join(ROS_PKG, name)
+    assert os.path.islink(link), f"ros/mechnode/{name} is not a symbolic link"
+    assert os.readlink(link) == os.path.join("..", "..", name)
+    assert os.path.samefile(link, os.path.join(ROOT, name))
+
+
+def test_wheel_and_colcon_install_the_same_data_files():
+    """setup.cfg's [options.data_files] (the wheel, paths from the root) and ros/mechnode/
+    setup.py's data_files (colcon, which overrides them there) install the same files to the
+    same places; python_requires is the same string in both."""
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(os.path.join(ROOT, "setup.cfg"))
+    wheel = {}
+    for dest, value in cfg["options.data_files"].items():
+        for pattern in value.split():
+            matches = glob.glob(os.path.join(ROOT, pattern))
+            assert matches, pattern
+            wheel.update({os.path.join(dest, os.path.basename(m)): os.path.realpath(m) for m in matches})
+    colcon = {}
+    for dest, sources in _colcon_dry_run()["data_files"]:
+        colcon.update({os.path.join(dest, os.path.basename(src)): os.path.realpath(os.path.join(ROS_PKG, src))
+                       for src in sources})
+    assert wheel == colcon
+    assert cfg["options"]["python_requires"] == _colcon_dry_run()["python_requires"]
 
 
 @pytest.mark.parametrize("name", ["mechnode_interfaces", "linear_feedback_controller_msgs"])
@@ -85,11 +139,15 @@ sys.stdout.buffer.write(repr(data).encode('utf-8'))
 """
 
 
+@functools.cache
+def _colcon_dry_run() -> dict:
+    """What colcon-python-setup-py parses from its dry run of ros/mechnode/setup.py."""
+    out = subprocess.run([sys.executable, "-c", COLCON_DRY_RUN], cwd=ROS_PKG, capture_output=True, check=True).stdout
+    return ast.literal_eval(out.decode())
+
+
 def test_colcon_reads_setup_py_metadata_and_version_is_core_version():
-    import subprocess
-    import sys
-    out = subprocess.run([sys.executable, "-c", COLCON_DRY_RUN], cwd=ROOT, capture_output=True, check=True).stdout
-    data = ast.literal_eval(out.decode())
+    data = _colcon_dry_run()
     assert data["metadata"]["name"] == "mechnode"
     assert data["metadata"]["version"] == core.__version__
     assert data["python_requires"] == ">=3.11,<3.12"
@@ -98,7 +156,8 @@ def test_colcon_reads_setup_py_metadata_and_version_is_core_version():
     shared = dict(data["data_files"])
     assert shared["share/mechnode/config"] == sorted(f"config/{f}" for f in os.listdir(os.path.join(ROOT, "config"))
                                                      if f.endswith(".yaml"))
-    # one place for the metadata: setup.cfg (+ python_requires in setup.py), none in pyproject.toml
+    # one place for the metadata: setup.cfg (read by colcon through ros/mechnode/setup.cfg, a link;
+    # ros/mechnode/setup.py repeats python_requires and gives the data_files), none in pyproject.toml
     import tomllib
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
         pyproject = tomllib.load(fh)

@@ -1,6 +1,7 @@
-"""The ROS user's build: ``colcon build`` of a workspace holding this repository
-(scripts/colcon_build.sh: Debian's colcon, setuptools 66.1.1, the venv as the ROS underlay)
-builds mechnode_interfaces, linear_feedback_controller_msgs and mechnode; the node then runs
+"""The ROS user's build: a plain ``colcon build`` (no --base-paths, no --paths) of a workspace
+holding this repository in src/ (scripts/colcon_build.sh: Debian's colcon, setuptools 66.1.1, the
+venv as the ROS underlay) finds and builds exactly mechnode_interfaces,
+linear_feedback_controller_msgs and mechnode (ros/mechnode/); the node then runs
 from the install space (``install/mechnode/lib/mechnode/mechnode`` with a parameter file of
 ``install/mechnode/share/mechnode/config``, after ``. install/setup.sh``), and answers over real
 DDS on this run's domain. It is not configured: the kernels of the installed copy of core would
@@ -9,6 +10,7 @@ compile from a cold cache (minutes).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -18,6 +20,12 @@ import pytest
 from mechnode.testing.harness import LifecycleClient, Spinner, call, ros_environment, stop_process, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
+#: what colcon finds in the workspace, as `colcon list` prints it: name, path, (type)
+PACKAGES = {
+    "linear_feedback_controller_msgs": ("src/mechnode/linear_feedback_controller_msgs", "(ros.ament_cmake)"),
+    "mechnode": ("src/mechnode/ros/mechnode", "(ros.ament_python)"),
+    "mechnode_interfaces": ("src/mechnode/mechnode_interfaces", "(ros.ament_cmake)"),
+}
 BUILD_TIMEOUT = 1200.0          # a fresh build of the two interface packages: ~1 min idle, more under load
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
@@ -44,6 +52,21 @@ def _installed_environment(ws: Path) -> dict:
     out = subprocess.run(["bash", "-c", f". '{ws}/install/setup.sh' && env -0"], env=env, check=True,
                          capture_output=True).stdout.decode()
     return dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
+
+
+def test_plain_colcon_build_finds_and_builds_exactly_the_three_packages(workspace):
+    """colcon's crawl of the workspace (the discovery of `colcon list` and of `colcon build`
+    without --base-paths) finds the three packages and nothing else: the repository's root is no
+    package (it would stop the crawl), and the build built the three."""
+    listed = [line.split("\t") for line in (workspace / "colcon_list.txt").read_text().splitlines()]
+    assert {name: (path, kind) for name, path, kind in listed} == PACKAGES and len(listed) == 3, listed
+    log = (workspace / "colcon_build.log").read_text()
+    started = set(re.findall(r"^Starting >>> (\S+)", log, re.M))
+    finished = set(re.findall(r"^Finished <<< (\S+)", log, re.M))
+    assert started == finished == set(PACKAGES), (started, finished)
+    # colcon-ros sees mechnode install its package.xml and ament index marker itself (the
+    # data_files of ros/mechnode/setup.py, not setup.cfg's, reach it)
+    assert "doesn't explicitly install" not in log
 
 
 def test_colcon_installs_the_three_packages_the_executable_and_the_config(workspace):
