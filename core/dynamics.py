@@ -415,12 +415,15 @@ def continuous_dynamics(ev, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, h
 
 
 @njit(cache=True, nogil=True)
-def lagrangian_kernel(model, data, der, q, dq, order):
-    """Lagrangian derivatives up to ``order`` (3 fills the full third-order tensors)."""
+def lagrangian_kernel(model, data, der, q, dq, order, third):
+    """Lagrangian derivatives up to ``order`` (0, 1 or 2) and, with ``third`` True, the full
+    third-order tensors; ``third`` None leaves them out at compile time (what a controller
+    needs compiles without them)."""
     prepare(model, data, q, dq)
-    gradient_hessian(model, data, q, min(order, 2), der)
-    if order >= 3:
-        third_order(model, data, q, True, dq, dq, der)
+    gradient_hessian(model, data, q, order, der)
+    if third is None:
+        return
+    third_order(model, data, q, True, dq, dq, der)
 
 
 @njit(cache=True, nogil=True)
@@ -663,7 +666,7 @@ def lagrangian_derivatives(system, q, dq, order: int = 2):
     q = check_vector("q", q, n, system.config_names)
     dq = check_vector("dq", dq, n, system.config_names)
     data, der = system.workspace.get(third_order=order >= 3)
-    lagrangian_kernel(system.model, data, der, q, dq, order)
+    lagrangian_kernel(system.model, data, der, q, dq, min(order, 2), True if order >= 3 else None)
     # fields above the requested order are not part of the answer (the scratch is shared)
     wanted = {0: 1, 1: 3, 2: 6, 3: 9}[order]
     return Derivatives(*[a.copy() if i < wanted else None for i, a in enumerate(der.fields()[:9])],

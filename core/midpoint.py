@@ -717,6 +717,7 @@ class MidpointVI:
         q, dq = np.zeros(n), np.zeros(n)
         x = self.discrete_state(q, dq)
         self.state_jacobian(q, dq)
+        self.system.lagrangian_derivatives(q, dq, 3)
         for call in (lambda: self.system.linearize(q, dq, residual_limit=None),
                      lambda: self.system.qdd(q, dq),
                      lambda: self.continuous_state(x)):

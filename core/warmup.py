@@ -11,7 +11,8 @@ The parts (:data:`PARTS`; each names the kernels it calls, for the count of what
   controller's command path calls), the Lagrangian's derivatives;
 * ``step``: one step of the integrator (the DEL solve), and the steps from the knots of a
   trajectory;
-* ``hold``: a rest state, its holding inputs and its one-step linearization (a hold about it);
+* ``hold``: a rest state, its holding inputs and its one-step linearization (a hold about it;
+  as a stack of one state, so the trajectory kernels);
 * ``inverse``: DEL inverse dynamics and discrete momenta; ``linearize``: the first-order
   linearization of solved steps along a trajectory (it does not solve them, so it needs no
   part before it); ``lqr``: the Riccati pass; ``optimize``: the first-order trajectory
@@ -46,20 +47,19 @@ PARTS = {
     "state": ("dynamics.input_matrix_kernel", "legendre.legendre", "legendre.inverse_legendre",
               "legendre.feedback", "dynamics.lagrangian_kernel"),
     "step": ("del_solve.del_step", "step_entry.step_entry", "del_trajectory.solve_each"),
-    "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta", "del_first_order.del_linearize",
-             "step_entry.linearize_entry"),
+    "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta"),
     "inverse": ("del_inverse.del_inverse_dynamics",),
     "linearize": ("del_trajectory.linearize_chunk",),
     "lqr": ("lqr.lq_riccati",),
     "optimize": ("optimal._costate_and_gradient", "optimal._linear_response"),
     "continuous": ("dynamics.linearize_plain", "dynamics.forward_dynamics", "dynamics.continuous_dynamics",
                    "legendre.legendre_jacobian"),
-    "discrete": ("del_trajectory.simulate_kernel",),
+    "discrete": ("del_trajectory.simulate_kernel", "step_entry.linearize_entry"),
     "all": ("del_second_order.second_order",),
 }
 #: part -> parts whose kernels it calls inside its own (taken after them when shared)
 AFTER = {"optimize": ("step", "linearize", "lqr"), "inverse": ("state",),
-         "hold": ("step", "linearize"),     # (solves the step, then del_linearize: linearize_chunk's)
+         "hold": ("step", "linearize"),     # (solve_each and linearize_chunk, on a stack of one)
          "discrete": ("step", "linearize", "inverse"), "all": ("continuous", "discrete")}
 #: What a controller needs before it may command (the mechnode node's configure): every part
 #: but the continuous and second-order linearizations (which then compile on first use, or in
@@ -105,7 +105,7 @@ def _run(part: str, vi) -> None:
         q = satisfy_constraints(vi.system, np.full(n, 0.3))
         x = vi.rest_state(q)
         u = vi.rest_input(q, holding_inputs(vi.system, q)[0])
-        vi.linearize(x, u)
+        vi.linearize(x[None], u[None])      # (a stack of one: the trajectory kernels, as mechnode's hold)
     elif part in ("inverse", "optimize"):
         Q = np.zeros((3, n))
         U, P, _ = vi.inverse_dynamics(Q, np.zeros(vi.nd))

@@ -190,7 +190,8 @@ def hold_schedule(plant, q, weights: Weights, joint_names) -> Schedule:
                             f"{HOLD_RESIDUAL_LIMIT:g} x {scale:.3g}; an underactuated robot off its equilibria)")
         x = vi.rest_state(q)
         ur = vi.rest_input(q, u)
-        A, B = vi.linearize(x, ur)
+        # (a stack of one: the trajectory linearization's kernels, compiled before activation)
+        A, B = (a[0] for a in vi.linearize(x[None], ur[None]))
         K, P = core.dlqr(A, B, weights.Q, weights.R)
         info = {"hold_s": time.perf_counter() - t0, "residual": residual}
     except HoldError:

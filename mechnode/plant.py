@@ -96,7 +96,8 @@ def load_kernels(vi, hold: bool = True) -> None:
     if hold:
         def hold_kernels():
             q = core.satisfy_constraints(vi.system, np.full(n, 0.3))
-            vi.linearize(vi.rest_state(q), vi.rest_input(q, core.holding_inputs(vi.system, q)[0]))
+            x, u = vi.rest_state(q), vi.rest_input(q, core.holding_inputs(vi.system, q)[0])
+            vi.linearize(x[None], u[None])      # (as the hold does: a stack of one)
         attempt(hold_kernels)
 #: Most entries of the ``locked_joints`` parameter, and longest entry (characters).
 MAX_LOCKED_JOINTS, MAX_LOCKED_ENTRY = 1000, 256
