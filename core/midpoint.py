@@ -717,7 +717,6 @@ class MidpointVI:
         q, dq = np.zeros(n), np.zeros(n)
         x = self.discrete_state(q, dq)
         self.state_jacobian(q, dq)
-        self.system.lagrangian_derivatives(q, dq, 3)
         for call in (lambda: self.system.linearize(q, dq, residual_limit=None),
                      lambda: self.system.qdd(q, dq),
                      lambda: self.continuous_state(x)):
@@ -733,6 +732,7 @@ class MidpointVI:
         for a in (x, u, K):          # read-only arrays are a numba type of their own
             a.setflags(write=False)
         self.feedback(q, dq, x, u, K)
+        self.system.lagrangian_derivatives(q, dq, 3)     # (last: no controller or service needs it)
 
     def _warm_up_discrete(self, second_order: bool = True) -> None:
         """DEL inverse dynamics, steps, first- and second-order linearizations, simulation."""
