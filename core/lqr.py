@@ -1,6 +1,6 @@
-"""Discrete-time LQR and controllability (a la python-control's ``statefbk``): the backward
-Riccati recursion for time-varying gains along a trajectory, the infinite-horizon gain about a
-fixed point, and the controllability Gramian.
+"""LQR and controllability (a la python-control's ``statefbk``): the backward Riccati recursion
+for time-varying gains along a trajectory, the infinite-horizon gain about a fixed point
+(discrete, :func:`dlqr`, and continuous, :func:`lqr`), and the controllability Gramian.
 
 Conventions (:mod:`core.conventions`): horizon ``k = 0 .. N-1`` for inputs and linearizations,
 ``k = 0 .. N`` for states; ``A`` (N, nx, nx), ``B`` (N, nx, nu) with ``A_k = df/dx (x_k, u_k)``;
@@ -166,12 +166,9 @@ def tvlqr(A, B, Q, R, Q_N=None) -> tuple[np.ndarray, np.ndarray]:
     return K, P
 
 
-def dlqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
-    """Infinite-horizon discrete LQR about a fixed point (``scipy.linalg.solve_discrete_are``).
-
-    Returns ``(K, P)`` with ``K = (R + BᵀPB)⁻¹ BᵀPA`` of shape ``(nu, nx)`` for ``u = −K x`` and
-    ``P`` the stabilizing solution of the discrete algebraic Riccati equation.
-    """
+def _fixed_point_problem(A, B, Q, R):
+    """``A`` (nx, nx), ``B`` (nx, nu), ``Q`` symmetric positive semidefinite (nx, nx) and ``R``
+    symmetric positive definite (nu, nu), checked and converted (the errors name the matrix)."""
     A = float_array("A", A)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must have shape (nx, nx), got {A.shape}")
@@ -180,8 +177,16 @@ def dlqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
     if B.ndim != 2 or B.shape[0] != nx or B.shape[1] < 1:
         raise ValueError(f"B must have shape ({nx}, nu), got {B.shape}")
     nu = B.shape[1]
-    Q = square_matrix("Q", Q, nx, definite=False)
-    R = square_matrix("R", R, nu, definite=True)
+    return A, B, square_matrix("Q", Q, nx, definite=False), square_matrix("R", R, nu, definite=True)
+
+
+def dlqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
+    """Infinite-horizon discrete LQR about a fixed point (``scipy.linalg.solve_discrete_are``).
+
+    Returns ``(K, P)`` with ``K = (R + BᵀPB)⁻¹ BᵀPA`` of shape ``(nu, nx)`` for ``u = −K x`` and
+    ``P`` the stabilizing solution of the discrete algebraic Riccati equation.
+    """
+    A, B, Q, R = _fixed_point_problem(A, B, Q, R)
     try:
         P = scipy.linalg.solve_discrete_are(A, B, Q, R)
     except (np.linalg.LinAlgError, ValueError) as err:
@@ -189,6 +194,37 @@ def dlqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
                                     "is (A, B) stabilizable and R positive definite?") from err
     K = np.linalg.solve(R + B.T @ P @ B, B.T @ P @ A)
     return K, 0.5 * (P + P.T)
+
+
+def lqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
+    """Infinite-horizon continuous LQR about a fixed point of ``ẋ = A x + B u``
+    (``scipy.linalg.solve_continuous_are``; python-control's ``lqr``, Drake's
+    ``LinearQuadraticRegulator``), e.g. for :meth:`core.System.linearize`'s ``(A, B)``.
+
+    Minimizes ``∫ xᵀQx + uᵀRu dt``. Returns ``(K, P)`` with ``K = R⁻¹ BᵀP`` of shape
+    ``(nu, nx)`` for ``u = −K x`` and ``P`` the stabilizing solution of the continuous algebraic
+    Riccati equation ``AᵀP + PA − PBR⁻¹BᵀP + Q = 0`` (every eigenvalue of ``A − BK`` has a
+    negative real part). The same checks as :func:`dlqr`; a pair without a stabilizing
+    solution (not stabilizable, or modes on the imaginary axis that ``Q`` does not see) raises
+    ``numpy.linalg.LinAlgError``.
+    """
+    A, B, Q, R = _fixed_point_problem(A, B, Q, R)
+    try:
+        P = scipy.linalg.solve_continuous_are(A, B, Q, R)
+    except (np.linalg.LinAlgError, ValueError) as err:
+        raise np.linalg.LinAlgError(f"lqr: no stabilizing CARE solution ({err}); "
+                                    "is (A, B) stabilizable and R positive definite?") from err
+    if not np.all(np.isfinite(P)):
+        raise np.linalg.LinAlgError("lqr: the CARE solution is not finite; is (A, B) stabilizable and "
+                                    "R positive definite?")
+    P = 0.5 * (P + P.T)
+    K = np.linalg.solve(R, B.T @ P)
+    closed = np.linalg.eigvals(A - B @ K)
+    if not np.all(closed.real < 0.0):
+        raise np.linalg.LinAlgError(f"lqr: no stabilizing CARE solution (A - B K has the eigenvalue "
+                                    f"{closed[np.argmax(closed.real)]:.3g}); is (A, B) stabilizable and "
+                                    "every mode on the imaginary axis seen by Q?")
+    return K, P
 
 
 class Controllability(NamedTuple):

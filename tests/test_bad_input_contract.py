@@ -62,6 +62,8 @@ def test_none_complex_and_objects_are_refused_by_name():
                           (lambda: VI.step(np.zeros(4, complex)), r"x must be real"),
                           (lambda: core.dlqr(np.eye(2) * (1 + 1j), np.ones((2, 1)), np.eye(2), np.eye(1)),
                            r"A must be real"),
+                          (lambda: core.lqr(np.eye(2), np.ones((2, 1)) * 1j, np.eye(2), np.eye(1)),
+                           r"B must be real"),
                           (lambda: CARTPOLE.qdd("ab", z), r"q must be a real numeric array, got str")):
         with pytest.raises(ValueError, match=pattern):
             call()
@@ -145,6 +147,7 @@ CALLS = {
     "MidpointVI.discrete_state": lambda a, b, c: VI.discrete_state(a, b),
     "MidpointVI.continuous_state": lambda a, b, c: VI.continuous_state(a),
     "dlqr": lambda a, b, c: core.dlqr(a, b, c, np.eye(1)),
+    "lqr": lambda a, b, c: core.lqr(a, b, c, np.eye(1)),
     "tvlqr": lambda a, b, c: core.tvlqr(a, b, c, np.eye(1), np.eye(4)),
     "controllability": lambda a, b, c: core.controllability(a, b),
     "simulate_open_loop": lambda a, b, c: core.simulate_open_loop(VI.step, a, b),

@@ -19,6 +19,8 @@ from core import (
     cost_and_gradient,
     dlqr,
     linearize_trajectory,
+    load_system,
+    lqr,
     optimal,
     optimize_trajectory,
     simulate_closed_loop,
@@ -328,6 +330,80 @@ def test_dlqr_validates_and_reports_unstabilizable_pairs():
         dlqr(np.eye(2), np.ones((3, 1)), np.eye(2), np.eye(1))
     with pytest.raises(np.linalg.LinAlgError, match="stabiliz"):
         dlqr(np.diag([2.0, 0.5]), np.array([[0.0], [1.0]]), np.eye(2), np.eye(1))
+
+
+def _random_pair(rng, nx, nu):
+    """A random (A, B) with unstable modes (controllable with probability 1), Q >= 0, R > 0."""
+    A = rng.standard_normal((nx, nx)) + 0.5 * np.eye(nx)
+    B = rng.standard_normal((nx, nu))
+    G = rng.standard_normal((nx, nx))
+    H = rng.standard_normal((nu, nu))
+    return A, B, G @ G.T + 0.1 * np.eye(nx), H @ H.T + 0.5 * np.eye(nu)
+
+
+def _care_by_schur(A, B, Q, R):
+    """Reference: the stabilizing CARE solution from the stable invariant subspace of the
+    Hamiltonian [[A, -B R^-1 B^T], [-Q, -A^T]] (ordered real Schur form; Laub 1979), which is
+    not how scipy's solver (a balanced generalized Schur form of the extended pencil) gets it."""
+    n = A.shape[0]
+    Hm = np.block([[A, -B @ np.linalg.solve(R, B.T)], [-Q, -A.T]])
+    _, Z, stable = scipy.linalg.schur(Hm, sort="lhp")
+    assert stable == n
+    return np.linalg.solve(Z[:n, :n].T, Z[n:, :n].T).T          # U21 U11^-1
+
+
+def test_lqr_solves_the_care_and_stabilizes():
+    rng = np.random.default_rng(11)
+    cases = [_random_pair(rng, nx, nu) for nx, nu in ((1, 1), (2, 1), (4, 2), (6, 3), (9, 2))]
+    cartpole = load_system("cartpole.yaml")                 # upright: unstable, continuous [q, dq]
+    A_up, B_up = cartpole.linearize(np.zeros(2), np.zeros(2), np.zeros(1))
+    cases.append((A_up, B_up, np.diag([10.0, 10.0, 1.0, 1.0]), np.array([[0.1]])))
+    for A, B, Q, R in cases:
+        K, P = lqr(A, B, Q, R)
+        nx, nu = B.shape
+        assert K.shape == (nu, nx) and P.shape == (nx, nx)
+        residual = A.T @ P + P @ A - P @ B @ np.linalg.solve(R, B.T) @ P + Q
+        scale = np.abs(A.T @ P).max() + np.abs(Q).max()
+        assert np.abs(residual).max() <= 1e-10 * scale
+        assert np.array_equal(P, P.T) and np.linalg.eigvalsh(P).min() > 0.0
+        assert np.linalg.eigvals(A - B @ K).real.max() < 0.0
+        np.testing.assert_allclose(K, np.linalg.solve(R, B.T @ P), rtol=1e-12, atol=1e-12)
+        reference = _care_by_schur(A, B, Q, R)
+        np.testing.assert_allclose(P, reference, rtol=1e-8, atol=1e-10 * np.abs(reference).max())
+        np.testing.assert_allclose(P, scipy.linalg.solve_continuous_are(A, B, Q, R), rtol=1e-12,
+                                   atol=1e-12 * np.abs(P).max())
+
+
+def test_lqr_is_the_limit_of_dlqr_as_dt_goes_to_zero():
+    """The Euler discretization A_d = I + A dt, B_d = B dt with weights Q dt, R dt: dlqr's gain
+    and Riccati matrix tend to lqr's, the error falling as dt."""
+    rng = np.random.default_rng(3)
+    A, B, Q, R = _random_pair(rng, 4, 2)
+    K, P = lqr(A, B, Q, R)
+    errors = []
+    for dt in (1e-2, 1e-3, 1e-4):
+        K_d, P_d = dlqr(np.eye(4) + A * dt, B * dt, Q * dt, R * dt)
+        errors.append((np.abs(K_d - K).max() / np.abs(K).max(), np.abs(P_d - P).max() / np.abs(P).max()))
+    for (k0, p0), (k1, p1) in itertools.pairwise(errors):
+        assert 5.0 < k0 / k1 < 20.0 and 5.0 < p0 / p1 < 20.0, errors     # first order in dt
+    assert max(errors[-1]) < 1e-3, errors
+
+
+def test_lqr_validates_and_reports_unstabilizable_pairs():
+    with pytest.raises(ValueError, match=r"B must have shape \(2, nu\)"):
+        lqr(np.eye(2), np.ones((3, 1)), np.eye(2), np.eye(1))
+    with pytest.raises(ValueError, match="R"):
+        lqr(np.eye(2), np.ones((2, 1)), np.eye(2), -np.eye(1))
+    with pytest.raises(ValueError, match="Q"):
+        lqr(np.eye(2), np.ones((2, 1)), np.ones((2, 3)), np.eye(1))
+    # the unstable mode 2.0 is not driven by B
+    with pytest.raises(np.linalg.LinAlgError, match="stabiliz"):
+        lqr(np.diag([2.0, -1.0]), np.array([[0.0], [1.0]]), np.eye(2), np.eye(1))
+    # a stable undriven mode is fine (stabilizable), and so is Q = 0 on a stable system (K = 0)
+    K, _ = lqr(np.diag([-2.0, 1.0]), np.array([[0.0], [1.0]]), np.eye(2), np.eye(1))
+    assert np.linalg.eigvals(np.diag([-2.0, 1.0]) - np.array([[0.0], [1.0]]) @ K).real.max() < 0.0
+    K, P = lqr(-np.eye(2), np.ones((2, 1)), np.zeros((2, 2)), np.eye(1))
+    assert np.abs(K).max() < 1e-12 and np.abs(P).max() < 1e-12
 
 
 # ========================================================================= controllability
