@@ -1,4 +1,4 @@
-"""Control benchmark: the TV-LQR Riccati pass and the trajectory optimizers of core.lqr and core.optimal.
+"""Control benchmark: the TV-LQR Riccati pass and the trajectory optimizers of core.riccati and core.optimal.
 
     .venv/bin/python bench/bench_control.py [--no-start]
 
@@ -24,8 +24,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 from core import (  # noqa: E402
     linearize_trajectory,  # noqa: E402
-    lqr,
     optimize_trajectory,
+    riccati,
     simulation,
     tvlqr,
 )
@@ -51,7 +51,7 @@ def bench_riccati(fresh_interpreter: bool):
     t0 = time.perf_counter()
     tvlqr(A, B, Q, R, Q_N)
     first = time.perf_counter() - t0
-    how = "cache load" if lqr.lq_riccati.stats.cache_hits else "compile"
+    how = "cache load" if riccati.lq_riccati.stats.cache_hits else "compile"
     warm = median_us(lambda: tvlqr(A, B, Q, R, Q_N), repeat=50) / 1e3
     print(f"tvlqr Riccati pass, nx={NX} nu={NU} N={N}")
     print(f"  warm (median)                               {warm:9.2f} ms")

@@ -16,7 +16,7 @@ internal. Main entry points:
   ``linearize2``, ``step_linearize``, ``linearize_trajectory``, the exact state transforms
   (``discrete_state``, ``continuous_state``, ``state_jacobian``, ``discrete_momenta``), DEL
   inverse dynamics and the tracking law ``feedback`` (:mod:`core.midpoint`);
-* :func:`tvlqr`, :func:`dlqr`, :func:`lqr`, :func:`controllability` (:mod:`core.lqr`);
+* :func:`tvlqr`, :func:`dlqr`, :func:`lqr`, :func:`controllability` (:mod:`core.riccati`);
   :func:`simulate_open_loop`, :func:`simulate_closed_loop` (:mod:`core.simulation`);
   :func:`optimize_trajectory`, :func:`linearize_trajectory` (:mod:`core.optimal`);
 * :func:`satisfy_constraints`, :func:`project_velocity`, :func:`holding_inputs` — consistent
@@ -37,7 +37,7 @@ from .errors import (CoreError, EquilibriumError, InertiaWarning, IntegratorErro
                      SingularStepError)
 from .linearizer import Linearizer
 from .loader import load_system, read_yaml
-from .lqr import Controllability, controllability, dlqr, lqr, tvlqr
+from .riccati import Controllability, controllability, dlqr, lqr, tvlqr
 from .midpoint import MidpointVI
 from .minimal import MinimalInfo
 from .model import Model

@@ -95,7 +95,7 @@ CONVENTION = {
 
 def controllability_rank(A, B) -> int:
     """Rank of ``[B, AB, ..., A^(n-1) B]`` (:func:`core.controllability`); 0 without inputs."""
-    from .lqr import controllability
+    from .riccati import controllability
     if A.shape[0] == 0 or B.ndim != 2 or B.shape[1] == 0:
         return 0
     return controllability(A, B).rank

@@ -19,8 +19,8 @@ import numpy as np
 
 from .errors import RiccatiError
 from .jit import njit
-from .lqr import lq_riccati, state_weights, tvlqr, weight_stack
 from .midpoint import MidpointVI
+from .riccati import lq_riccati, state_weights, tvlqr, weight_stack
 from .simulation import initial_state, next_state, simulate_open_loop
 from .validation import check_second_order_memory, float_array
 

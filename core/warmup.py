@@ -50,7 +50,7 @@ PARTS = {
     "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta"),
     "inverse": ("del_inverse.del_inverse_dynamics",),
     "linearize": ("del_trajectory.linearize_chunk",),
-    "lqr": ("lqr.lq_riccati",),
+    "lqr": ("riccati.lq_riccati",),
     "optimize": ("optimal._costate_and_gradient", "optimal._linear_response"),
     "continuous": ("dynamics.linearize_plain", "dynamics.forward_dynamics", "dynamics.continuous_dynamics",
                    "legendre.legendre_jacobian"),
@@ -78,8 +78,8 @@ def _tiny():
 
 def _run(part: str, vi) -> None:
     from .equilibrium import holding_inputs, satisfy_constraints
-    from .lqr import tvlqr
     from .optimal import optimize_trajectory
+    from .riccati import tvlqr
     n, nx, nu = vi.nq, vi.nx, vi.nu
     z = np.zeros(n)
     if part == "state":

@@ -1,4 +1,4 @@
-"""Tests for core.lqr, core.simulation and core.optimal: TV-LQR, DARE, controllability, simulation
+"""Tests for core.riccati, core.simulation and core.optimal: TV-LQR, DARE, controllability, simulation
 and trajectory optimization.
 
 The optimizer tests use :class:`RK4Pendulum`, a damped torque-driven pendulum discretized by the
@@ -268,7 +268,7 @@ def test_tvlqr_rejects_bad_arguments(args, message):
 
 def _riccati(A, B, Q, R, Q_N):
     """The backward pass itself (what tvlqr runs after validating the weights)."""
-    from core.lqr import lq_riccati
+    from core.riccati import lq_riccati
     N, nx, nu = B.shape
     K, P = np.empty((N, nu, nx)), np.empty((N + 1, nx, nx))
     status = lq_riccati(A, B, Q[None], R[None], np.zeros((1, nu, nx)), np.zeros((1, nx)),

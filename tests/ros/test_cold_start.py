@@ -1,7 +1,7 @@
 """A cold numba cache shows on the console: what compiles, how far, how long.
 
 A fresh ``NUMBA_CACHE_DIR`` holding every kernel but one of those the node needs before it may
-activate (``core.lqr.lq_riccati``, a few seconds to compile): the node compiles it from its
+activate (``core.riccati.lq_riccati``, a few seconds to compile): the node compiles it from its
 start (two processes; configure waits for them) and says so, counted (``kernel 1 of ~1``);
 with the ``mechnode`` command on its own stderr (the console), with ``python -m mechnode.demo``
 relayed from the node's process to the demo's stdout (``node | core: ...``), besides the node's
@@ -19,12 +19,12 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MISSING = "lqr.lq_riccati"
+MISSING = "riccati.lq_riccati"
 
 
 def _cache_dir(env) -> str:
     """numba's cache directory of core's kernels under ``env``'s NUMBA_CACHE_DIR."""
-    code = "import core.lqr as m; print(m.lq_riccati._cache._cache_path)"
+    code = "import core.riccati as m; print(m.lq_riccati._cache._cache_path)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
                          check=True)
     return out.stdout.strip().splitlines()[-1]
@@ -32,7 +32,7 @@ def _cache_dir(env) -> str:
 
 @pytest.fixture
 def almost_warm(tmp_path):
-    """(env) with a NUMBA_CACHE_DIR that lacks only core.lqr.lq_riccati."""
+    """(env) with a NUMBA_CACHE_DIR that lacks only core.riccati.lq_riccati."""
     from core import cache, warmup
     from mechnode.plant import REST_PARTS
     warmup.run(warmup.CONTROL_PARTS + REST_PARTS)     # the default cache warm (loads, if it is)
