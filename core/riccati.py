@@ -180,6 +180,16 @@ def _fixed_point_problem(A, B, Q, R):
     return A, B, square_matrix("Q", Q, nx, definite=False), square_matrix("R", R, nu, definite=True)
 
 
+def _stabilizing_solution(solve, who: str, equation: str, A, B, Q, R) -> np.ndarray:
+    """``solve(A, B, Q, R)`` (scipy's ``solve_discrete_are`` or ``solve_continuous_are``);
+    its failure as ``numpy.linalg.LinAlgError`` naming ``who`` and the ``equation``."""
+    try:
+        return solve(A, B, Q, R)
+    except (np.linalg.LinAlgError, ValueError) as err:
+        raise np.linalg.LinAlgError(f"{who}: no stabilizing {equation} solution ({err}); "
+                                    "is (A, B) stabilizable and R positive definite?") from err
+
+
 def dlqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
     """Infinite-horizon discrete LQR about a fixed point (``scipy.linalg.solve_discrete_are``).
 
@@ -187,11 +197,7 @@ def dlqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
     ``P`` the stabilizing solution of the discrete algebraic Riccati equation.
     """
     A, B, Q, R = _fixed_point_problem(A, B, Q, R)
-    try:
-        P = scipy.linalg.solve_discrete_are(A, B, Q, R)
-    except (np.linalg.LinAlgError, ValueError) as err:
-        raise np.linalg.LinAlgError(f"dlqr: no stabilizing DARE solution ({err}); "
-                                    "is (A, B) stabilizable and R positive definite?") from err
+    P = _stabilizing_solution(scipy.linalg.solve_discrete_are, "dlqr", "DARE", A, B, Q, R)
     K = np.linalg.solve(R + B.T @ P @ B, B.T @ P @ A)
     return K, 0.5 * (P + P.T)
 
@@ -209,11 +215,7 @@ def lqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
     ``numpy.linalg.LinAlgError``.
     """
     A, B, Q, R = _fixed_point_problem(A, B, Q, R)
-    try:
-        P = scipy.linalg.solve_continuous_are(A, B, Q, R)
-    except (np.linalg.LinAlgError, ValueError) as err:
-        raise np.linalg.LinAlgError(f"lqr: no stabilizing CARE solution ({err}); "
-                                    "is (A, B) stabilizable and R positive definite?") from err
+    P = _stabilizing_solution(scipy.linalg.solve_continuous_are, "lqr", "CARE", A, B, Q, R)
     if not np.all(np.isfinite(P)):
         raise np.linalg.LinAlgError("lqr: the CARE solution is not finite; is (A, B) stabilizable and "
                                     "R positive definite?")
