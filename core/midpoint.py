@@ -78,6 +78,26 @@ _DIRECT = set()
 _NO_SCRATCH = np.empty(0)
 
 
+class _Setting:
+    """A checked, positive setting of :class:`MidpointVI`, kept in ``_<name>`` and mirrored at
+    ``index`` of ``_settings`` (the array the compiled entry kernels read and key their last
+    solve on)."""
+
+    def __init__(self, index: int, doc: str, integer: bool = False):
+        self.index, self.integer, self.__doc__ = index, integer, doc
+
+    def __set_name__(self, owner, name):
+        self.name, self.attr = name, "_" + name
+
+    def __get__(self, vi, owner=None):
+        return self if vi is None else getattr(vi, self.attr)
+
+    def __set__(self, vi, value):
+        value = number(self.name, value, positive=True, integer=self.integer)
+        setattr(vi, self.attr, value)
+        vi._settings[self.index] = value
+
+
 class MidpointVI:
     """Midpoint variational integrator for a :class:`core.System` with time step ``dt``.
 
@@ -112,42 +132,10 @@ class MidpointVI:
         self._nu = self._m + self._nk
 
     # ---------------------------------------------------------------- settings
-    @property
-    def dt(self) -> float:
-        """The time step (> 0)."""
-        return self._dt
-
-    @dt.setter
-    def dt(self, value):
-        self._dt = self._settings[0] = number("dt", value, positive=True)
-
-    @property
-    def tolerance(self) -> float:
-        """Newton's convergence tolerance of the DEL solve (> 0)."""
-        return self._tolerance
-
-    @tolerance.setter
-    def tolerance(self, value):
-        self._tolerance = self._settings[1] = number("tolerance", value, positive=True)
-
-    @property
-    def max_iterations(self) -> int:
-        """Newton iterations allowed per step (a positive integer)."""
-        return self._max_iterations
-
-    @max_iterations.setter
-    def max_iterations(self, value):
-        self._max_iterations = number("max_iterations", value, positive=True, integer=True)
-        self._settings[2] = self._max_iterations
-
-    @property
-    def condition_limit(self) -> float:
-        """A step whose singularity measure reaches this is singular (Sec. VII; > 0)."""
-        return self._condition_limit
-
-    @condition_limit.setter
-    def condition_limit(self, value):
-        self._condition_limit = self._settings[3] = number("condition_limit", value, positive=True)
+    dt = _Setting(0, "The time step (> 0).")
+    tolerance = _Setting(1, "Newton's convergence tolerance of the DEL solve (> 0).")
+    max_iterations = _Setting(2, "Newton iterations allowed per step (a positive integer).", integer=True)
+    condition_limit = _Setting(3, "A step whose singularity measure reaches this is singular (Sec. VII; > 0).")
 
     # ---------------------------------------------------------------- dimensions and names
     @property
