@@ -116,12 +116,17 @@ def test_memory_is_bounded_before_allocating(monkeypatch):
         s.linearize(Q, DQ, U)
 
 
-def test_integrator_linearize_on_a_stack_equals_single_calls():
+def _panda_stack(seed, N):
+    """The Panda's integrator and N random states and inputs."""
     s = core.load_urdf(robot_path("panda_description/urdf/panda.urdf"), mimic="independent")
     vi = core.MidpointVI(s, 0.01)
-    rng = np.random.default_rng(5)
-    X = np.hstack([rng.uniform(-1, 1, (6, s.nq)), rng.uniform(-0.1, 0.1, (6, vi.nx - s.nq))])
-    U = rng.uniform(-1, 1, (6, vi.nu))
+    rng = np.random.default_rng(seed)
+    X = np.hstack([rng.uniform(-1, 1, (N, s.nq)), rng.uniform(-0.1, 0.1, (N, vi.nx - s.nq))])
+    return s, vi, X, rng.uniform(-1, 1, (N, vi.nu))
+
+
+def test_integrator_linearize_on_a_stack_equals_single_calls():
+    s, vi, X, U = _panda_stack(5, 6)
     A, B = vi.linearize(X, U)
     assert A.shape == (6, vi.nx, vi.nx) and B.shape == (6, vi.nx, vi.nu)
     for k in range(6):
@@ -135,11 +140,7 @@ def test_integrator_linearize_on_a_stack_equals_single_calls():
 
 
 def test_integrator_step_on_a_stack_equals_single_calls():
-    s = core.load_urdf(robot_path("panda_description/urdf/panda.urdf"), mimic="independent")
-    vi = core.MidpointVI(s, 0.01)
-    rng = np.random.default_rng(6)
-    X = np.hstack([rng.uniform(-1, 1, (9, s.nq)), rng.uniform(-0.1, 0.1, (9, vi.nx - s.nq))])
-    U = rng.uniform(-1, 1, (9, vi.nu))
+    s, vi, X, U = _panda_stack(6, 9)
     X1 = vi.step(X, U)
     assert X1.shape == (9, vi.nx)
     for k in range(9):
