@@ -17,6 +17,11 @@ deepest joint ``m`` of the tuple is that term with the composite inertia ``Ic_m`
 momentum ``Hc_m``. Each entry costs O(1); only mutually comparable tuples (all on one root-to-leaf
 path) are non-zero and visited: O(n^2) pairs and O(n^3) triples for a chain, far fewer for a tree.
 Gravity acts on composite mass and first moment the same way.
+
+The directional derivatives need no triples: they are the rates of the Hessian's pair formulas
+along ``(wq, wv)``, whose factors (screws, composite inertias and momenta, first moments) move
+as the frames do under the twist ``W_f = sum wq_j S_j`` (:func:`hessian_rate`): O(n^2) for a
+chain, about a Hessian's cost, where the triples cost O(n^3).
 """
 from __future__ import annotations
 
@@ -328,55 +333,199 @@ def spring_potential_derivatives(model, data, q, grad, hess):
 
 # ------------------------------------------------------------------------------ third order
 @njit(cache=True, nogil=True)
-def _emit_qqq(val, a, b, c, full, Lqqq, dLqq, wq):
-    if full:  # stores: a repeated index only repeats a store
-        Lqqq[a, b, c] = Lqqq[a, c, b] = Lqqq[b, a, c] = val
-        Lqqq[b, c, a] = Lqqq[c, a, b] = Lqqq[c, b, a] = val
-        return
-    trip = ((a, b, c), (a, c, b), (b, a, c), (b, c, a), (c, a, b), (c, b, a))
-    for k in range(6):
-        x, y, z = trip[k]
-        dup = False
-        for l in range(k):
-            if trip[l][0] == x and trip[l][1] == y and trip[l][2] == z:
-                dup = True
-        if not dup:
-            dLqq[x, y] += val * wq[z]
+def _emit_qqq(val, a, b, c, Lqqq):
+    # stores: a repeated index only repeats a store
+    Lqqq[a, b, c] = Lqqq[a, c, b] = Lqqq[b, a, c] = val
+    Lqqq[b, c, a] = Lqqq[c, a, b] = Lqqq[c, b, a] = val
 
 
 @njit(cache=True, nogil=True)
-def _emit_qqv(val, lo, hi, i, full, Lqqv, dLqq, dLqv, wq, wv):
-    for k in range(2):
-        x, y = (lo, hi) if k == 0 else (hi, lo)
-        if k == 1 and lo == hi:
-            break
-        if full:
-            Lqqv[x, y, i] = val
-        else:
-            dLqq[x, y] += val * wv[i]
-            dLqv[x, i] += val * wq[y]
+def _emit_qqv(val, lo, hi, i, Lqqv):
+    Lqqv[lo, hi, i] = val
+    Lqqv[hi, lo, i] = val
 
 
 @njit(cache=True, nogil=True)
-def _emit_qvv(val, a, i, j, full, Lqvv, dLqv, dLvv, wq, wv):
-    for k in range(2):
-        x, y = (i, j) if k == 0 else (j, i)
-        if k == 1 and i == j:
-            break
-        if full:
-            Lqvv[a, x, y] = val
-        else:
-            dLqv[a, x] += val * wv[y]
-            dLvv[x, y] += val * wq[a]
+def _emit_qvv(val, a, i, j, Lqvv):
+    Lqvv[a, i, j] = val
+    Lqvv[a, j, i] = val
+
+
+@njit(cache=True, nogil=True)
+def _moving_frames(model, data, wq, wv, Ib, has_mass, dIc, dHc, dmp, Wpre, dVp):
+    """Rates along ``(wq, wv)`` of what the Hessian of L is made of (after :func:`prepare`).
+
+    Moving the joints by ``wq`` moves frame ``f`` by the twist ``W_f = sum wq_j S_j`` over the
+    joints on its path, so ``dS_a = [W_<a, S_a]`` (``Wpre[a] = W_<a``, the joints strictly
+    above a), a body's inertia by ``dI = -(ad_W^T I + I ad_W)`` and its momentum ``h = I V`` by
+    ``W x* h + I (dV - [W, V])``, ``dV_f = sum (wv_j S_j + dq_j dS_j)`` (``dVp[a]``: that sum
+    strictly above a), its first moment ``m c`` by ``m (W_v + W_w x c)``. Summed over each
+    subtree: ``dIc``, ``dHc``, ``dmp`` per frame."""
+    S, V, R, p, frame_com = data.S, data.V, data.R, data.p, model.frame_com
+    frame_parent, frame_qindex, frame_mass, dq = model.frame_parent, model.frame_qindex, model.frame_mass, data.dq
+    nf = model.nf
+    W, dV = np.empty((nf, 6)), np.empty((nf, 6))
+    t, u, h, pc = np.empty(6), np.empty(6), np.empty(6), np.empty(3)
+    body_inertias(model, data, Ib, has_mass)
+    for f in range(nf):
+        par = frame_parent[f]
+        for i in range(6):
+            W[f, i] = W[par, i] if par >= 0 else 0.0
+            dV[f, i] = dV[par, i] if par >= 0 else 0.0
+        j = frame_qindex[f]
+        if j >= 0:
+            bracket(W[f], S[j], t)                 # dS_j, with W_f still W_<j
+            for i in range(6):
+                Wpre[j, i] = W[f, i]
+                dVp[j, i] = dV[f, i]
+                dV[f, i] += wv[j] * S[j, i] + dq[j] * t[i]
+                W[f, i] += wq[j] * S[j, i]
+        m = frame_mass[f]
+        body_com(frame_com, R, p, f, pc)
+        Wf = W[f]
+        dmp[f, 0] = m * (Wf[0] + Wf[4] * pc[2] - Wf[5] * pc[1])
+        dmp[f, 1] = m * (Wf[1] + Wf[5] * pc[0] - Wf[3] * pc[2])
+        dmp[f, 2] = m * (Wf[2] + Wf[3] * pc[1] - Wf[4] * pc[0])
+        if not has_mass[f]:
+            dIc[f, :, :] = 0.0
+            dHc[f, :] = 0.0
+            continue
+        I = Ib[f]
+        for c in range(6):          # dI = -(M + M^T), M = I ad_W: column c of ad_W is [W, e_c]
+            for i in range(6):
+                t[i] = 0.0
+            t[c] = 1.0
+            bracket(Wf, t, u)
+            for i in range(6):
+                s_ = 0.0
+                for k in range(6):
+                    s_ += I[i, k] * u[k]
+                dIc[f, i, c] = s_
+        for i in range(6):
+            for c in range(i, 6):
+                x = -(dIc[f, i, c] + dIc[f, c, i])
+                dIc[f, i, c] = x
+                dIc[f, c, i] = x
+        matvec6(I, V[f], h)
+        cross_force(Wf, h, t)
+        bracket(Wf, V[f], u)
+        for i in range(6):
+            u[i] = dV[f, i] - u[i]
+        matvec6(I, u, h)
+        for i in range(6):
+            dHc[f, i] = t[i] + h[i]
+    for f in range(nf - 1, -1, -1):       # subtree sums
+        par = frame_parent[f]
+        if par >= 0:
+            for i in range(6):
+                for c in range(6):
+                    dIc[par, i, c] += dIc[f, i, c]
+                dHc[par, i] += dHc[f, i]
+            for i in range(3):
+                dmp[par, i] += dmp[f, i]
+
+
+@njit(cache=True, nogil=True)
+def hessian_rate(model, data, wq, wv, dLqq, dLqv, dLvv):
+    """The derivative of the Hessian blocks of L along ``(wq, wv)`` (after :func:`prepare`):
+    ``dLqq = Lqqq.wq + Lqqv.wv`` etc. (see the module docstring), springs excepted, by
+    differentiating :func:`_tree_gradient_hessian`'s pair formulas along the direction (the
+    rates of their factors from :func:`_moving_frames`): O(pairs), where the triples of
+    :func:`third_order` cost O(n^3) on a chain."""
+    nf, nj = model.nf, model.nj
+    S, D, Vp, Ic, Hc, mp, mc = data.S, data.D, data.Vp, data.Ic, data.Hc, data.mp, data.mc
+    joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
+    g = data.gravity
+    Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
+    dIc, dHc, dmp = np.empty((nf, 6, 6)), np.empty((nf, 6)), np.empty((nf, 3))
+    Wpre, dVp = np.zeros((nj, 6)), np.zeros((nj, 6))
+    _moving_frames(model, data, wq, wv, Ib, has_mass, dIc, dHc, dmp, Wpre, dVp)
+    dS, dD = np.zeros((nj, 6)), np.zeros((nj, 6))
+    t, u = np.empty(6), np.empty(6)
+    for a in range(nj):
+        if joint_frame[a] < 0:
+            continue
+        bracket(Wpre[a], S[a], dS[a])
+        bracket(dVp[a], S[a], t)
+        bracket(Vp[a], dS[a], u)
+        for i in range(6):
+            dD[a, i] = t[i] + u[i]
+    dLqq[:, :] = 0.0
+    dLqv[:, :] = 0.0
+    dLvv[:, :] = 0.0
+    IS, dIS, IDw, dIDw = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    t3, dt3 = np.empty(3), np.empty(3)
+    for b in range(nj):
+        fb = joint_frame[b]
+        if fb < 0:
+            continue
+        Sb, dSb = S[b], dS[b]
+        # IS = Ic S_b, IDw = Ic D_b + S_b x* Hc (their rates by the product rule)
+        matvec6(Ic[fb], Sb, IS)
+        matvec6(dIc[fb], Sb, t)
+        matvec6(Ic[fb], dSb, u)
+        for i in range(6):
+            dIS[i] = t[i] + u[i]
+        matvec6(Ic[fb], D[b], IDw)
+        cross_force(Sb, Hc[fb], t)
+        for i in range(6):
+            IDw[i] += t[i]
+        matvec6(dIc[fb], D[b], dIDw)
+        matvec6(Ic[fb], dD[b], t)
+        for i in range(6):
+            dIDw[i] += t[i]
+        cross_force(dSb, Hc[fb], t)
+        cross_force(Sb, dHc[fb], u)
+        for i in range(6):
+            dIDw[i] += t[i] + u[i]
+        # gravity: t3 = w_b x mp + mc v_b, c = t3 x g
+        _gravity_moment(data, fb, Sb, t3)
+        mpb, dmpb, m = mp[fb], dmp[fb], mc[fb]
+        dt3[0] = dSb[4] * mpb[2] - dSb[5] * mpb[1] + Sb[4] * dmpb[2] - Sb[5] * dmpb[1] + m * dSb[0]
+        dt3[1] = dSb[5] * mpb[0] - dSb[3] * mpb[2] + Sb[5] * dmpb[0] - Sb[3] * dmpb[2] + m * dSb[1]
+        dt3[2] = dSb[3] * mpb[1] - dSb[4] * mpb[0] + Sb[3] * dmpb[1] - Sb[4] * dmpb[0] + m * dSb[2]
+        c0, c1, c2 = t3[1] * g[2] - t3[2] * g[1], t3[2] * g[0] - t3[0] * g[2], t3[0] * g[1] - t3[1] * g[0]
+        e0, e1, e2 = dt3[1] * g[2] - dt3[2] * g[1], dt3[2] * g[0] - dt3[0] * g[2], dt3[0] * g[1] - dt3[1] * g[0]
+        for ia in range(anc_ptr[b], anc_ptr[b + 1]):
+            a = anc_idx[ia]
+            Sa, dSa, Da, dDa = S[a], dS[a], D[a], dD[a]
+            vv = dot6(dSa, IS) + dot6(Sa, dIS)
+            qq = (dot6(dDa, IDw) + dot6(Da, dIDw) + dSa[3] * c0 + dSa[4] * c1 + dSa[5] * c2
+                  + Sa[3] * e0 + Sa[4] * e1 + Sa[5] * e2)
+            dLvv[a, b] = vv
+            dLvv[b, a] = vv
+            dLqq[a, b] = qq
+            dLqq[b, a] = qq
+            dLqv[b, a] = dot6(dSa, IDw) + dot6(Sa, dIDw)
+            if a != b:
+                dLqv[a, b] = dot6(dDa, IS) + dot6(Da, dIS)
 
 
 @njit(cache=True, nogil=True)
 def third_order(model, data, q, full, wq, wv, out):
-    """Third derivatives of L over all comparable joint triples a <= b <= c (after
-    :func:`prepare` at ``q``), and the springs on variables (diagonal).
+    """Third derivatives of L (after :func:`prepare` at ``q``), springs included.
 
-    ``full``: fill ``Lqqq, Lqqv, Lqvv``; otherwise accumulate the directional derivatives
-    ``dLqq, dLqv, dLvv`` along ``(wq, wv)`` without forming the tensors.
+    ``full``: the tensors ``Lqqq, Lqqv, Lqvv`` over all comparable joint triples (:func:`_triples`;
+    O(n^3) entries on a chain); otherwise the directional derivatives ``dLqq, dLqv, dLvv`` along
+    ``(wq, wv)`` without forming them (:func:`hessian_rate`, O(pairs)).
+    """
+    if full:
+        _triples(model, data, out.Lqqq, out.Lqqv, out.Lqvv)
+    else:
+        hessian_rate(model, data, wq, wv, out.dLqq, out.dLqv, out.dLvv)
+    for s in range(model.spring_q.shape[0]):      # (after the tree's terms: they store, not add)
+        i = model.spring_q[s]
+        v3 = config_spring_jet(model, s, q)[3]
+        if full:
+            out.Lqqq[i, i, i] -= v3
+        else:
+            out.dLqq[i, i] -= v3 * wq[i]
+    _frame_springs(model, data, 3, full, wq, out.L, out.Lq, out.Lqq, out.Lqqq, out.dLqq)
+
+
+@njit(cache=True, nogil=True)
+def _triples(model, data, Lqqq, Lqqv, Lqvv):
+    """The tree's third derivatives of L over all comparable joint triples a <= b <= c.
 
     Every term ``[X, S_y].H_c + X.Ic_c D_y`` (X a pair table entry, y one of the triple) is
     ``X . V_y`` with ``V_y = S_y x* H_c + Ic_c D_y`` (``[X, Y].H = X.(Y x* H)``), formed once
@@ -385,16 +534,10 @@ def third_order(model, data, q, full, wq, wv, out):
     _pair_tables(model, data)
     S, DD, dJ, IcS, IcD, Hcs = data.S, data.DD, data.dJ, data.IcS, data.IcD, data.Hc
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
-    Lqqq, Lqqv, Lqvv, dLqq, dLqv, dLvv = out.Lqqq, out.Lqqv, out.Lqvv, out.dLqq, out.dLqv, out.dLvv
     g = data.gravity
-    if full:
-        Lqqq[:, :, :] = 0.0
-        Lqqv[:, :, :] = 0.0
-        Lqvv[:, :, :] = 0.0
-    else:
-        dLqq[:, :] = 0.0
-        dLqv[:, :] = 0.0
-        dLvv[:, :] = 0.0
+    Lqqq[:, :, :] = 0.0
+    Lqqv[:, :, :] = 0.0
+    Lqvv[:, :, :] = 0.0
     V = np.empty((model.nj, 6))
     t3 = np.empty(3)
     u3 = np.empty(3)
@@ -421,35 +564,24 @@ def third_order(model, data, q, full, wq, wv, out):
                 omega_cross(S[a], u3, v3)
                 val = (dot6(DD[a, b], V[c]) + dot6(DD[a, c], IcD[c, b]) + dot6(DD[b, c], IcD[c, a])
                        + g[0] * v3[0] + g[1] * v3[1] + g[2] * v3[2])
-                _emit_qqq(val, a, b, c, full, Lqqq, dLqq, wq)
+                _emit_qqq(val, a, b, c, Lqqq)
                 # each distinct member of the triple as the velocity index i (Lqqv) and as
                 # the position index (Lqvv), the other two as (x, y)
-                _velocity_terms(a, b, c, c, dJ, DD, IcS, IcD, V, full, Lqqv, Lqvv, dLqq, dLqv,
-                                dLvv, wq, wv)
+                _velocity_terms(a, b, c, c, dJ, DD, IcS, IcD, V, Lqqv, Lqvv)
                 if b != a:
-                    _velocity_terms(b, a, c, c, dJ, DD, IcS, IcD, V, full, Lqqv, Lqvv, dLqq,
-                                    dLqv, dLvv, wq, wv)
+                    _velocity_terms(b, a, c, c, dJ, DD, IcS, IcD, V, Lqqv, Lqvv)
                 if c != b:
-                    _velocity_terms(c, a, b, c, dJ, DD, IcS, IcD, V, full, Lqqv, Lqvv, dLqq,
-                                    dLqv, dLvv, wq, wv)
-    for s in range(model.spring_q.shape[0]):      # (after the triples: they store, not add)
-        i = model.spring_q[s]
-        v3 = config_spring_jet(model, s, q)[3]
-        if full:
-            Lqqq[i, i, i] -= v3
-        else:
-            dLqq[i, i] -= v3 * wq[i]
-    _frame_springs(model, data, 3, full, wq, out.L, out.Lq, out.Lqq, out.Lqqq, out.dLqq)
+                    _velocity_terms(c, a, b, c, dJ, DD, IcS, IcD, V, Lqqv, Lqvv)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _velocity_terms(i, x, y, c, dJ, DD, IcS, IcD, V, full, Lqqv, Lqvv, dLqq, dLqv, dLvv, wq, wv):
+def _velocity_terms(i, x, y, c, dJ, DD, IcS, IcD, V, Lqqv, Lqvv):
     """Lqqv[x, y, i] = ddJ(i;x,y).Hc + dJ(i;x).Ic D_y + dJ(i;y).Ic D_x + Ic S_i . DD(x,y)
     (the first two: dJ(i;x) . V_y) and Lqvv[i, x, y] = dJ(x;i).Ic S_y + dJ(y;i).Ic S_x."""
     val = dot6(dJ[i, x], V[y]) + dot6(dJ[i, y], IcD[c, x]) + dot6(IcS[c, i], DD[x, y])
-    _emit_qqv(val, x, y, i, full, Lqqv, dLqq, dLqv, wq, wv)
+    _emit_qqv(val, x, y, i, Lqqv)
     val = dot6(dJ[x, i], IcS[c, y]) + dot6(dJ[y, i], IcS[c, x])
-    _emit_qvv(val, i, x, y, full, Lqvv, dLqv, dLvv, wq, wv)
+    _emit_qvv(val, i, x, y, Lqvv)
 
 
 # ------------------------------------------------------------------------------ fourth order
@@ -560,7 +692,6 @@ def fourth_order(model, data, dq, T4, W):
     W[:, :, :] = 0.0
     V, Vd, IcDd, IcSd = np.empty((nj, 6)), np.empty((nj, 6)), np.empty((nj, 6)), np.empty((nj, 6))
     t3 = np.empty(6)
-    e2, e1 = np.empty((0, 0)), np.empty(0)
     for c in range(nj):
         fc = joint_frame[c]
         if fc < 0:
@@ -587,19 +718,19 @@ def fourth_order(model, data, dq, T4, W):
             b = anc_idx[ib]
             for ia in range(lo, ib + 1):
                 a = anc_idx[ia]
-                _velocity_rates(a, b, c, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W, e2, e1)
+                _velocity_rates(a, b, c, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W)
                 if b != a:
-                    _velocity_rates(b, a, c, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W, e2, e1)
+                    _velocity_rates(b, a, c, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W)
                 if c != b:
-                    _velocity_rates(c, a, b, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W, e2, e1)
+                    _velocity_rates(c, a, b, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _velocity_rates(i, x, y, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W, e2, e1):
+def _velocity_rates(i, x, y, c, dJ, dJd, DD, DDd, IcS, IcSd, IcD, IcDd, V, Vd, T4, W):
     """The rates of :func:`_velocity_terms`' two entries (product rule on each factor)."""
     val = (dot6(dJd[i, x], V[y]) + dot6(dJ[i, x], Vd[y]) + dot6(dJd[i, y], IcD[c, x])
            + dot6(dJ[i, y], IcDd[x]) + dot6(IcSd[i], DD[x, y]) + dot6(IcS[c, i], DDd[x, y]))
-    _emit_qqv(val, x, y, i, True, T4, e2, e2, e1, e1)
+    _emit_qqv(val, x, y, i, T4)
     val = (dot6(dJd[x, i], IcS[c, y]) + dot6(dJ[x, i], IcSd[y]) + dot6(dJd[y, i], IcS[c, x])
            + dot6(dJ[y, i], IcSd[x]))
-    _emit_qvv(val, i, x, y, True, W, e2, e2, e1, e1)
+    _emit_qvv(val, i, x, y, W)

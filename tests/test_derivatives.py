@@ -138,12 +138,14 @@ def test_lagrangian_third_order(seed):
 @pytest.mark.parametrize("seed", GENERAL)
 def test_lagrangian_directional_third_order(seed):
     """The tensor-free kernel used by the linearization: derivative of the Hessian blocks along
-    a direction (wq, wv)."""
+    a direction (wq, wv), from the rates of the Hessian's pair formulas (no pair tables), against
+    differences of the Hessian and against the triples' tensors contracted (an independent
+    exact computation)."""
     s, q, dq, _ = off_manifold(seed)
     rng = np.random.default_rng(seed + 11)
     wq, wv = rng.normal(size=q.size), rng.normal(size=q.size)
     model = s.model
-    data, der = create_data(model), create_derivs(model.nq, False)
+    data, der = create_data(model, pairs=False), create_derivs(model.nq, False)
     prepare(model, data, q, dq)
     third_order(model, data, q, False, wq, wv, der)
     D2 = _L(s, 2)
@@ -152,6 +154,10 @@ def test_lagrangian_directional_third_order(seed):
     assert_close(der.dLqq, along("Lqq"), "dLqq")
     assert_close(der.dLqv, along("Lqv"), "dLqv")
     assert_close(der.dLvv, along("Lvv"), "dLvv")
+    d = s.lagrangian_derivatives(q, dq, 3)
+    assert_close(der.dLqq, d.Lqqq @ wq + d.Lqqv @ wv, "dLqq vs tensors", tol=1e-12)
+    assert_close(der.dLqv, np.einsum("bai,b->ai", d.Lqqv, wq) + d.Lqvv @ wv, "dLqv vs tensors", tol=1e-12)
+    assert_close(der.dLvv, np.einsum("aij,a->ij", d.Lqvv, wq), "dLvv vs tensors", tol=1e-12)
 
 
 def test_lagrangian_derivatives_do_not_depend_on_call_history():
