@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .del_second_order import second_order
-from .del_solve import constraint_rows, midpoint_terms, slot_jacobians, sparse_newton
+from .del_second_order import contracted_second_order, costate_directions, second_order
+from .del_solve import constraint_rows, midpoint_curvature, midpoint_terms, slot_jacobians, sparse_newton
 from .errors import OK, SINGULAR_CONSTRAINT_STEP, SINGULAR_M_NEXT
 from .forces import has_dampers, has_force_curvature
 from .jit import njit
@@ -57,11 +57,15 @@ def _term_scale(der, dt, Fq, Fv, dyn):
 
 @njit(cache=True, nogil=True)
 def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam, Dh1_solved,
-                  cond_limit, A, B, H, status, conds, scratch):
+                  cond_limit, A, B, H, contraction, status, conds, scratch):
     """Exact derivatives of ``x_k+1 = f(x_k, u_k)`` at a solved step (``q1``, ``lam`` and, if
     at hand, ``Dh1_solved = Dh(q1)`` from :func:`del_step`; pass an empty (0, n) array to have
     it evaluated here). Fills ``A``, ``B`` and, unless ``H`` is None, ``H`` (see module
-    docstring); ``scratch`` is work space for the second order (:func:`second_order_scratch`).
+    docstring), the tensor (nx, nz, nz); unless ``contraction`` is None, a pair ``(w, W)``
+    (``w`` a vector over x_k+1), ``W`` (nz, nz) the contraction ``sum_i w_i H[i]``, computed
+    without the tensor (:func:`core.del_second_order.contracted_second_order`). Each is
+    compiled in only when given (numba prunes a branch on a None argument). ``scratch`` is work
+    space for the second order (:func:`second_order_scratch`, :func:`contracted_scratch`).
     ``status``: OK, SINGULAR_M_NEXT or SINGULAR_CONSTRAINT_STEP; ``conds`` = the two
     singularity measures of :func:`singularity_measures`' docstring, compared with ``cond_limit``."""
     n, nd, nk, nc, m = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0], model.nu
@@ -69,7 +73,7 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     nz = nx + m + nk
     # columns of z: q0 [0, n), p0 [n, n+nd), v0 [.., nx), u [nx, nx+m), rho1 [nx+m, nz)
     cp, cu, cr = n, nx, nx + m
-    second = H is not None
+    second = H is not None or contraction is not None
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     n3 = n if second else 0
     nf = n3 if has_force_curvature(model) else 0    # (else Fqq and Fqu are zero: left empty)
@@ -91,7 +95,7 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         Dh1 = Dh1_solved
     if H is None:
         midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, None)
-    else:
+    else:   # (a contraction's curvature terms come once its weights are known, below)
         midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, (Fqq, Fqv, Fqu))
     Gq0, Gq1, Pq0, Pq1, Gu = slot_jacobians(der, dt, Fq, Fv, Fu)
     # Q1 = dq1/dz: kinematic rows select rho1 (dynamic rows: Y below); dq0/dz = [I 0] is used
@@ -238,7 +242,12 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
         A[n + nd + j, kin[j]] = -1.0 / dt
         B[n + nd + j, m + j] = 1.0 / dt
     status[0], status[1] = OK, -1
-    if H is None:    # (pruned at compile time: the first-order kernel does not contain the second)
-        return
-    second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq, Pq1d, Q1, Lam,
-                  H, scratch)
+    if H is not None:
+        second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq, Pq1d, Q1,
+                     Lam, H, scratch)
+    if contraction is not None:
+        w, W = contraction
+        ell, wq, wv = costate_directions(n, dt, dyn, Ry_inv, Pq1d, w)
+        midpoint_curvature(model, data, der, dt, q0, q1, u_force, wq, wv, Fqq, Fqv, Fqu)
+        contracted_second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Rzq, Q1,
+                                Lam, ell, W, scratch)

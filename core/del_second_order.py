@@ -127,6 +127,77 @@ def second_order_scratch(n, nd, nc):
 
 
 @njit(cache=True, nogil=True)
+def contracted_scratch(n, nc):
+    """Length of the work space of :func:`contracted_second_order`: one packed pair tensor
+    and the constraint rows' q1-q1 blocks."""
+    return n * (2 * n + 1) + nc * ((n * (n + 1)) // 2)
+
+
+@njit(cache=True, nogil=True)
+def _combination_weights(nd, Ry_inv, Pq1d):
+    """``N`` (2 nd x ny): output row ``o`` (q1_dyn, then p1) is ``N[o] . RHS`` (see
+    :func:`second_order`): ``N = [-R_y^-1[:nd]; Pq1 (-R_y^-1[:nd])]``."""
+    Nc = np.empty((2 * nd, Ry_inv.shape[0]))
+    Nc[:nd] = -Ry_inv[:nd]
+    Nc[nd:] = Pq1d @ np.ascontiguousarray(Nc[:nd])
+    return Nc
+
+
+@njit(cache=True, nogil=True)
+def costate_directions(n, dt, dyn, Ry_inv, Pq1d, w):
+    """For the contraction ``W = sum_i w_i H[i]`` (``w`` over x_k+1's rows): the residual
+    rows' weights ``ell = w_out N`` (1 x ny; ``w_out`` = w on the q1_dyn and p1 rows) and the
+    direction ``(wq, wv)`` along which the Lagrangian's Hessian is differentiated. With
+    ``s = ell_G + w_p`` and ``d = w_p - ell_G`` on the dynamic rows (G and P weighted as in
+    :func:`_pair_tensors`), every Lagrangian term of ``sum ell_G T_G + w_p T_P`` is an entry
+    of ``dLqq, dLqv, dLvv`` along ``wq = dt/2 s``, ``wv = d``."""
+    nd = dyn.shape[0]
+    w_out = np.empty((1, 2 * nd))
+    for a in range(nd):
+        w_out[0, a] = w[dyn[a]]
+        w_out[0, nd + a] = w[n + a]
+    ell = w_out @ _combination_weights(nd, Ry_inv, Pq1d)
+    wq, wv = np.zeros(n), np.zeros(n)
+    for a in range(nd):
+        i = dyn[a]
+        wq[i] = 0.5 * dt * (ell[0, a] + w[n + a])
+        wv[i] = w[n + a] - ell[0, a]
+    return ell, wq, wv
+
+
+@njit(cache=True, nogil=True)
+def _layout(n, nc, scratch, rows):
+    """Packed sizes (:func:`_packed_offsets`), the slot order's offsets and the views of
+    ``scratch`` for ``rows`` packed tensors and the constraint rows' q1-q1 tails."""
+    nw = 2 * n
+    size = n * (nw + 1)
+    tail0 = n * nw - (n * (n - 1)) // 2       # = off[n] + n
+    ntail = size - tail0
+    need = rows * size + nc * ntail
+    if scratch.shape[0] < need:
+        scratch = np.empty(need)
+    T = scratch[:rows * size].reshape(rows, size)
+    Tc = scratch[rows * size:need].reshape(nc, ntail)
+    return _packed_offsets(nw), T, Tc, tail0
+
+
+@njit(cache=True, nogil=True)
+def _add_constraint_tails(D2h1, weights, off, pos, tail0, Tc, Tout):
+    """``Tout[o] += sum_r weights[o, r] T_r``, ``T_r`` the pair tensor of constraint row
+    ``r`` (its q1-q1 block ``D2h_r(q_k+1)``, the packed storage's tail from row n on)."""
+    nc, n = D2h1.shape[0], D2h1.shape[1]
+    if nc == 0:
+        return
+    for r in range(nc):
+        for j in range(n):
+            for k in range(j, n):
+                Tc[r, _pair_index(off, pos[n + j], pos[n + k]) - tail0] = D2h1[r, j, k]
+    tail = np.ascontiguousarray(weights) @ Tc
+    for o in range(Tout.shape[0]):
+        add_run(Tout[o], tail0, tail[o], 0, Tc.shape[1], 1.0)
+
+
+@njit(cache=True, nogil=True)
 def second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv, Rzq, Pq1d, Q1, Lam,
                   H, scratch):
     """Second derivatives of ``x_k+1`` (see the module docstring); H's kinematic rows are 0.
@@ -149,46 +220,96 @@ def second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv
     small): allocating megabytes per call made glibc return them to the OS and fault them
     back in, which cost as much as the arithmetic.
     """
-    n, nd, nk, nc = Q1.shape[0], dyn.shape[0], kin.shape[0], Lam.shape[0]
-    nz, m = Q1.shape[1], Fqu.shape[2]
-    ny = nd + nc
-    nw = 2 * n
-    cp, cu = n, n + nd + nk          # columns of z where p0 and u start
-    cr = cu + m                      # and rho1
+    n, nd, nk = Q1.shape[0], dyn.shape[0], kin.shape[0]
+    for j in range(nk):  # q1_kin = rho1 and v1 are linear in z
+        H[kin[j]] = 0.0
+        H[n + nd + j] = 0.0
     if nd == 0:  # everything prescribed: x_k+1 is linear in z
         H[:, :, :] = 0.0
         return
     # combination weights: rows 0..nd-1 give q1_dyn, rows nd..2nd-1 give p1
-    Nc = np.empty((2 * nd, ny))
-    Nc[:nd] = -Ry_inv[:nd]
-    Nc[nd:] = Pq1d @ np.ascontiguousarray(Nc[:nd])
-    # pair tensors of every residual row: G rows, then constraint rows (h(q1): their q1-q1
-    # block only, the packed storage's tail from row n on)
-    # (symmetric: stored packed, which halves the memory traffic of the combination product)
-    size = n * (nw + 1)
-    tail0 = n * nw - (n * (n - 1)) // 2       # = off[n] + n
-    ntail = size - tail0
-    if scratch.shape[0] < second_order_scratch(n, nd, nc):
-        scratch = np.empty(second_order_scratch(n, nd, nc))
-    Tin = scratch[:nd * size].reshape(nd, size)
-    TP = scratch[nd * size:2 * nd * size].reshape(nd, size)
-    Tout = scratch[2 * nd * size:4 * nd * size].reshape(2 * nd, size)
-    Tc = scratch[4 * nd * size:4 * nd * size + nc * ntail].reshape(nc, ntail)
-    off = _packed_offsets(nw)
+    Nc = _combination_weights(nd, Ry_inv, Pq1d)
+    # pair tensors of every residual row: G rows, then P's (symmetric: stored packed, which
+    # halves the memory traffic of the combination product), combined into the output rows
+    off, T, Tc, tail0 = _layout(n, Lam.shape[0], scratch, 4 * nd)
+    Tin, TP, Tout = T[:nd], T[nd:2 * nd], T[2 * nd:]
     pos = _slot_order(n, dyn, kin)
     _pair_tensors(der, dt, dyn, Fqq, Fqv, H3lam, off, pos, Tin, TP)
-    for r in range(nc):
-        for j in range(n):
-            for k in range(j, n):
-                Tc[r, _pair_index(off, pos[n + j], pos[n + k]) - tail0] = D2h1[r, j, k]
-    # the G rows' weights and the constraint rows' (theirs on the tail only)
     Ncg = np.ascontiguousarray(Nc[:, :nd])
     np.dot(Ncg, Tin, Tout)
-    if nc > 0:
-        tail = np.ascontiguousarray(Nc[:, nd:]) @ Tc
-        for o in range(2 * nd):
-            add_run(Tout[o], tail0, tail[o], 0, ntail, 1.0)
+    _add_constraint_tails(D2h1, Nc[:, nd:], off, pos, tail0, Tc, Tout)
     Tout[nd:] += TP
+    rows = np.empty(2 * nd, np.int64)
+    for a in range(nd):
+        rows[a], rows[nd + a] = dyn[a], n + a
+    _contract_rows(Tout, Ncg, off, dt, dyn, kin, Fqu, Gu, D2h0, Rzq, Q1, Lam, H, rows)
+
+
+@njit(cache=True, nogil=True)
+def contracted_second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Rzq, Q1, Lam,
+                            ell, W, scratch):
+    """``W = sum_i w_i H[i]`` (nz x nz) without forming ``H``: the output rows' combination
+    of :func:`second_order` taken first, with the weights ``ell`` of
+    :func:`costate_directions`, so that one pair tensor is built and contracted instead of
+    2 nd. Its Lagrangian part comes from ``der.dLqq, dLqv, dLvv`` differentiated along that
+    function's ``(wq, wv)``; forces and constraints enter as in :func:`_pair_tensors`."""
+    n, nd = Q1.shape[0], dyn.shape[0]
+    if nd == 0:
+        W[:, :] = 0.0
+        return
+    off, T, Tc, tail0 = _layout(n, Lam.shape[0], scratch, 1)
+    pos = _slot_order(n, dyn, kin)
+    lg = ell[0, :nd]
+    _contracted_pair_tensor(der, dt, dyn, lg, Fqq, Fqv, H3lam, off, pos, T[0])
+    _add_constraint_tails(D2h1, ell[:, nd:], off, pos, tail0, Tc, T)
+    nz = W.shape[0]
+    _contract_rows(T, np.ascontiguousarray(ell[:, :nd]), off, dt, dyn, kin, Fqu, Gu, D2h0, Rzq, Q1,
+                   Lam, W.reshape(1, nz, nz), np.zeros(1, np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _contracted_pair_tensor(der, dt, dyn, lg, Fqq, Fqv, H3lam, off, pos, T):
+    """``T = sum_a lg[a] TG[a] + w_p[a] TP[a]`` (the terms of :func:`_pair_tensors`, packed
+    alike) from the directional derivatives ``dLqq, dLqv, dLvv`` (which carry the weights of
+    both row kinds, see :func:`costate_directions`) and the G rows' forcing and constraint
+    terms contracted with ``lg``."""
+    n = der.dLqq.shape[0]
+    DQQ, DQV, DVV = der.dLqq, der.dLqv, der.dLvv
+    forced, damped, constrained = Fqq.shape[0] > 0, Fqv.shape[0] > 0, H3lam.shape[0] > 0
+    FQQ, FQV, H3C = np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n))
+    for a in range(dyn.shape[0]):
+        i, c = dyn[a], lg[a]
+        if forced:
+            FQQ += (c * dt) * Fqq[i]
+        if damped:
+            FQV += (c * dt) * Fqv[i]
+        if constrained:
+            H3C += c * H3lam[i]
+    c1, c2 = 0.5 / dt, 1.0 / (dt * dt)
+    for j in range(n):
+        pj = pos[n + j]
+        for k in range(j, n):
+            qq = 0.25 * (DQQ[j, k] + FQQ[j, k])
+            qv_jk = (DQV[j, k] + FQV[j, k]) * c1
+            qv_kj = (DQV[k, j] + FQV[k, j]) * c1
+            vv = DVV[j, k] * c2
+            pk = pos[n + k]
+            s00, s11 = np.uint64(off[j] + k), np.uint64(_pair_index(off, pj, pk))
+            s01, s10 = np.uint64(off[j] + pk), np.uint64(off[k] + pj)
+            T[s00] = qq - qv_jk - qv_kj + vv - H3C[j, k]
+            T[s11] = qq + qv_jk + qv_kj + vv
+            T[s01] = qq + qv_jk - qv_kj - vv
+            T[s10] = qq + qv_kj - qv_jk - vv
+
+
+@njit(cache=True, nogil=True)
+def _contract_rows(Tout, Ncg, off, dt, dyn, kin, Fqu, Gu, D2h0, Rzq, Q1, Lam, outs, rows):
+    """``outs[rows[o]] = J^T Tout[o] J`` plus the cross terms, for each combined pair tensor
+    ``Tout[o]`` whose G rows were weighted by ``Ncg[o]`` (see :func:`second_order`)."""
+    n, nd, nk, nc = Q1.shape[0], dyn.shape[0], kin.shape[0], Lam.shape[0]
+    nz, m, no = Q1.shape[1], Fqu.shape[2], Tout.shape[0]
+    cp, cu = n, n + nd + nk          # columns of z where p0 and u start
+    cr = cu + m                      # and rho1
     # cross terms of the G rows, combined the same way: forcing dt Fqu(dqm/dz, du/dz) and the
     # multipliers' -(D2h_r(q0) dq0/dz) x dlam_r/dz (both symmetrized)
     force_cross = m > 0 and np.any(Fqu != 0.0)
@@ -213,7 +334,7 @@ def second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv
     seg = np.array([[0, 0, n], [n, cr, nk], [ns, cp, nd], [ns + nd, cu, mr]])
     # forcing: C[o, r] = (sum_a Nc[o, a] dt Fqu[dyn a, :, r]) . dqm/dz (Fu depends on q only
     # through inputs at frames)
-    C = np.empty((2 * nd, m, nz))
+    C = np.empty((no, m, nz))
     if force_cross:
         Xq = 0.5 * Q1  # dqm/dz = (dq0/dz + Q1)/2, dq0/dz selects the q0 columns
         for i in range(n):
@@ -221,16 +342,16 @@ def second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv
         Fd = np.empty((nd, m * n))
         for a in range(nd):
             Fd[a] = dt * np.ascontiguousarray(Fqu[dyn[a]].T).ravel()
-        C = ((Ncg @ Fd).reshape(2 * nd * m, n) @ Xq).reshape(2 * nd, m, nz)
+        C = ((Ncg @ Fd).reshape(no * m, n) @ Xq).reshape(no, m, nz)
     # multipliers: E[o, j, r] = sum_a Nc[o, a] D2h_r(q0)[dyn a, j]
-    E = np.empty((2 * nd, n, nc))
+    E = np.empty((no, n, nc))
     if nc > 0:
         Ed = np.empty((nd, n * nc))
         for a in range(nd):
             for j in range(n):
                 for r in range(nc):
                     Ed[a, j * nc + r] = D2h0[r, dyn[a], j]
-        E = (Ncg @ Ed).reshape(2 * nd, n, nc)
+        E = (Ncg @ Ed).reshape(no, n, nc)
     # the dense rows of J in z': [q1_dyn; lam] (the multipliers' cross term is a q0-lam block
     # of T, so their rows Lam join)
     nl = nd + nc
@@ -254,11 +375,8 @@ def second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Ry_inv
         Yp, G = np.ascontiguousarray(Y[:, n:]), Rzq
         YpT = np.ascontiguousarray(Yp.T)
         plain_work = np.empty((6, n, n))
-    for j in range(nk):  # q1_kin = rho1 and v1 are linear in z
-        H[kin[j]] = 0.0
-        H[n + nd + j] = 0.0
-    for o in range(2 * nd):
-        out = H[dyn[o]] if o < nd else H[n + o - nd]
+    for o in range(no):
+        out = outs[rows[o]]
         T = Tout[o]
         if plain:  # (no u columns in z', so no forcing cross term either)
             _contract_plain(T, off, n, Yp, G, YpT, plain_work, out if direct else O)

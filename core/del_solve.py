@@ -54,6 +54,19 @@ def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, curvat
 
 
 @njit(cache=True, nogil=True)
+def midpoint_curvature(model, data, der, dt, q0, q1, u, wq, wv, Fqq, Fqv, Fqu):
+    """After :func:`midpoint_terms` at the same (q0, q1) (the kinematics are prepared): the
+    Lagrangian Hessian's derivative along ``(wq, wv)`` (``der.dLqq, dLqv, dLvv``, no third-order
+    tensor formed) and the forces' second derivatives ``Fqq, Fqv, Fqu``."""
+    n, m = q0.shape[0], u.shape[0]
+    qm = 0.5 * (q0 + q1)
+    v = (q1 - q0) / dt
+    third_order(model, data, qm, False, wq, wv, der)
+    generalized_force(model, data, v, u, 2, np.empty(n), np.empty((n, n)), np.empty((n, n)),
+                      np.empty((n, m)), Fqq, Fqv, Fqu)
+
+
+@njit(cache=True, nogil=True)
 def hessian_at(model, data, der, dt, q0, q1, u, F, Fq, Fv, Fu):
     """:func:`midpoint_terms` of order 2 right after one of order 1 at the same (q0, q1): the
     kinematics are prepared, so only the Hessian and the force derivatives are added."""

@@ -8,7 +8,7 @@ import numpy as np
 from numba import prange
 
 from .del_first_order import del_linearize
-from .del_second_order import second_order_scratch
+from .del_second_order import contracted_scratch, second_order_scratch
 from .del_solve import del_step
 from .errors import OK
 from .jit import njit
@@ -75,27 +75,43 @@ def solve_parallel(model, data_proto, der_proto, dt, dyn, kin, Q, P, u_force, rh
 
 @njit(cache=True, nogil=True)
 def linearize_chunk(model, data, der, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force, rho, cond_limit,
-                    As, Bs, Hs, stat, conds, first, stride):
+                    As, Bs, Hs, contraction, stat, conds, first, stride):
     """Linearize the steps ``k = first, first + stride, ...`` from ``(Q[k], P[k])`` to
     ``Q1[k]`` (solved by :func:`solve_each`); ``stat[k]`` receives each status code. ``Hs``:
-    the second-order tensors' stack, or None for the first order only (then not compiled in)."""
+    the second-order tensors' stack (N, nx, nz, nz) or None; ``contraction``: None or
+    ``(costates, Ws)``, ``Ws[k] = sum_i costates[k, i] H_k[i]`` (N, nz, nz). What is None is
+    not compiled in."""
     st = np.zeros(2, np.int64)
-    scratch = np.empty(0 if Hs is None else second_order_scratch(model.nq, dyn.shape[0], model.hc_kind.shape[0]))
+    n, nd, nc = model.nq, dyn.shape[0], model.hc_kind.shape[0]
+    size = 0
+    if Hs is not None:
+        size = second_order_scratch(n, nd, nc)
+    if contraction is not None:
+        size = max(size, contracted_scratch(n, nc))
+    scratch = np.empty(size)
     for k in range(first, u_force.shape[0], stride):
-        if Hs is None:
-            del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], Q1[k],
-                          LAM[k], DH1[k], cond_limit, As[k], Bs[k], None, st, conds[k], scratch)
+        if contraction is None:
+            if Hs is None:
+                del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], Q1[k],
+                              LAM[k], DH1[k], cond_limit, As[k], Bs[k], None, None, st, conds[k],
+                              scratch)
+            else:
+                del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], Q1[k],
+                              LAM[k], DH1[k], cond_limit, As[k], Bs[k], Hs[k], None, st, conds[k],
+                              scratch)
         else:
             del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], Q1[k],
-                          LAM[k], DH1[k], cond_limit, As[k], Bs[k], Hs[k], st, conds[k], scratch)
+                          LAM[k], DH1[k], cond_limit, As[k], Bs[k], None,
+                          (contraction[0][k], contraction[1][k]), st, conds[k], scratch)
         stat[k] = st[0]
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def linearize_parallel(model, data_proto, der_proto, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force,
-                       rho, cond_limit, As, Bs, Hs, stat, conds, nchunks):
+                       rho, cond_limit, As, Bs, Hs, contraction, stat, conds, nchunks):
     """:func:`linearize_chunk` over ``nchunks`` interleaved chunks in parallel (each with its
     own scratch)."""
     for c in prange(nchunks):
         linearize_chunk(model, copy_data(data_proto), copy_derivs(der_proto), dt, dyn, kin, Q, Q1,
-                        P, LAM, DH1, u_force, rho, cond_limit, As, Bs, Hs, stat, conds, c, nchunks)
+                        P, LAM, DH1, u_force, rho, cond_limit, As, Bs, Hs, contraction, stat, conds, c,
+                        nchunks)

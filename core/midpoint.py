@@ -27,7 +27,7 @@ import numpy as np
 from .cache import call_and_freeze, compile_in_background, is_cached
 from .del_first_order import del_linearize
 from .del_inverse import del_inverse_dynamics, discrete_momenta
-from .del_second_order import second_order_scratch
+from .del_second_order import contracted_scratch, second_order_scratch
 from .del_solve import del_step
 from .del_trajectory import (
     linearize_chunk,
@@ -499,11 +499,14 @@ class MidpointVI:
         return U, P, resid
 
     # ---------------------------------------------------------------- linearization
-    def _linearize(self, x, u, second):
+    def _linearize(self, x, u, second, costate=None):
         u = np.zeros(self.nu) if u is None else u
         # sizes now; finiteness with the solve (a step solved before had its inputs checked)
         # and for v_k, which the solve does not see
-        if second:
+        contracted = costate is not None
+        if contracted:
+            costate = check_vector("costate", costate, self.nx, self.state_names)
+        elif second:
             check_second_order_memory("MidpointVI.linearize2", self.nx, self.nx + self.nu)
         q, p, v = self.split_state(x, finite=False)
         u_force, rho = self.split_input(u, finite=False, copy=False)  # the kernels only read
@@ -512,14 +515,22 @@ class MidpointVI:
             check()
         q1, p1, lam, Dh1 = self._solve(q, p, u_force, rho, check)
         model = self.system.model
-        data, der = self.system.workspace.get(third_order=second)
+        data, der = self.system.workspace.get(third_order=second and not contracted)
         A, B = np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))
         nz = self.nx + self.nu
-        H = np.empty((self.nx, nz, nz)) if second else None
         status, conds = self._status()
+        scratch = self._scratch(second, contracted)
+        if contracted:
+            W = np.empty((nz, nz))
+            del_linearize(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
+                          u_force, rho, q1, lam, Dh1, self.condition_limit, A, B, None, (costate, W),
+                          status, conds, scratch)
+            self._raise_singular(int(status[0]), conds, None)
+            return q, q1, p1, rho, A, B, W
+        H = np.empty((self.nx, nz, nz)) if second else None
         del_linearize(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
-                      u_force, rho, q1, lam, Dh1, self.condition_limit, A, B, H, status, conds,
-                      self._scratch(second))
+                      u_force, rho, q1, lam, Dh1, self.condition_limit, A, B, H, None, status, conds,
+                      scratch)
         self._raise_singular(int(status[0]), conds, None)
         return q, q1, p1, rho, A, B, H
 
@@ -529,13 +540,15 @@ class MidpointVI:
         ws = self.system.workspace
         return ws.buffer("vi_status", 2, np.int64), ws.buffer("vi_conditions", 2)
 
-    def _scratch(self, second):
+    def _scratch(self, second, contracted=False):
         """Per-thread work space of the second-order linearization (kept: allocating megabytes
         per call made glibc return them to the OS and fault them back in)."""
         if not second:
             return _NO_SCRATCH
-        size = second_order_scratch(self.nq, self.nd, self.system.model.nh)
-        return self.system.workspace.buffer("second_order", size)
+        nh = self.system.model.nh
+        if contracted:
+            return self.system.workspace.buffer("contracted", contracted_scratch(self.nq, nh))
+        return self.system.workspace.buffer("second_order", second_order_scratch(self.nq, self.nd, nh))
 
     def _raise_singular(self, code, conds, step):
         """Sec. VII: a singular one-step map raises :class:`SingularStepError` with the
@@ -572,9 +585,14 @@ class MidpointVI:
         A, B = self._linearize(x, u, False)[4:6]
         return A, B
 
-    def linearize2(self, x, u=None):
-        """``(A, B, H)`` with ``H[i, a, b] = d2 x_k+1,i / dz_a dz_b``, ``z = [x, u]``."""
-        return self._linearize(x, u, True)[4:]
+    def linearize2(self, x, u=None, costate=None):
+        """``(A, B, H)`` with ``H[i, a, b] = d2 x_k+1,i / dz_a dz_b``, ``z = [x, u]``.
+
+        With ``costate`` (a vector ``λ`` over ``x_k+1``'s entries): ``(A, B, W)`` with
+        ``W[a, b] = Σ_i λ_i H[i, a, b]``, the second-order term of ``λᵀ f(z)`` that a Newton or
+        DDP step needs, computed without forming ``H`` (one contraction instead of ``nx``, and
+        the Lagrangian's third derivatives only along one direction): memory ``O(nz²)``."""
+        return self._linearize(x, u, True, costate)[4:]
 
     def step_linearize(self, x, u=None, second_order: bool = False):
         """One step and its exact linearization from the same solve: ``(x_next, A, B)``, or
@@ -584,10 +602,12 @@ class MidpointVI:
         return (x1, A, B, H) if second_order else (x1, A, B)
 
     def linearize_trajectory(self, X, U, second_order: bool = False, threads: int | None = None,
-                             progress=None):
+                             progress=None, costates=None):
         """Linearizations along a trajectory ``X`` (N+1, nx), ``U`` (N, nu), each step
         re-solved from ``X[k]``. Returns ``(A, B)`` stacks (N, nx, nx), (N, nx, nu), plus ``H``
-        (N, nx, nz, nz) with ``second_order``.
+        (N, nx, nz, nz) with ``second_order``; with ``second_order`` and ``costates`` (N, nx)
+        the contractions ``W[k] = Σ_i costates[k, i] H_k[i]`` (N, nz, nz) instead (see
+        :meth:`linearize2`; ``costates[k]`` weighs the entries of ``X[k + 1]``).
 
         ``threads``: chunks solved and linearized in parallel (default: numba's thread count). With
         ``threads=1`` everything runs in one compiled serial call without the GIL and without
@@ -599,35 +619,52 @@ class MidpointVI:
         kernels and results, one call each) and reported after each."""
         X = float_stack("X", X, (None, self.nx))
         U = float_stack("U", U, (X.shape[0] - 1, self.nu))
-        if progress is None or progress is False:
-            return self._linearize_stack(X, U, second_order, threads, 0)
-        report = _ProgressBar() if progress is True else progress
         N, nz = U.shape[0], self.nx + self.nu
+        if costates is not None:
+            if not second_order:
+                raise ValueError("costates weigh the second order: pass second_order=True with them")
+            costates = float_stack("costates", costates, (N, self.nx))
+        if progress is None or progress is False:
+            return self._linearize_stack(X, U, second_order, threads, 0, costates)
+        report = _ProgressBar() if progress is True else progress
         As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
-        Hs = np.empty((N, self.nx, nz, nz) if second_order else (N, 0, 0, 0))
+        shape = (N, 0, 0) if not second_order else (N, nz, nz) if costates is not None else (N, self.nx, nz, nz)
+        Hs = np.empty(shape)
         block = max(1, -(-N // 50))
         report(0, N)
         for start in range(0, N, block):
             end = min(N, start + block)
-            out = self._linearize_stack(X[start:end + 1], U[start:end], second_order, threads, start)
+            out = self._linearize_stack(X[start:end + 1], U[start:end], second_order, threads, start,
+                                        None if costates is None else costates[start:end])
             As[start:end], Bs[start:end] = out[0], out[1]
             if second_order:
                 Hs[start:end] = out[2]
             report(end, N)
         return (As, Bs, Hs) if second_order else (As, Bs)
 
-    def _linearize_stack(self, X, U, second_order, threads, offset):
+    def _linearize_stack(self, X, U, second_order, threads, offset, costates=None):
         """:meth:`linearize_trajectory` of checked stacks; errors name step ``k + offset``."""
-        if second_order:
-            check_second_order_memory("linearize_trajectory(second_order=True)", self.nx, self.nx + self.nu,
-                                      U.shape[0])
-        knots = self._solve_knots(X, U, second_order, threads, offset)
-        return self._linearize_knots(knots, second_order, threads, offset)
+        nz, N = self.nx + self.nu, U.shape[0]
+        if costates is not None:
+            check_memory("linearize_trajectory(costates=...)", 8 * N * nz * nz,
+                         f"the contractions are {N} x {nz} x {nz} doubles")
+        elif second_order:
+            check_second_order_memory("linearize_trajectory(second_order=True)", self.nx, nz, N)
+        # the solves are remembered per thread (as the single step's): a Newton step's curvature
+        # pass along the trajectory that its first-order pass just linearized solves nothing again
+        key = (X.tobytes(), U.tobytes(), self._settings.tobytes(), offset)
+        cache = self._last.__dict__
+        if cache.get("knots_key") == key and cache.get("knots_model") is self.system.model:
+            knots = cache["knots"]
+        else:
+            knots = self._solve_knots(X, U, threads, offset)
+            cache.update(knots_key=key, knots_model=self.system.model, knots=knots)
+        return self._linearize_knots(knots, second_order, threads, offset, costates)
 
     def _chunks(self, N, threads):
         return max(1, min(N, threads or numba.get_num_threads()))
 
-    def _solve_knots(self, X, U, second_order, threads, offset):
+    def _solve_knots(self, X, U, threads, offset):
         """The step from each knot of the stacks (:func:`core.del_trajectory.solve_each`):
         ``(Q, P, Uf, rho, Q1, LAM, DH1)``; a failed solve raises, naming step ``k + offset``."""
         N, n, nd, m = U.shape[0], self.nq, self.nd, self._m
@@ -637,7 +674,7 @@ class MidpointVI:
         P = np.ascontiguousarray(X[:, n:n + nd])
         Uf, rho = np.ascontiguousarray(U[:, :m]), np.ascontiguousarray(U[:, m:])
         Q1, LAM, DH1 = np.empty((N, n)), np.zeros((N, model.nh)), np.empty((N, model.nh, n))
-        data, der = self.system.workspace.get(third_order=second_order)
+        data, der = self.system.workspace.get()
         status, info = np.zeros(3, np.int64), np.zeros(4)
         nchunks = self._chunks(N, threads)
         if nchunks == 1:
@@ -651,28 +688,34 @@ class MidpointVI:
             self._raise_solve(status, info, k + offset, self._step_inputs(Q[k], P[k], Uf[k], rho[k]))
         return Q, P, Uf, rho, Q1, LAM, DH1
 
-    def _linearize_knots(self, knots, second_order, threads, offset):
+    def _linearize_knots(self, knots, second_order, threads, offset, costates=None):
         """``(As, Bs[, Hs])`` of the solved steps ``knots`` (:meth:`_solve_knots`); a singular
         step raises, naming step ``k + offset``."""
         Q, P, Uf, rho, Q1, LAM, DH1 = knots
         N, nz = Uf.shape[0], self.nx + self.nu
         model = self.system.model
         dyn, kin = self.dynamic_index, self.kinematic_index
-        data, der = self.system.workspace.get(third_order=second_order)
+        data, der = self.system.workspace.get(third_order=second_order and costates is None)
         As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
-        Hs = np.empty((N, self.nx, nz, nz)) if second_order else None
+        Hs, contraction = None, None
+        if costates is not None:
+            contraction = (costates, np.empty((N, nz, nz)))
+        elif second_order:
+            Hs = np.empty((N, self.nx, nz, nz))
         stat, conds = np.zeros(N, np.int64), np.zeros((N, 2))
         nchunks = self._chunks(N, threads)
         if nchunks == 1:
             linearize_chunk(model, data, der, self.dt, dyn, kin, Q, Q1, P, LAM, DH1, Uf, rho,
-                            self.condition_limit, As, Bs, Hs, stat, conds, 0, 1)
+                            self.condition_limit, As, Bs, Hs, contraction, stat, conds, 0, 1)
         else:
             linearize_parallel(model, data, der, self.dt, dyn, kin, Q, Q1, P, LAM, DH1, Uf, rho,
-                               self.condition_limit, As, Bs, Hs, stat, conds, nchunks)
+                               self.condition_limit, As, Bs, Hs, contraction, stat, conds, nchunks)
         bad = np.flatnonzero(stat != OK)
         if bad.size:
             k = int(bad[0])
             self._raise_singular(int(stat[k]), conds[k], k + offset)
+        if contraction is not None:
+            return As, Bs, contraction[1]
         return (As, Bs, Hs) if second_order else (As, Bs)
 
     # ---------------------------------------------------------------- compilation
@@ -732,6 +775,9 @@ class MidpointVI:
             try:
                 self.linearize_trajectory(X, U, second_order=second, threads=1)
                 self.step_linearize(X[0], U[0], second_order=second)
+                if second:      # (the contracted second order: the optimizer's)
+                    self.linearize_trajectory(X, U, True, threads=1, costates=np.zeros((2, self.nx)))
+                    self.linearize2(X[0], U[0], costate=np.zeros(self.nx))
             except (IntegratorError, SingularMatrixError):
                 pass
         # the entry kernels of step and linearize (core.step_entry); they report, never raise

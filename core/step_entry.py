@@ -136,7 +136,7 @@ def linearize_entry(rec, x, u, A, B):
     n, nd, m = model.nq, rec.dyn.shape[0], model.nu
     s = rec.settings
     del_linearize(model, rec.data, rec.der, s[0], rec.dyn, rec.kin, x[:n], x[n:n + nd], u[:m], u[m:],
-                  rec.q1, rec.lam, rec.Dh1, s[3], A, B, None, rec.status, rec.conds, np.empty(0))
+                  rec.q1, rec.lam, rec.Dh1, s[3], A, B, None, None, rec.status, rec.conds, np.empty(0))
 
 
 @njit(cache=True, nogil=True)

@@ -55,7 +55,7 @@ PARTS = {
     "continuous": ("dynamics.linearize_plain", "dynamics.forward_dynamics", "dynamics.continuous_dynamics",
                    "legendre.legendre_jacobian"),
     "discrete": ("del_trajectory.simulate_kernel", "step_entry.linearize_entry"),
-    "all": ("del_second_order.second_order",),
+    "all": ("del_second_order.second_order", "del_second_order.contracted_second_order"),
 }
 #: part -> parts whose kernels it calls inside its own (taken after them when shared)
 AFTER = {"optimize": ("step", "linearize", "lqr"), "inverse": ("state",),
@@ -94,7 +94,7 @@ def _run(part: str, vi) -> None:
         vi.feedback(z, z, x, u, K)
     elif part == "step":
         vi.step(np.zeros(nx), np.zeros(nu))
-        vi._solve_knots(np.zeros((2, nx)), np.zeros((1, nu)), False, 1, 0)
+        vi._solve_knots(np.zeros((2, nx)), np.zeros((1, nu)), 1, 0)
     elif part == "linearize":     # (of knots taken as solved: the solve is the step's part)
         nh, nk = vi.system.model.nh, vi.nk
         knots = (np.zeros((1, n)), np.zeros((1, vi.nd)), np.zeros((1, vi.system.nu)), np.zeros((1, nk)),

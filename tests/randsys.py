@@ -639,5 +639,11 @@ def discrete_checks(s, q, dq, u, dt=0.01):
     A, B, H = vi.linearize2(x, u)
     z = np.concatenate([x, u])
     assert_close(np.hstack([A, B]), fd(lambda y: vi.step(y[:nx], y[nx:]), z, 1e-5), "VI A, B")
-    assert_close(H, fd(lambda y: np.hstack(vi.linearize(y[:nx], y[nx:])), z, 1e-4), "VI H", tol=1e-5)
+    H_fd = fd(lambda y: np.hstack(vi.linearize(y[:nx], y[nx:])), z, 1e-4)
+    assert_close(H, H_fd, "VI H", tol=1e-5)
+    lam = np.random.default_rng(nx).normal(size=nx)     # the contracted second order, alike
+    W = vi.linearize2(x, u, costate=lam)[2]
+    assert_close(W, np.tensordot(lam, H, axes=1), "VI W = λ.H", tol=1e-9,
+                 scale=max(1.0, float(np.linalg.norm(lam) * np.linalg.norm(H))))
+    assert_close(W, np.tensordot(lam, H_fd, axes=1), "VI W = λ.H", tol=1e-5)
     return vi, x

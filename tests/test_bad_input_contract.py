@@ -109,6 +109,11 @@ def test_second_order_work_is_bounded_before_it_is_allocated(monkeypatch):
         with pytest.raises(core.ResourceLimitError, match=what + r".*above the limit of 0.001 GB"):
             call()
     vi.linearize(x, z)                                  # the first order is not limited
+    # nor the contracted second order: O(nz²) memory, no tensor
+    lam = np.ones(60)
+    assert vi.linearize2(x, z, costate=lam)[2].shape == (90, 90)
+    W = vi.linearize_trajectory(np.tile(x, (11, 1)), np.zeros((10, 30)), True, costates=np.ones((10, 60)))[2]
+    assert W.shape == (10, 90, 90)
     monkeypatch.setattr(core.validation, "SECOND_ORDER_MEMORY_LIMIT", 2 * 1024 ** 3)
     assert vi.linearize2(x, z)[2].shape == (60, 90, 90)
 

@@ -220,6 +220,22 @@ def check_against_finite_differences(vi, x, u):
             err = min(np.linalg.norm(exact - H_fd[:, a0:a1, b0:b1]),
                       np.linalg.norm(exact - H_fd[:, b0:b1, a0:a1].transpose(0, 2, 1)))
             assert err < 1e-4 * max(np.linalg.norm(exact), 1e-6 * scale), (a0, b0, err)
+    check_contracted(vi, x, u, H, H_fd)
+
+
+def check_contracted(vi, x, u, H, H_fd=None):
+    """The contracted second order ``W = Σ_i λ_i H[i]`` (computed without the tensor) against
+    the tensor contracted (round-off of the 1/dt² terms: 1e-9 of the scale), against the
+    difference quotients of ``λᵀ [A B]`` contracted alike, and the first order it returns."""
+    rng = np.random.default_rng(7)
+    for lam in (rng.normal(size=vi.nx), np.eye(vi.nx)[vi.nq]):
+        A, B, W = vi.linearize2(x, u, costate=lam)
+        np.testing.assert_array_equal(np.hstack([A, B]), np.hstack(vi.linearize(x, u)))
+        ref = np.tensordot(lam, H, axes=1)
+        scale = np.abs(lam) @ np.abs(H).reshape(vi.nx, -1).max(axis=1)
+        assert np.abs(W - ref).max() <= 1e-9 * max(1.0, scale)
+        if H_fd is not None:
+            assert rel_err(W, np.tensordot(lam, H_fd, axes=1)) < 1e-4
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -266,11 +282,27 @@ def test_linearize_trajectory_matches_pointwise():
         X.append(vi.step(X[-1], U[k]))
     X = np.array(X)
     As, Bs, Hs = vi.linearize_trajectory(X, U, second_order=True)
+    costates = rng.normal(size=(N, vi.nx))
+    contracted = [vi.linearize_trajectory(X, U, True, threads=t, costates=costates) for t in (1, 2)]
     for k in (0, N - 1):
         A, B, H = vi.linearize2(X[k], U[k])
         np.testing.assert_allclose(As[k], A, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(Bs[k], B, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(Hs[k], H, rtol=1e-10, atol=1e-9)
+        W = vi.linearize2(X[k], U[k], costate=costates[k])[2]
+        for As_c, Bs_c, Ws in contracted:     # serial and parallel: the single call's numbers
+            np.testing.assert_array_equal(As_c[k], As[k])
+            np.testing.assert_array_equal(Bs_c[k], Bs[k])
+            np.testing.assert_array_equal(Ws[k], W)
+        check_contracted(vi, X[k], U[k], H)
+    with pytest.raises(ValueError, match="second_order=True"):
+        vi.linearize_trajectory(X, U, costates=costates)
+    with pytest.raises(ValueError, match="costates"):
+        vi.linearize_trajectory(X, U, True, costates=costates[:-1])
+    with pytest.raises(ValueError, match="costate"):
+        vi.linearize2(X[0], U[0], costate=np.ones(vi.nx + 1))
+    with pytest.raises(ValueError, match="costate"):
+        vi.linearize2(X[0], U[0], costate=np.full(vi.nx, np.nan))
 
 
 def test_first_order_with_and_without_the_solves_constraint_jacobian():
@@ -295,7 +327,7 @@ def test_first_order_with_and_without_the_solves_constraint_jacobian():
     for given in (Dh1, np.empty((0, n))):
         A, B = np.empty((vi.nx, vi.nx)), np.empty((vi.nx, vi.nu))
         del_linearize(model, data, der, vi.dt, vi.dynamic_index, vi.kinematic_index, q0, p0,
-                      u_force, rho, q1, lam, given, 1e12, A, B, None, status, np.zeros(2),
+                      u_force, rho, q1, lam, given, 1e12, A, B, None, None, status, np.zeros(2),
                       np.empty(0))
         assert status[0] == 0
         results.append((A, B))

@@ -285,6 +285,10 @@ def test_holonomic_constraint_on_a_coupled_system():
     z = np.concatenate([xk, u])
     dA = fd(lambda z_: vi.step_linearize(z_[:nx], z_[nx:])[1], z, 1e-5)
     assert_close(H[:, :nx, :], dA, "VI H", 1e-6)
+    lam = np.array([0.3, -1.2, 0.7, 2.0, -0.4, 0.9])     # the contracted second order (the
+    W = vi.linearize2(xk, u, costate=lam)[2]              # directional third order, contracted with T)
+    assert_close(W, np.tensordot(lam, H, axes=1), "VI W = λ.H", 1e-9,
+                 scale=max(1.0, float(np.linalg.norm(lam) * np.linalg.norm(H))))
 
 
 def test_state_transforms_inverse_dynamics_and_holding_inputs_on_panda():
