@@ -9,6 +9,10 @@
 * Trajectory optimizers on the RK4 pendulum of tests/test_control.py (N = 100, the paper's
   swing-up problem): time per iteration, which includes the test system's Python-level rollouts
   and derivatives (timed separately for reference), the Riccati pass and the line search.
+* Newton iterations of ``optimize_trajectory`` on the 40-variable branched tree
+  (``core.examples.branched_tree``, 34 inputs, midpoint integrator, N = 20): time per
+  iteration and its second-order pass, the curvature contracted with the costate
+  (``linearize_trajectory(..., costates=)``) against the full tensors contracted afterwards.
 Prints figures only; asserts nothing.
 """
 import os
@@ -87,6 +91,43 @@ def bench_optimizers(first_order_iterations=60):
               f"   ({result.iterations} iterations, {status}, |grad| {result.gradient_norm:.1e})")
 
 
+def newton_problem(knots=20, dt=0.01):
+    """A tracking problem on the branched tree: from a displaced rest state back to the
+    trajectory the tree follows from rest with zero inputs."""
+    import core.examples
+    vi = core.MidpointVI(core.examples.branched_tree(40), dt)
+    rng = np.random.default_rng(0)
+    x_rest = vi.rest_state(np.zeros(vi.nq))
+    u_ref = np.zeros((knots, vi.nu))
+    x_ref = simulation.simulate_open_loop(vi.step, x_rest, u_ref)
+    x0 = vi.rest_state(0.05 * rng.standard_normal(vi.nq))
+    return dict(system=vi, x0=x0, x_ref=x_ref, u_ref=u_ref, Q=np.eye(vi.nx), R=1e-2 * np.eye(vi.nu))
+
+
+def bench_newton(iterations=4):
+    problem = newton_problem()
+    vi = problem["system"]
+    optimize_trajectory(**newton_problem(knots=2), method="second_order", max_iterations=1)   # load
+    x, u = problem["x_ref"], problem["u_ref"] + 0.1
+    lam = np.random.default_rng(1).standard_normal((u.shape[0], vi.nx))
+    full = median_us(lambda: np.einsum("ki,kiab->kab", lam,
+                                       linearize_trajectory(vi, x, u, second_order=True)[2]), repeat=5)
+    contracted = median_us(lambda: linearize_trajectory(vi, x, u, second_order=True, costates=lam), repeat=5)
+    first = median_us(lambda: linearize_trajectory(vi, x, u), repeat=5)
+    N = u.shape[0]
+    print(f"Newton iterations, branched tree (nq={vi.nq}, nu={vi.nu}), midpoint integrator, N={N}")
+    print(f"  first-order pass along the trajectory        {first / 1e3:8.2f} ms")
+    print(f"  second order contracted with the costate     {contracted / 1e3:8.2f} ms")
+    print(f"  full tensors, contracted afterwards          {full / 1e3:8.2f} ms")
+    t0 = time.perf_counter()
+    result = optimize_trajectory(**problem, method="second_order", max_iterations=iterations, tol=1e-12)
+    elapsed = time.perf_counter() - t0
+    print(f"  second_order {1e3 * elapsed / max(result.iterations, 1):8.2f} ms/iteration  "
+          f"({result.iterations} iterations; cost {result.history[0]['cost']:.6e} -> {result.cost:.6e}; "
+          f"models {', '.join(h['model'] for h in result.history[1:])}; {result.message})")
+
+
 if __name__ == "__main__":
     bench_riccati(fresh_interpreter="--no-start" not in sys.argv)
     bench_optimizers()
+    bench_newton()

@@ -10,6 +10,7 @@ orchestration is Python because it calls the system's ``step``/``linearize`` met
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -186,29 +187,42 @@ def _check_linearization(parts, k: int, shapes: tuple, second_order: bool) -> No
             raise ValueError(f"{name} returned a non-finite {label} at k={k}")
 
 
-def linearize_trajectory(system, x, u, second_order: bool = False):
+def linearize_trajectory(system, x, u, second_order: bool = False, costates=None):
     """Stack ``system.linearize(x[k], u[k])`` (or ``linearize2``) for ``k < N``.
 
     ``x`` has shape ``(N+1, nx)`` or ``(N, nx)`` and ``u`` shape ``(N, nu)``. Returns ``(A, B)`` of
     shapes ``(N, nx, nx)``, ``(N, nx, nu)``, plus ``H`` of shape ``(N, nx, nz, nz)`` if
-    ``second_order``; feed ``(A, B)`` to :func:`tvlqr` for a tracking controller.
+    ``second_order``; feed ``(A, B)`` to :func:`tvlqr` for a tracking controller. With
+    ``second_order`` and ``costates`` (N, nx): ``W[k] = Σ_i costates[k, i] H_k[i]`` (N, nz, nz)
+    in place of ``H``, what a Newton step needs (a :class:`~core.MidpointVI` computes it without
+    the tensors; another system's ``H`` is contracted knot by knot).
     """
     x, u = float_array("x", x), float_array("u", u)
     if u.ndim != 2 or x.ndim != 2 or x.shape[0] not in (u.shape[0], u.shape[0] + 1):
         raise ValueError(f"x must have shape (N+1, nx) and u shape (N, nu), "
                          f"got {x.shape}, {u.shape}")
+    (N, nu), nx = u.shape, x.shape[1]
+    if costates is not None:
+        if not second_order:
+            raise ValueError("costates weigh the second order: pass second_order=True with them")
+        costates = float_array("costates", costates)
+        if costates.shape != (N, nx):
+            raise ValueError(f"costates must have shape (N, nx) = ({N}, {nx}), got {costates.shape}")
     if isinstance(system, MidpointVI) and x.shape[0] == u.shape[0] + 1:
         # the same linearizations in one compiled serial call (no per-step Python; serial, so
         # callers that are themselves multi-threaded never share numba's threading layer)
-        return system.linearize_trajectory(x, u, second_order=second_order, threads=1)
-    (N, nu), nx = u.shape, x.shape[1]
-    if second_order:
+        return system.linearize_trajectory(x, u, second_order=second_order, threads=1, costates=costates)
+    if second_order and costates is None:
         check_second_order_memory("linearize_trajectory(second_order=True)", nx, nx + nu, N)
     shapes = ((nx, nx), (nx, nu), (nx, nx + nu, nx + nu))[:3 if second_order else 2]
-    stacks = [np.empty((N,) + shape) for shape in shapes]
+    stacks = [np.empty((N,) + shape) for shape in shapes[:2]]
+    if second_order:
+        stacks.append(np.empty((N, nx + nu, nx + nu) if costates is not None else (N,) + shapes[2]))
     for k in range(N):
         parts = system.linearize2(x[k], u[k]) if second_order else system.linearize(x[k], u[k])
         _check_linearization(parts, k, shapes, second_order)
+        if costates is not None:
+            parts = (*parts[:2], np.tensordot(costates[k], parts[2], axes=1))
         for stack, part in zip(stacks, parts, strict=True):
             stack[k] = part
     return tuple(stacks)
@@ -267,9 +281,9 @@ class _Direction(NamedTuple):
     dx0: np.ndarray | None = None   # (nx,) initial-state change z_0 (optimize_ic), else z_0 = 0
 
 
-def _newton_weights(pb: _Problem, lam: np.ndarray, H: np.ndarray, nx: int):
-    """Hessian blocks of the Lagrangian: ``W_k = diag(Q_k, R_k) + Σ_i λ_{k+1,i} H_k[i]``."""
-    W = np.einsum("ki,kiab->kab", lam[1:], H)
+def _newton_weights(pb: _Problem, W: np.ndarray, nx: int):
+    """Hessian blocks of the Lagrangian ``diag(Q_k, R_k) + W_k`` from the dynamics' curvature
+    along the costate, ``W_k = Σ_i λ_{k+1,i} H_k[i]``."""
     W = 0.5 * (W + np.swapaxes(W, 1, 2))
     Wxx = np.ascontiguousarray(W[:, :nx, :nx] + pb.Qs)
     Wuu = np.ascontiguousarray(W[:, nx:, nx:] + pb.Rs)
@@ -337,14 +351,16 @@ def _value_gradient(A, W, wx, wu, w_N, z, v) -> np.ndarray:
     return mu
 
 
-def _model_direction(pb, method, A, B, H, lam_model, g, wx, wu, w_N, Kp, lam=None):
+def _model_direction(pb, method, A, B, curvature, lam_model, g, wx, wu, w_N, Kp, lam=None):
     """The LQ subproblem's direction for one model, or None if its Riccati pass is singular.
+    ``curvature(λ)``: the dynamics' second order contracted with the costate ``λ`` (N+1, nx),
+    ``Σ_i λ_{k+1,i} H_k[i]`` (the Newton model's).
     With ``lam`` (the open-loop costate; optimize_ic) the initial state is free too: trep's
     ``z_0 = −P_0⁻¹ p_0`` minimizes the LQ subproblem's value ``½ z_0ᵀP_0 z_0 + p_0ᵀz_0``."""
     nx, nu = A.shape[1], B.shape[2]
     no_cross = np.zeros((1, nu, nx))
     if method == "second_order":
-        W, model = (*_newton_weights(pb, lam_model, H, nx), pb.Q_N), "newton"
+        W, model = (*_newton_weights(pb, curvature(lam_model), nx), pb.Q_N), "newton"
     elif method == "first_order":
         W, model = (pb.Qs, pb.Rs, no_cross, pb.Q_N), "gauss_newton"
     else:
@@ -381,7 +397,7 @@ def _model_direction(pb, method, A, B, H, lam_model, g, wx, wu, w_N, Kp, lam=Non
     return _Direction(K, kff, slope, model, dx0=dx0)
 
 
-def _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N,
+def _descent_direction(pb, method, projection, A, B, curvature, lam, g, wx, wu, w_N,
                        negative_curvature=False, Qproj=None, Rproj=None,
                        optimize_ic=False) -> _Direction:
     """The LQ subproblem's direction ``(z, v)`` and the feedback that projects trial trajectories.
@@ -405,7 +421,7 @@ def _descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N,
         lam_model = _closed_loop_costate(A, B, Kp, wx, wu, w_N)
     alternative, d = None, None
     while True:
-        d = _model_direction(pb, method, A, B, H, lam_model, g, wx, wu, w_N, Kp,
+        d = _model_direction(pb, method, A, B, curvature, lam_model, g, wx, wu, w_N, Kp,
                              lam if optimize_ic else None)
         if negative_curvature and d is not None and d.model == "newton_indefinite":
             if np.isfinite(d.slope) and d.slope != 0:
@@ -619,15 +635,17 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
     converged, message = False, f"reached max_iterations={max_iterations}"
     for it in range(max_iterations + 1):
         it_method = first_method if it < first_method_iterations else method
-        A, B, *H = linearize_trajectory(system, x, u, second_order=(it_method == "second_order"))
-        H = H[0] if H else None
+        A, B = linearize_trajectory(system, x, u)
+        # the Newton model's curvature, contracted with the costate it is given (open or
+        # closed loop), computed only if that model is tried
+        curvature = functools.partial(_curvature, system, x, u)
         _, _, wx, wu, w_N = _weighted_errors(pb, x, u)
         lam, g = _costate_and_gradient(A, B, wx, wu, w_N)
         entry["gradient_norm"] = float(np.sqrt(np.sum(g * g)
                                                + (lam[0] @ lam[0] if optimize_ic else 0.0)))
         d = None
         if stop == "slope" or (entry["gradient_norm"] >= tol and it < max_iterations):
-            d = _descent_direction(pb, it_method, projection, A, B, H, lam, g, wx, wu, w_N,
+            d = _descent_direction(pb, it_method, projection, A, B, curvature, lam, g, wx, wu, w_N,
                                    negative_curvature, Qproj, Rproj, optimize_ic)
         entry["slope"] = d.slope if d is not None else float("nan")
         _record(history, entry, callback, verbose)
@@ -661,6 +679,11 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
     last = history[-1]
     return TrajectoryOptimizationResult(x, u, J, last["gradient_norm"], last["iteration"],
                                         converged, message, method, history)
+
+
+def _curvature(system, x, u, lam):
+    """``Σ_i λ_{k+1,i} H_k[i]`` (N, nz, nz) along ``(x, u)`` for the costate ``λ`` (N+1, nx)."""
+    return linearize_trajectory(system, x, u, second_order=True, costates=lam[1:])[2]
 
 
 def _projection_weights(pb: _Problem, Qproj, Rproj, projection: str):

@@ -588,7 +588,12 @@ def _linearized_swing_up(system, problem):
     A, B, H = linearize_trajectory(system, x, u, second_order=True)
     _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
     lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
-    return pb, x, u, A, B, H, wx, wu, w_N, lam, g
+    return pb, x, u, A, B, _contract(H), wx, wu, w_N, lam, g
+
+
+def _contract(H):
+    """The optimizer's ``curvature(λ)`` from full tensors (independent of the contracted path)."""
+    return lambda lam: np.einsum("ki,kiab->kab", lam[1:], H)
 
 
 @pytest.mark.parametrize("projection", PROJECTIONS)
@@ -614,7 +619,7 @@ def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
     else:
         lam_model = lam
         path = lambda gam: (optimal._rollout(pb, u + gam * v), u + gam * v)  # noqa: E731
-    Wxx, Wuu, Wux = optimal._newton_weights(pb, lam_model, H, 2)
+    Wxx, Wuu, Wux = optimal._newton_weights(pb, H(lam_model), 2)
     curvature = (np.einsum("ki,kij,kj->", z[:-1], Wxx, z[:-1])
                  + np.einsum("ki,kij,kj->", v, Wuu, v)
                  + 2 * np.einsum("ki,kij,kj->", v, Wux, z[:-1]) + z[-1] @ pb.Q_N @ z[-1])
@@ -624,7 +629,7 @@ def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
     # and the other costate does not fit this path (the test can tell the two apart)
     other = lam if projection == "lqr" else optimal._closed_loop_costate(
         A, B, optimal._projection_gains(A, B), wx, wu, w_N)
-    Wxx2, _, _ = optimal._newton_weights(pb, other, H, 2)
+    Wxx2, _, _ = optimal._newton_weights(pb, H(other), 2)
     wrong = curvature + np.einsum("ki,kij,kj->", z[:-1], Wxx2 - Wxx, z[:-1])
     assert fd2 != pytest.approx(wrong, rel=1e-3)
 
@@ -836,7 +841,7 @@ def test_optimize_ic_solves_a_linear_problem_over_initial_state_and_inputs():
     lam, g = optimal._costate_and_gradient(A_, B_, wx, wu, w_N)
     J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
     for method in METHODS:
-        d = optimal._descent_direction(pb, method, "lqr", A_, B_, H_, lam, g, wx, wu, w_N,
+        d = optimal._descent_direction(pb, method, "lqr", A_, B_, _contract(H_), lam, g, wx, wu, w_N,
                                        optimize_ic=True)
         assert d.dx0 is not None and np.any(d.dx0 != 0) and d.slope < 0
         h = 1e-6
