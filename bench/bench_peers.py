@@ -14,7 +14,8 @@ Rows:
    two states), and the growth exponent from 40 to 80 links;
 4. ``MidpointVI.step_linearize`` (step + first order) from a new state vs MuJoCo's
    ``mjd_transitionFD`` (Euler, forward differences: its step and its derivatives);
-5. ``MidpointVI.linearize2`` (second order) vs ``computeABADerivatives``;
+5. ``MidpointVI.linearize2`` (second order) vs ``computeABADerivatives``; 5b. the same contracted
+   with a costate (``linearize2(x, u, costate=λ)``, what a Newton step needs);
 6. 1000 knots on tree40: ``linearize_trajectory`` + the Riccati pass (``core.tvlqr``);
 7. with ``--startup``: node start-up with an empty numba cache (``bench/bench_node.py --only
    startup``, which needs ROS 2).
@@ -141,11 +142,13 @@ def vi_rows(spec, total_s, dt=0.01, second_order=True):
         md.qpos[:], md.qvel[:], md.ctrl[:] = q, v, tau
         mujoco.mjd_transitionFD(mm, md, 1e-6, 0, Amj, Bmj, None, None)
 
-    ns = dict(vi=vi, it=itertools.cycle(xs), tau=tau, mj_fd=mj_fd)
+    lam = np.random.default_rng(0).standard_normal(vi.nx)
+    ns = dict(vi=vi, it=itertools.cycle(xs), tau=tau, mj_fd=mj_fd, lam=lam)
     out = dict(err_mj=err_mj, step=timed("vi.step(next(it), tau)", ns, total_s),
                lin1=timed("vi.step_linearize(next(it), tau)", ns, total_s), mjd=timed("mj_fd()", ns, total_s))
     if second_order:
         out["lin2"] = timed("vi.linearize2(next(it), tau)", ns, total_s)
+    out["lin2c"] = timed("vi.linearize2(next(it), tau, costate=lam)", ns, total_s)
     return out
 
 
@@ -217,6 +220,10 @@ def main(argv=None):
         if "lin2" in r:
             peer = cont[name]["abad"]
             print(f"   {name:11s} {r['lin2']:8.1f} vs {peer:8.1f}  {ratio(r['lin2'], peer)}")
+    print("5b. linearize2 contracted with a costate (the Newton step's lam . H) vs computeABADerivatives")
+    for name, r in vis.items():
+        peer = cont[name]["abad"]
+        print(f"   {name:11s} {r['lin2c']:8.1f} vs {peer:8.1f}  {ratio(r['lin2c'], peer)}")
     print("6. 1000 knots on tree40: linearize_trajectory + Riccati (tvlqr), seconds")
     for threads, (t_lin, t_ric) in pipeline_row(tree40()).items():
         print(f"   threads={threads}: {t_lin:.3f} + {t_ric:.3f} = {t_lin + t_ric:.3f}")
