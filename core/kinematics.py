@@ -280,17 +280,26 @@ def composites_from_bodies(model, data, Ib, has_mass):
         body_com(frame_com, R, p, f, pc)
         for i in range(3):
             mp[f, i] = m * pc[i]
-    # explicit loops: numba's slice-wise += costs more than the arithmetic at this size
+    subtree_sums(frame_parent, Ic, Hc, mp)
     for f in range(model.nf - 1, -1, -1):
+        if frame_parent[f] >= 0:
+            mc[frame_parent[f]] += mc[f]
+
+
+@njit(cache=True, nogil=True)
+def subtree_sums(frame_parent, I, h, m):
+    """Each frame's entries of ``I`` (nf, 6, 6), ``h`` (nf, 6) and ``m`` (nf, 3) summed over its
+    subtree, in place (frames are numbered parents first). Explicit loops: numba's slice-wise
+    += costs more than the arithmetic at this size."""
+    for f in range(frame_parent.shape[0] - 1, -1, -1):
         par = frame_parent[f]
         if par >= 0:
             for i in range(6):
                 for j in range(6):
-                    Ic[par, i, j] += Ic[f, i, j]
-                Hc[par, i] += Hc[f, i]
-            mc[par] += mc[f]
+                    I[par, i, j] += I[f, i, j]
+                h[par, i] += h[f, i]
             for i in range(3):
-                mp[par, i] += mp[f, i]
+                m[par, i] += m[f, i]
 
 
 @njit(cache=True, nogil=True)

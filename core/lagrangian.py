@@ -46,6 +46,7 @@ from .kinematics import (
     pair_work,
     scalar_jets,
     spatial_inertia,
+    subtree_sums,
 )
 from .structs import record_type, set_constructor
 
@@ -414,15 +415,7 @@ def _moving_frames(model, data, wq, wv, Ib, has_mass, dIc, dHc, dmp, Wpre, dVp):
         matvec6(I, u, h)
         for i in range(6):
             dHc[f, i] = t[i] + h[i]
-    for f in range(nf - 1, -1, -1):       # subtree sums
-        par = frame_parent[f]
-        if par >= 0:
-            for i in range(6):
-                for c in range(6):
-                    dIc[par, i, c] += dIc[f, i, c]
-                dHc[par, i] += dHc[f, i]
-            for i in range(3):
-                dmp[par, i] += dmp[f, i]
+    subtree_sums(frame_parent, dIc, dHc, dmp)
 
 
 @njit(cache=True, nogil=True)
