@@ -80,15 +80,17 @@ def _chunks(system, N: int) -> int:
     return max(1, min(N, numba.get_num_threads()))
 
 
-def raise_at_point(k: int, single, *point) -> None:
-    """Re-run the single call at point ``k`` to raise its own error, naming the point."""
+def raise_at_point(k: int, single, *point, where: str = "point {k} of the stack") -> None:
+    """Re-run the single call at point ``k`` to raise its own error, naming the point
+    (``where``, formatted with ``k``)."""
+    where = where.format(k=k)
     try:
         single(*point)
     except Exception as e:      # the same error (type and attributes), its message prefixed
         if e.args and isinstance(e.args[0], str):
-            e.args = (f"point {k} of the stack: {e.args[0]}",) + e.args[1:]
+            e.args = (f"{where}: {e.args[0]}",) + e.args[1:]
         raise
-    raise RuntimeError(f"point {k} of the stack failed, but not as a single call")  # pragma: no cover
+    raise RuntimeError(f"{where} failed, but not as a single call")  # pragma: no cover
 
 
 def qdd(system, q, dq, u=None) -> np.ndarray:

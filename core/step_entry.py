@@ -140,6 +140,30 @@ def linearize_entry(rec, x, u, A, B):
 
 
 @njit(cache=True, nogil=True)
+def closed_loop_entry(rec, x0, X_ref, U_ref, K, X, U, A, B):
+    """The closed loop from ``x0`` under the law ``u_k = U_ref[k] - K[k] (x_k - X_ref[k])``:
+    ``X`` (N+1, nx), ``U`` (N, nu) and each step's linearization ``(A[k], B[k])``, from the
+    step's own solve. Returns the first step that failed (its status in ``rec.status``), else
+    -1."""
+    N, nx, nu = U.shape[0], x0.shape[0], U.shape[1]
+    for i in range(nx):
+        X[0, i] = x0[i]
+    for k in range(N):
+        for r in range(nu):
+            s = U_ref[k, r]
+            for j in range(nx):
+                s -= K[k, r, j] * (X[k, j] - X_ref[k, j])
+            U[k, r] = s
+        step_entry(rec, X[k], U[k], X[k + 1])
+        if rec.status[0] != OK:
+            return k
+        linearize_entry(rec, X[k], U[k], A[k], B[k])
+        if rec.status[0] != OK:
+            return k
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def _own_step_call(rec):
     """A copy of ``rec`` with its own scratch, results and status (for one parallel chunk)."""
     return StepCall(rec.model, copy_data(rec.data), copy_derivs(rec.der), rec.dyn, rec.kin, rec.settings,
