@@ -12,6 +12,14 @@ prediction with the new gains, ``u = U[j] - K_new[j] (x - X[j])``; the rows afte
 the hold row at the end) are the old schedule's, on the same time base. Along the prediction both
 laws give the same input, so swapping the schedule in makes no jump; away from it the new gains
 are those of where the robot is, not of a reference it has left.
+
+What this does not do: the feed-forward stays the old law's. Along the prediction the new law
+gives the inputs the old one would, so a robot that then follows the model exactly follows the
+same trajectory (a pushed cart-pole or arm7 in simulation: the same tracking cost with and
+without re-planning); the re-solved gains change only the response to what comes after the
+re-plan (model errors, new disturbances). Steering the plan back to the reference faster takes
+a step on the feed-forward as well (a Gauss-Newton step of the tracking cost against the
+original reference, which the schedule would then have to keep apart from the plan).
 """
 from __future__ import annotations
 
