@@ -152,11 +152,14 @@ def costate_directions(n, dt, dyn, Ry_inv, Pq1d, w):
     :func:`_pair_tensors`), every Lagrangian term of ``sum ell_G T_G + w_p T_P`` is an entry
     of ``dLqq, dLqv, dLvv`` along ``wq = dt/2 s``, ``wv = d``."""
     nd = dyn.shape[0]
-    w_out = np.empty((1, 2 * nd))
+    # ell = w_q N[:nd] + w_p N[nd:] = -(w_q + Pq1^T w_p) R_y^-1[:nd] (a vector, no N)
+    c = np.empty((1, nd))
     for a in range(nd):
-        w_out[0, a] = w[dyn[a]]
-        w_out[0, nd + a] = w[n + a]
-    ell = w_out @ _combination_weights(nd, Ry_inv, Pq1d)
+        s = w[dyn[a]]
+        for b in range(nd):
+            s += Pq1d[b, a] * w[n + b]
+        c[0, a] = -s
+    ell = c @ np.ascontiguousarray(Ry_inv[:nd])
     wq, wv = np.zeros(n), np.zeros(n)
     for a in range(nd):
         i = dyn[a]

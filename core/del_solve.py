@@ -26,7 +26,6 @@ from .coupling import (
     holonomic,
     mass_matrix,
     prepare,
-    third_order,
 )
 from .errors import NEWTON_FAILED, OK, OVERFLOW, SINGULAR_JACOBIAN
 from .jit import njit
@@ -38,9 +37,10 @@ from .linalg import lu_checked, lu_solve, tree_cholesky, tree_cholesky_solve, tr
 @njit(cache=True, nogil=True)
 def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, curvature):
     """Lagrangian derivatives up to ``order`` (1 or 2) and force derivatives up to ``order - 1``
-    at the midpoint of (q0, q1). With ``curvature = (Fqq, Fqv, Fqu)`` (the second order's) also
-    the Lagrangian's third derivatives and the forces' second, into those arrays; with None
-    they are not compiled in (the DEL solve and the first-order linearization)."""
+    at the midpoint of (q0, q1), the kinematics left prepared there. With ``curvature = (Fqq,
+    Fqv, Fqu)`` (the second order's) also the forces' second derivatives, into those arrays;
+    with None they are not compiled in (the DEL solve and the first-order linearization). The
+    Lagrangian's third derivatives are the caller's (:func:`core.lagrangian.third_order`)."""
     qm = 0.5 * (q0 + q1)
     v = (q1 - q0) / dt
     prepare(model, data, qm, v)
@@ -49,21 +49,7 @@ def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, curvat
         e3 = np.empty((0, 0, 0))
         generalized_force(model, data, v, u, order - 1, F, Fq, Fv, Fu, e3, e3, e3)
         return
-    third_order(model, data, qm, True, v, v, der)
     generalized_force(model, data, v, u, 2, F, Fq, Fv, Fu, curvature[0], curvature[1], curvature[2])
-
-
-@njit(cache=True, nogil=True)
-def midpoint_curvature(model, data, der, dt, q0, q1, u, wq, wv, Fqq, Fqv, Fqu):
-    """After :func:`midpoint_terms` at the same (q0, q1) (the kinematics are prepared): the
-    Lagrangian Hessian's derivative along ``(wq, wv)`` (``der.dLqq, dLqv, dLvv``, no third-order
-    tensor formed) and the forces' second derivatives ``Fqq, Fqv, Fqu``."""
-    n, m = q0.shape[0], u.shape[0]
-    qm = 0.5 * (q0 + q1)
-    v = (q1 - q0) / dt
-    third_order(model, data, qm, False, wq, wv, der)
-    generalized_force(model, data, v, u, 2, np.empty(n), np.empty((n, n)), np.empty((n, n)),
-                      np.empty((n, m)), Fqq, Fqv, Fqu)
 
 
 @njit(cache=True, nogil=True)

@@ -544,20 +544,14 @@ class MidpointVI:
         A, B = np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))
         nz = self.nx + self.nu
         status, conds = self._status()
-        scratch = self._scratch(second, contracted)
-        if contracted:
-            W = np.empty((nz, nz))
-            del_linearize(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
-                          u_force, rho, q1, lam, Dh1, self.condition_limit, A, B, None, (costate, W),
-                          status, conds, scratch)
-            self._raise_singular(int(status[0]), conds, None)
-            return q, q1, p1, rho, A, B, W
-        H = np.empty((self.nx, nz, nz)) if second else None
+        # the tensor H, or the contraction (costate, W): each None when not asked for
+        H = np.empty((self.nx, nz, nz)) if second and not contracted else None
+        contraction = (costate, np.empty((nz, nz))) if contracted else None
         del_linearize(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
-                      u_force, rho, q1, lam, Dh1, self.condition_limit, A, B, H, None, status, conds,
-                      scratch)
+                      u_force, rho, q1, lam, Dh1, self.condition_limit, A, B, H, contraction, status,
+                      conds, self._scratch(second, contracted))
         self._raise_singular(int(status[0]), conds, None)
-        return q, q1, p1, rho, A, B, H
+        return q, q1, p1, rho, A, B, contraction[1] if contracted else H
 
     def _status(self):
         """This thread's status and condition-number arrays of the linearization kernel (read
@@ -677,7 +671,7 @@ class MidpointVI:
             check_second_order_memory("linearize_trajectory(second_order=True)", self.nx, nz, N)
         # the solves are remembered per thread (as the single step's): a Newton step's curvature
         # pass along the trajectory that its first-order pass just linearized solves nothing again
-        key = (X.tobytes(), U.tobytes(), self._settings.tobytes(), offset)
+        key = (X.tobytes(), U.tobytes(), self._settings.tobytes())
         cache = self._last.__dict__
         if cache.get("knots_key") == key and cache.get("knots_model") is self.system.model:
             knots = cache["knots"]

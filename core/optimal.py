@@ -214,10 +214,9 @@ def linearize_trajectory(system, x, u, second_order: bool = False, costates=None
         return system.linearize_trajectory(x, u, second_order=second_order, threads=1, costates=costates)
     if second_order and costates is None:
         check_second_order_memory("linearize_trajectory(second_order=True)", nx, nx + nu, N)
-    shapes = ((nx, nx), (nx, nu), (nx, nx + nu, nx + nu))[:3 if second_order else 2]
-    stacks = [np.empty((N,) + shape) for shape in shapes[:2]]
-    if second_order:
-        stacks.append(np.empty((N, nx + nu, nx + nu) if costates is not None else (N,) + shapes[2]))
+    nz = nx + nu
+    shapes = ((nx, nx), (nx, nu), (nx, nz, nz))[:3 if second_order else 2]   # what linearize2 returns
+    stacks = [np.empty((N,) + shape) for shape in (shapes if costates is None else shapes[:2] + ((nz, nz),))]
     for k in range(N):
         parts = system.linearize2(x[k], u[k]) if second_order else system.linearize(x[k], u[k])
         _check_linearization(parts, k, shapes, second_order)
