@@ -70,9 +70,11 @@ class NodeProcess:
             self._clients[key] = self.client.create_client(srv_type, f"{self.fqn}/{name}", qos_profile=qos)
         return self._clients[key]
 
-    def call(self, srv_type, name, request, timeout=TIMEOUT):
+    def call(self, srv_type, name, request, timeout=TIMEOUT, resend_after=None):
+        """The node's answer to ``request``; ``resend_after``: for an idempotent request, send it
+        again when no answer came within that many seconds (see :func:`call`)."""
         self.check_alive()
-        return call(self.service(srv_type, name), request, timeout, f"{self.fqn}/{name}")
+        return call(self.service(srv_type, name), request, timeout, f"{self.fqn}/{name}", resend_after)
 
     def transition(self, label, timeout=TIMEOUT):
         self.check_alive()

@@ -39,7 +39,9 @@ def node(rclpy_mod, ifaces, tmp_path_factory):
                     tmp_path_factory.mktemp("node") / "mechnode.log")
     try:
         h.lifecycle.wait(60.0)
-        h.unconfigured_model = h.call(GetModel, "get_model", GetModel.Request())
+        # (idempotent, and the first call of a new client: a reply the service sends before it has
+        # matched the client's reader is lost, so it is sent again after 2 s)
+        h.unconfigured_model = h.call(GetModel, "get_model", GetModel.Request(), resend_after=2.0)
         h.states = h.bring_up()
         yield h
     finally:
