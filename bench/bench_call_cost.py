@@ -17,8 +17,9 @@ import numpy as np
 from numba import njit
 
 import core
-from core.dynamics import forward_dynamics, linearize_plain
-from core.step_entry import linearize_entry, step_entry
+from core.dynamics import forward_dynamics, linearize_at, linearize_plain, qdd_at
+from core.step_entry import linearize_at as vi_linearize_at
+from core.step_entry import linearize_entry, step_at, step_entry
 
 from common import median_us
 
@@ -69,15 +70,15 @@ def split(name, s):
     q, dq, u = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-1, 1, nu)
     s.qdd(q, dq, u)
     s.linearize(q, dq, u)
-    ev = s.workspace.evaluation()
+    ev, at = s.workspace.evaluation(), s.workspace.address()
     ddq, A, B = np.empty(n), np.empty((2 * n, 2 * n)), np.empty((2 * n, nu))
     K = 2000
     _qdd_loop(ev, q, dq, u, ddq, 1)
     _linearize_loop(ev, q, dq, u, A, B, 1)
-    rows = [("qdd", median_us(lambda: s.qdd(q, dq, u)), median_us(lambda: forward_dynamics(ev, q, dq, u, ddq)),
+    rows = [("qdd", median_us(lambda: s.qdd(q, dq, u)), median_us(lambda: qdd_at(at, q, dq, u, ddq)),
              median_us(lambda: _qdd_loop(ev, q, dq, u, ddq, K)) / K),
             ("linearize", median_us(lambda: s.linearize(q, dq, u)),
-             median_us(lambda: linearize_plain(ev, q, dq, u, A, B)),
+             median_us(lambda: linearize_at(at, q, dq, u, A, B)),
              median_us(lambda: _linearize_loop(ev, q, dq, u, A, B, K)) / K)]
     vi = core.MidpointVI(s, 0.01)
     xs = np.array([vi.discrete_state(q, dq), vi.discrete_state(q + 1e-3, dq)])
@@ -92,14 +93,14 @@ def split(name, s):
     x1, Av, Bv = np.empty(vi.nx), np.empty((vi.nx, vi.nx)), np.empty((vi.nx, vi.nu))
     vi.step(xs[0], u)
     vi.linearize(xs[0], u)
-    rec = vi._call()[0]
+    rec, _, vat = vi._call()
     _step_loop(rec, xs, u, x1, 2)
     _vi_linearize_loop(rec, xs, u, Av, Bv, 2)
     rows += [("VI step", median_us(alternate(lambda x: vi.step(x, u))),
-              median_us(alternate(lambda x: step_entry(rec, x, u, x1))),
+              median_us(alternate(lambda x: step_at(vat, x, u, x1))),
               median_us(lambda: _step_loop(rec, xs, u, x1, K)) / K),
              ("VI linear.", median_us(alternate(lambda x: vi.linearize(x, u))),
-              median_us(alternate(lambda x: linearize_entry(rec, x, u, Av, Bv))),
+              median_us(alternate(lambda x: vi_linearize_at(vat, x, u, Av, Bv))),
               median_us(lambda: _vi_linearize_loop(rec, xs, u, Av, Bv, K)) / K)]
     for what, call, kernel, work in rows:
         print(f"{name:10s} {what:10s} call {call:6.2f}   front-end {call - kernel:5.2f}   "

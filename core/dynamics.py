@@ -21,6 +21,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import workspace
 from .cache import call_and_freeze
 from .constraints import velocity_rows
 from .continuous_second_order import second_order
@@ -52,6 +53,7 @@ from .kinematics import body_inertias, composites_from_bodies
 from .lagrangian import create_derivs
 from .linalg import PIVOT_TOLERANCE, cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
 from .rnea import articulated_body
+from .structs import record_at
 from .validation import check_second_order_memory, check_vector, largest_entry, number, refuse_nonfinite
 
 #: Plain-Python copy of the Lagrangian derivatives returned to users (see core.lagrangian).
@@ -80,23 +82,25 @@ def _m_solve(tree_path, Lm, tree, X):
 
 
 @njit(cache=True, nogil=True)
-def _articulated(model, data, Ib, has_mass, q, dq, u, ddq, status):
+def _articulated(model, data, work, q, dq, u, ddq, status):
     """``ddq`` of a system without constraints or kinematic variables in O(n) by
-    :func:`core.rnea.articulated_body`; False (nothing set) when a pivot is too small, so that
-    the caller's factorization of ``M`` names it, or when variables are coupled (the recursion
-    is one of the tree's joint coordinates; the caller then factors ``T^T M T``)."""
+    :func:`core.rnea.articulated_body` (after :func:`core.kinematics.body_inertias` into
+    ``work``, a :class:`~core.workspace.Work`); False (nothing set) when a pivot is too small,
+    so that the caller's factorization of ``M`` names it, or when variables are coupled (the
+    recursion is one of the tree's joint coordinates; the caller then factors ``T^T M T``)."""
     n = model.nq
     if model.nj != n:
         return False
-    Vs_q = np.empty(n)
-    spring_potential_derivatives(model, data, q, Vs_q, np.empty((0, 0)))     # (gradient only)
-    F, e2, e3 = np.empty(n), np.empty((0, 0)), np.empty((0, 0, 0))
+    Vs_q, F, tau = work.Vs_q, work.F, work.tau
+    e2, e3 = work.M[:0, :0], work.IA[:0, :0, :0]      # (empty views: nothing allocated)
+    spring_potential_derivatives(model, data, q, Vs_q, e2)     # (gradient only)
     generalized_force(model, data, dq, u[:model.nu], 0, F, e2, e2, e2, e3, e3, e3)
-    tau = F - Vs_q
+    for i in range(n):
+        tau[i] = F[i] - Vs_q[i]
     if not np.isfinite(np.sum(tau)):
         status[0], status[1] = NONFINITE_INTERMEDIATE, -1
         return True
-    if articulated_body(model, data, Ib, has_mass, dq, tau, ddq, PIVOT_TOLERANCE) >= 0:
+    if articulated_body(model, data, work, dq, tau, ddq, PIVOT_TOLERANCE) >= 0:
         return False
     status[0], status[1] = (OK, -1) if np.isfinite(np.sum(ddq)) else (NONFINITE_INTERMEDIATE, -1)
     return True
@@ -135,7 +139,7 @@ def forward_dynamics(ev, q, dq, u, ddq):
         forward_kinematics(model, q, dq, data)
         work = ev.work
         body_inertias(model, data, work.Ib, work.has_mass)
-        if _articulated(model, data, work.Ib, work.has_mass, q, dq, u, ddq, ev.status):
+        if _articulated(model, data, work, q, dq, u, ddq, ev.status):
             return
     e2 = np.empty((0, 0))
     continuous_dynamics(ev, q, dq, u, False, ddq, np.zeros(nc), e2, e2, e2, np.empty(nh),
@@ -156,6 +160,25 @@ def linearize_plain(ev, q, dq, u, A, B):
         return
     continuous_dynamics(ev, q, dq, u, True, np.empty(n), np.zeros(0), A, B, np.zeros((0, 2 * n + mu)),
                         np.empty(0), np.empty((0, n)))
+
+
+@njit(cache=True, nogil=True)
+def qdd_at(address, q, dq, u, ddq):
+    """:func:`forward_dynamics` on the :class:`~core.workspace.Evaluation` at ``address``
+    (:meth:`core.workspace.Workspace.address`); returns the status code. The entry of
+    ``System.qdd``: an address costs numba less to dispatch than a record."""
+    ev = record_at(address, workspace.EVALUATION)
+    forward_dynamics(ev, q, dq, u, ddq)
+    return ev.status[0]
+
+
+@njit(cache=True, nogil=True)
+def linearize_at(address, q, dq, u, A, B):
+    """:func:`linearize_plain` on the Evaluation at ``address``; returns the status code (the
+    entry of ``System.linearize`` without constraints)."""
+    ev = record_at(address, workspace.EVALUATION)
+    linearize_plain(ev, q, dq, u, A, B)
+    return ev.status[0]
 
 
 @njit(cache=True, nogil=True)
@@ -262,9 +285,9 @@ def continuous_dynamics(ev, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, h
         return
     acc = u[m:]
     forward_kinematics(model, q, dq, data)
-    Ib, has_mass = np.empty((nf, 6, 6)), np.empty(nf, np.bool_)
+    Ib, has_mass = ev.work.Ib, ev.work.has_mass
     body_inertias(model, data, Ib, has_mass)
-    if not linearize and nc == 0 and nk == 0 and _articulated(model, data, Ib, has_mass, q, dq, u, ddq, status):
+    if not linearize and nc == 0 and nk == 0 and _articulated(model, data, ev.work, q, dq, u, ddq, status):
         return
     composites_from_bodies(model, data, Ib, has_mass)
     M = np.empty((n, n))
@@ -566,15 +589,15 @@ _DIRECT = set()
 
 
 def _checked(entry, system, q, dq, u, out):
-    """``entry(ev, q, dq, u, *out)`` on the checked and converted arguments; raises naming
-    what is wrong. Its first call compiles (or loads) the kernel, which then compiles nothing
+    """``entry(address, q, dq, u, *out)`` on the checked and converted arguments; raises
+    naming what is wrong. Its first call compiles (or loads) the kernel, which then compiles nothing
     more (``disable_compile``): from then on :func:`qdd` and :func:`linearize` hand plain
     float64, C-contiguous, writable vectors to it directly, and anything else is a
     ``TypeError`` there (then this path), never a new compilation."""
     ws = system.workspace
     inputs = _arguments(system, q, dq, u, ws.kin.shape[0])
     ev = ws.evaluation()
-    call_and_freeze(entry, _DIRECT, ev, inputs[0][1], inputs[1][1], inputs[2][1], *out)
+    call_and_freeze(entry, _DIRECT, ws.address(), inputs[0][1], inputs[1][1], inputs[2][1], *out)
     _raise_for(system, ev.status, inputs)
 
 
@@ -586,16 +609,13 @@ def qdd(system, q, dq, u=None) -> np.ndarray:
     first (:func:`_checked`)."""
     ws = system.workspace
     ddq = np.empty(ws.n)
-    if forward_dynamics in _DIRECT:
-        ev = ws.evaluation()
+    if qdd_at in _DIRECT:
         try:
-            forward_dynamics(ev, q, dq, u, ddq)
+            if qdd_at(ws.address(), q, dq, u, ddq) == OK:
+                return ddq
         except (TypeError, ValueError):     # (numba: an unsupported type; an empty list)
             pass
-        else:
-            if ws.status(ev)[0] == OK:
-                return ddq
-    _checked(forward_dynamics, system, q, dq, u, (ddq,))
+    _checked(qdd_at, system, q, dq, u, (ddq,))
     return ddq
 
 
@@ -617,16 +637,13 @@ def linearize(system, q, dq, u=None, multipliers: bool = False,
     if not multipliers and ws.plain:
         n2 = 2 * ws.n
         A, B = np.empty((n2, n2)), np.empty((n2, ws.nu))
-        if linearize_plain in _DIRECT:
-            ev = ws.evaluation()
+        if linearize_at in _DIRECT:
             try:
-                linearize_plain(ev, q, dq, u, A, B)
+                if linearize_at(ws.address(), q, dq, u, A, B) == OK:
+                    return A, B
             except (TypeError, ValueError):
                 pass
-            else:
-                if ws.status(ev)[0] == OK:
-                    return A, B
-        _checked(linearize_plain, system, q, dq, u, (A, B))
+        _checked(linearize_at, system, q, dq, u, (A, B))
         return A, B
     _, _, A, B, dlam = _dynamics(system, q, dq, u, True, residual_limit, "the linearization")
     if multipliers:

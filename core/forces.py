@@ -178,8 +178,9 @@ def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
     Fqu``. ``Fqq`` and ``Fqu`` may be empty when :func:`has_force_curvature` is false, ``Fqv``
     when :func:`has_dampers` is (or when the caller needs no ``Fqv``). Needs the forward
     kinematics at ``q``."""
-    n = model.nj
-    F[:] = -model.damping * dq
+    n, damping = model.nj, model.damping
+    for i in range(n):
+        F[i] = -damping[i] * dq[i]
     if order >= 1:
         Fq[:, :] = 0.0
         Fv[:, :] = 0.0
@@ -190,9 +191,8 @@ def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
         Fqq[:, :, :] = 0.0
         Fqv[:, :, :] = 0.0
         Fqu[:, :, :] = 0.0
-    Ws = np.empty(6)
-    t1 = np.empty(6)
-    t2 = np.empty(6)
+    v6 = np.empty((3, 6))           # (one allocation for three 6-vectors)
+    Ws, t1, t2 = v6[0], v6[1], v6[2]
     for r in range(model.nu):
         if model.input_kind[r] == INPUT_TORQUE:
             i = model.input_q[r]

@@ -149,9 +149,8 @@ def forward_kinematics(model, q, dq, data):
     R, p, V, S, Vp = data.R, data.p, data.V, data.S, data.Vp
     frame_parent, frame_kind, frame_qindex = model.frame_parent, model.frame_kind, model.frame_qindex
     frame_offset_R, frame_offset_p, frame_value = model.frame_offset_R, model.frame_offset_p, model.frame_value
-    Rpre = np.empty((3, 3))
-    ppre = np.empty(3)
-    Rloc = np.empty((3, 3))
+    block = np.empty((7, 3))        # (one allocation for three temporaries)
+    Rpre, Rloc, ppre = block[:3], block[3:6], block[6]
     S[:, :] = 0.0
     Vp[:, :] = 0.0
     for f in range(model.nf):

@@ -24,6 +24,7 @@ import threading
 import numba
 import numpy as np
 
+from . import step_entry
 from .cache import call_and_freeze, compile_in_background, is_cached
 from .del_first_order import del_linearize
 from .del_inverse import del_inverse_dynamics, discrete_momenta
@@ -56,7 +57,8 @@ from .legendre import (
     legendre_many,
 )
 from .stacked import raise_at_point
-from .step_entry import closed_loop_entry, create_step_call, linearize_entry, step_entry, step_stack
+from .step_entry import closed_loop_entry, create_step_call, linearize_at, step_at, step_stack
+from .structs import typed_address
 from .validation import (
     check_memory,
     check_second_order_memory,
@@ -393,34 +395,34 @@ class MidpointVI:
                                                                   inputs))
 
     def _call(self):
-        """This thread's :class:`~core.step_entry.StepCall` record and its status array (made
-        once per thread and compiled model)."""
+        """This thread's :class:`~core.step_entry.StepCall` record, its status array and its
+        address (made once per thread and compiled model)."""
         local = self._last.__dict__
         model = self.system.model
         if local.get("call_model") is not model:
             data, der = self.system.workspace.get()
             rec = create_step_call(model, data, der, self.dynamic_index, self.kinematic_index, self._settings)
-            local.update(call=(rec, rec._values["status"]), call_model=model, zero_u=np.zeros(self._nu))
+            address = typed_address(rec, step_entry, "STEP_CALL")
+            local.update(call=(rec, rec._values["status"], address), call_model=model, zero_u=np.zeros(self._nu))
         return local["call"]
 
     def _direct(self, entry, x, u, out):
-        """``entry(record, x, u, *out)`` for plain float64 vectors; whether it succeeded. Its
+        """``entry(address, x, u, *out)`` for plain float64 vectors; whether it succeeded. Its
         first call compiles (or loads) the kernel on checked vectors, which then compiles
         nothing more (``disable_compile``): anything but plain vectors is a ``TypeError``,
         answered False, and the caller's checked path then names what is wrong."""
-        rec, status = self._call()
+        _, status, address = self._call()
         if u is None:
             u = self._last.zero_u
         if entry not in _DIRECT:
             x = check_vector("x", x, self.nx, self._names()[0])
             u = check_vector("u", u, self._nu, self._names()[1], optional=True)
-            call_and_freeze(entry, _DIRECT, rec, x, u, *out)
+            call_and_freeze(entry, _DIRECT, address, x, u, *out)
             return status[0] == OK
         try:
-            entry(rec, x, u, *out)
+            return entry(address, x, u, *out) == OK
         except (TypeError, ValueError):     # (numba: an unsupported type; an empty list)
             return False
-        return status[0] == OK
 
     def step(self, x, u=None, multipliers: bool = False):
         """The one-step map ``x_k+1 = f(x_k, u_k)`` (``u`` None: zeros); with ``multipliers``
@@ -433,7 +435,7 @@ class MidpointVI:
             return self._step_stack(x, u)
         if not multipliers:
             x1 = np.empty(self._nq + self._nd + self._nk)
-            if self._direct(step_entry, x, u, (x1,)):
+            if self._direct(step_at, x, u, (x1,)):
                 return x1
         q, p, _ = self.split_state(x)
         u_force, rho = self.split_input(np.zeros(self.nu) if u is None else u)
@@ -453,7 +455,7 @@ class MidpointVI:
         X1 = np.empty((N, self.nx))
         if N == 0:
             return X1
-        self._direct(step_entry, X[0], U[0], (np.empty(self.nx),))   # (compiles or loads it)
+        self._direct(step_at, X[0], U[0], (np.empty(self.nx),))   # (compiles or loads it)
         status = np.zeros((N, 2), np.int64)
         step_stack(self._call()[0], X, U, X1, status, max(1, min(N, numba.get_num_threads())))
         bad = np.flatnonzero(status[:, 0] != OK)
@@ -481,7 +483,7 @@ class MidpointVI:
         X_ref, U_ref, K = (np.require(a, np.float64, ("C", "W")) for a in (X_ref, U_ref, K))
         X, U = np.empty((N + 1, self.nx)), np.empty((N, self.nu))
         A, B = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
-        rec, _ = self._call()
+        rec = self._call()[0]
         k = closed_loop_entry(rec, x0, X_ref, U_ref, K, X, U, A, B)
         if k >= 0:
             raise_at_point(k, self.step_linearize, X[k], U[k], where="step {k} of the closed loop")
@@ -599,7 +601,7 @@ class MidpointVI:
             return self._linearize_stack(X, U, False, None, 0)
         nx = self._nq + self._nd + self._nk
         A, B = np.empty((nx, nx)), np.empty((nx, self._nu))
-        if self._direct(linearize_entry, x, u, (A, B)):
+        if self._direct(linearize_at, x, u, (A, B)):
             return A, B
         A, B = self._linearize(x, u, False)[4:6]
         return A, B
@@ -800,8 +802,8 @@ class MidpointVI:
             except (IntegratorError, SingularMatrixError):
                 pass
         # the entry kernels of step and linearize (core.step_entry); they report, never raise
-        self._direct(step_entry, X[0], U[0], (np.empty(self.nx),))
-        self._direct(linearize_entry, X[0], U[0], (np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))))
+        self._direct(step_at, X[0], U[0], (np.empty(self.nx),))
+        self._direct(linearize_at, X[0], U[0], (np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))))
         try:
             self.simulate(Q[0], P[0], U)
         except IntegratorError:

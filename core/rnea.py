@@ -79,9 +79,8 @@ def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
     frame_parent, frame_qindex, joint_frame = model.frame_parent, model.frame_qindex, model.joint_frame
     S, V, Vp = data.S, data.V, data.Vp
     A = np.empty((model.nf, 6))      # frame accelerations
-    h = np.empty(6)                  # body momentum I V
-    tmp = np.empty(6)
-    vxs = np.empty(6)
+    v6 = np.empty((3, 6))            # (one allocation for three 6-vectors)
+    h, tmp, vxs = v6[0], v6[1], v6[2]     # h: body momentum I V
     for f in range(model.nf):
         _inherit_acceleration(g, frame_parent[f], A, f)
         j = frame_qindex[f]
@@ -118,8 +117,8 @@ def add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, F):
     ``Ap`` and the composite wrenches ``Σ_(g below f) I_g a_g`` to ``F`` (a third of a pass)."""
     frame_parent, frame_qindex, S = model.frame_parent, model.frame_qindex, data.S
     nf = model.nf
-    a = np.empty((nf, 6))
-    W = np.empty((nf, 6))
+    aW = np.empty((2, nf, 6))
+    a, W = aW[0], aW[1]
     for f in range(nf):
         par = frame_parent[f]
         for i in range(6):
@@ -201,11 +200,14 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
     _composite_velocity_coupling(model, data, Ib, has_mass, P)
     # Per joint, packed so that every pair costs two 12-long and two 6-long dot products:
     #   row_j = (Ic_j S_j, G_j),  col_q_a = (c3 - c1, c2)_a,  col_v_a = (-2 c2, -S)_a
-    row, col_q, col_v = np.zeros((n, 12)), np.zeros((n, 12)), np.zeros((n, 12))
-    dF, dFv = np.zeros((n, 6)), np.zeros((n, 6))        # subtree wrench derivatives per joint
-    c1, c2, c3 = np.empty(6), np.empty(6), np.empty(6)
-    t1, t2, SxH = np.empty(6), np.empty(6), np.empty(6)
-    Psym = np.empty((6, 6))
+    # (one allocation per shape: an allocation costs about as much as a joint pair here)
+    packed = np.zeros((3, n, 12))
+    row, col_q, col_v = packed[0], packed[1], packed[2]
+    dFs = np.zeros((2, n, 6))
+    dF, dFv = dFs[0], dFs[1]                            # subtree wrench derivatives per joint
+    small = np.empty((12, 6))
+    c1, c2, c3, t1, t2, SxH = small[0], small[1], small[2], small[3], small[4], small[5]
+    Psym = small[6:]
     S, Ic, Hc, Vp = data.S, data.Ic, data.Hc, data.Vp
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     for j in range(n):
@@ -267,11 +269,13 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
 
 
 @njit(cache=True, nogil=True)
-def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
+def articulated_body(model, data, work, dq, tau, ddq, rel_tol):
     """Forward dynamics ``ddq = M^-1 (tau - bias)`` in O(n): Featherstone's articulated-body
     algorithm, in world coordinates (no transforms between frames: every quantity already shares
-    one frame). Needs :func:`core.kinematics.forward_kinematics` and the body inertias ``Ib``;
-    ``tau`` is the applied generalized force (gravity and velocity terms are added here).
+    one frame). Needs :func:`core.kinematics.forward_kinematics` and the body inertias
+    ``work.Ib``, ``work.has_mass`` (``work`` a :class:`core.workspace.Work`, whose arrays hold
+    the recursion's intermediates: nothing is allocated); ``tau`` is the applied generalized
+    force (gravity and velocity terms are added here).
 
     Backward pass, leaves first, with articulated inertias ``IA`` and bias wrenches ``pA`` that
     start as each body's ``I_f`` and ``V_f ×* I_f V_f``; for the frame of joint ``j``::
@@ -295,11 +299,12 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
     for j in range(n):
         if joint_frame[j] < 0:
             return j
-    IA, pA = np.empty((nf, 6, 6)), np.empty((nf, 6))
-    U, D, uj, c = np.empty((n, 6)), np.empty(n), np.empty(n), np.empty((n, 6))
-    h, t = np.empty(6), np.empty(6)
-    live = has_mass.copy()      # frames whose subtree has a body
+    Ib, has_mass = work.Ib, work.has_mass
+    IA, pA, U, D, uj, c = work.IA, work.pA, work.U, work.Dj, work.uj, work.cj
+    h, t = work.v6[0], work.v6[1]
+    live = work.live      # frames whose subtree has a body
     for f in range(nf):
+        live[f] = has_mass[f]
         if has_mass[f]:
             for i in range(6):
                 for k in range(6):
@@ -342,7 +347,7 @@ def articulated_body(model, data, Ib, has_mass, dq, tau, ddq, rel_tol):
     for j in range(n):
         if not D[j] > tol:
             return j
-    A = np.empty((nf, 6))
+    A = work.Af
     for f in range(nf):
         _inherit_acceleration(g, frame_parent[f], A, f)
         j = frame_qindex[f]

@@ -25,11 +25,14 @@ from .errors import BAD_SIZE, NONFINITE_INPUT, OK
 from .jit import njit
 from .kinematics import copy_data
 from .lagrangian import copy_derivs
-from .structs import record_type, set_constructor
+from .structs import record_at, record_type, set_constructor
 
 STEP_CALL_FIELDS = ["model", "data", "der", "dyn", "kin", "settings", "q1", "p1", "lam", "Dh1", "status",
                     "info", "conds", "last", "solved"]
 StepCallType, StepCall = record_type("StepCall", STEP_CALL_FIELDS, __name__)
+#: The numba type of every StepCall, which :func:`step_at` and :func:`linearize_at` compile
+#: with (set when the process makes its first one: :func:`core.structs.typed_address`).
+STEP_CALL = None
 
 
 @njit(cache=True)
@@ -138,6 +141,23 @@ def linearize_entry(rec, x, u, A, B):
     del_linearize(model, rec.data, rec.der, s[0], rec.dyn, rec.kin, x[:n], x[n:n + nd], u[:m], u[m:],
                   rec.q1, rec.lam, rec.Dh1, s[3], A, B, None, None, rec.status, rec.conds, np.empty(0))
 
+
+@njit(cache=True, nogil=True)
+def step_at(address, x, u, x1):
+    """:func:`step_entry` on the StepCall at ``address``; returns the status code (the entry
+    of ``MidpointVI.step``: an address costs numba less to dispatch than a record)."""
+    rec = record_at(address, STEP_CALL)
+    step_entry(rec, x, u, x1)
+    return rec.status[0]
+
+
+@njit(cache=True, nogil=True)
+def linearize_at(address, x, u, A, B):
+    """:func:`linearize_entry` on the StepCall at ``address``; returns the status code (the
+    entry of ``MidpointVI.linearize``)."""
+    rec = record_at(address, STEP_CALL)
+    linearize_entry(rec, x, u, A, B)
+    return rec.status[0]
 
 @njit(cache=True, nogil=True)
 def closed_loop_entry(rec, x0, X_ref, U_ref, K, X, U, A, B):

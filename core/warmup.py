@@ -46,15 +46,15 @@ import numpy as np
 PARTS = {
     "state": ("dynamics.input_matrix_kernel", "legendre.legendre", "legendre.inverse_legendre",
               "legendre.feedback", "dynamics.lagrangian_kernel"),
-    "step": ("del_solve.del_step", "step_entry.step_entry", "del_trajectory.solve_each"),
+    "step": ("del_solve.del_step", "step_entry.step_at", "del_trajectory.solve_each"),
     "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta"),
     "inverse": ("del_inverse.del_inverse_dynamics",),
     "linearize": ("del_trajectory.linearize_chunk",),
     "lqr": ("riccati.lq_riccati",),
     "optimize": ("optimal._costate_and_gradient", "optimal._linear_response"),
-    "continuous": ("dynamics.linearize_plain", "dynamics.forward_dynamics", "dynamics.continuous_dynamics",
+    "continuous": ("dynamics.linearize_at", "dynamics.qdd_at", "dynamics.continuous_dynamics",
                    "legendre.legendre_jacobian"),
-    "discrete": ("del_trajectory.simulate_kernel", "step_entry.linearize_entry"),
+    "discrete": ("del_trajectory.simulate_kernel", "step_entry.linearize_at"),
     "all": ("del_second_order.second_order", "del_second_order.contracted_second_order"),
 }
 #: part -> parts whose kernels it calls inside its own (taken after them when shared)

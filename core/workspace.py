@@ -14,6 +14,7 @@ ever returned to a user.
 """
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -22,7 +23,7 @@ from .jit import njit
 from .kinematics import create_data
 from .lagrangian import create_derivs
 from .model import Model
-from .structs import record_type, set_constructor
+from .structs import record_type, set_constructor, typed_address
 
 #: The intermediate results of one tree evaluation (Pinocchio's ``data.M``, ``data.dtau_dq``):
 #: allocated once per thread, so that a microsecond kernel allocates nothing. ``n`` variables,
@@ -33,9 +34,13 @@ from .structs import record_type, set_constructor
 #: accelerations, composite wrenches, bias torques); ``F`` (n), ``Fq``, ``Fv`` (n, n), ``Fu``
 #: (n, m) the generalized forces and their derivatives; ``dtau_dq``, ``dtau_dv`` (n, n) the
 #: inverse dynamics' derivatives; ``X`` (n, 2n + m + nk) the right-hand sides of the
-#: linearization, solved in place; ``ddq`` (n); ``zeros`` (n), kept zero.
+#: linearization, solved in place; ``ddq`` (n); ``zeros`` (n), kept zero. The articulated-body
+#: algorithm's (:func:`core.rnea.articulated_body`): ``IA`` (nf, 6, 6) articulated inertias,
+#: ``pA``, ``Af`` (nf, 6) bias wrenches and accelerations, ``live`` (nf) subtrees with a body,
+#: ``U``, ``cj`` (nj, 6) and ``Dj``, ``uj`` (nj) per joint, ``v6`` (2, 6) two 6-vectors.
 WORK_FIELDS = ["Ib", "has_mass", "M", "L", "Vs_q", "Ks", "Ap", "Ff", "tau", "F", "Fq", "Fv", "Fu",
-               "dtau_dq", "dtau_dv", "X", "ddq", "zeros"]
+               "dtau_dq", "dtau_dv", "X", "ddq", "zeros",
+               "IA", "pA", "Af", "live", "U", "cj", "Dj", "uj", "v6"]
 WorkType, Work = record_type("Work", WORK_FIELDS, __name__)
 
 #: What one call of a continuous-dynamics kernel needs besides its arguments, in one record (a
@@ -44,6 +49,12 @@ WorkType, Work = record_type("Work", WORK_FIELDS, __name__)
 #: writes (``status[0]`` a code of :mod:`core.errors`, ``status[1]`` the index it concerns).
 EVALUATION_FIELDS = ["model", "data", "work", "dyn", "kin", "status"]
 EvaluationType, Evaluation = record_type("Evaluation", EVALUATION_FIELDS, __name__)
+
+#: The numba type of every Evaluation (read-only Model arrays, writable Data and Work: the same
+#: for every model), which the kernels that take an Evaluation by address
+#: (:func:`core.structs.record_at`) are typed with. Set when the process makes its first one,
+#: before any such kernel can compile.
+EVALUATION = None
 
 
 @njit(cache=True)
@@ -66,7 +77,9 @@ def create_work(model: Model, nk: int = 0) -> Work:
     e = np.empty
     return Work(e((nf, 6, 6)), np.zeros(nf, np.bool_), e((n, n)), e((n, n)), e(n), e((n, n)), e((nj, 6)),
                 e((nf, 6)), e(n), e(n), e((n, n)), e((n, n)), e((n, m)), e((n, n)), e((n, n)),
-                e((n, 2 * n + m + nk)), e(n), np.zeros(n))
+                e((n, 2 * n + m + nk)), e(n), np.zeros(n),
+                e((nf, 6, 6)), e((nf, 6)), e((nf, 6)), np.zeros(nf, np.bool_), e((nj, 6)), e((nj, 6)), e(nj), e(nj),
+                e((2, 6)))
 
 
 class Workspace:
@@ -87,9 +100,19 @@ class Workspace:
         """This thread's :class:`Evaluation` record (made once per thread)."""
         ev = self._local.__dict__.get("ev")
         if ev is None:
-            ev = self._local.ev = Evaluation(self.model, self.get()[0], create_work(self.model, len(self.kin)),
-                                             self.dyn, self.kin, np.zeros(2, np.int64))
+            ev = Evaluation(self.model, self.get()[0], create_work(self.model, len(self.kin)),
+                            self.dyn, self.kin, np.zeros(2, np.int64))
+            self._local.address = typed_address(ev, sys.modules[__name__], "EVALUATION")
+            self._local.ev = ev
         return ev
+
+    def address(self) -> int:
+        """The address of this thread's :class:`Evaluation` (:func:`core.structs.address`)."""
+        a = self._local.__dict__.get("address")
+        if a is None:
+            self.evaluation()
+            a = self._local.address
+        return a
 
     @staticmethod
     def status(ev: Evaluation) -> np.ndarray:

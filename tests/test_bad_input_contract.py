@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 import core
 import core.validation
-from core.dynamics import continuous_dynamics, forward_dynamics
+from core.dynamics import continuous_dynamics, forward_dynamics, linearize_at, qdd_at
 from core.kinematics import create_data
 from core.lagrangian import create_derivs, prepare, third_order
+from core.step_entry import step_at
 
 CARTPOLE = core.load_system("cartpole.yaml")
 VI = core.MidpointVI(CARTPOLE, 0.01)
@@ -37,7 +38,10 @@ def _readonly(a):
 def test_any_array_layout_is_converted_once_and_compiles_nothing():
     q, dq, u = np.array([0.1, 0.2]), np.array([0.3, -0.1]), np.array([0.5])
     want_qdd, want_A = CARTPOLE.qdd(q, dq, u), CARTPOLE.linearize(q, dq, u)[0]
-    signatures = (len(continuous_dynamics.signatures), len(forward_dynamics.signatures))
+    x = VI.discrete_state(q, dq)
+    want_x1 = VI.step(x, u)
+    kernels = (continuous_dynamics, forward_dynamics, qdd_at, linearize_at, step_at)
+    signatures = [len(k.signatures) for k in kernels]
     variants = [_readonly(q), np.array([0.1, 0.0, 0.2, 0.0])[::2], np.asfortranarray(q), [0.1, 0.2],
                 np.array([0.1, 0.2], np.float32).astype(np.float64)]
     for qv in variants:
@@ -46,9 +50,8 @@ def test_any_array_layout_is_converted_once_and_compiles_nothing():
             assert np.allclose(CARTPOLE.linearize(*args)[0], want_A, rtol=1e-6)
     ints = CARTPOLE.qdd(np.array([1, 0]), np.array([0, 0]), np.array([2]))
     assert np.allclose(ints, CARTPOLE.qdd([1.0, 0.0], [0.0, 0.0], [2.0]))
-    x = VI.discrete_state(q, dq)
-    assert np.array_equal(VI.step(_readonly(x), _readonly(u)), VI.step(x, u))
-    assert (len(continuous_dynamics.signatures), len(forward_dynamics.signatures)) == signatures
+    assert np.array_equal(VI.step(_readonly(x), _readonly(u)), want_x1)
+    assert [len(k.signatures) for k in kernels] == signatures
 
 
 def test_none_complex_and_objects_are_refused_by_name():

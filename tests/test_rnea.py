@@ -22,6 +22,7 @@ from core.rnea import (
     mass_matrix,
     newton_euler,
 )
+from core.workspace import create_work
 
 from randsys import assert_close, fd, random_system
 
@@ -43,6 +44,13 @@ def _kinematics(system, q, dq):
     body_inertias(model, data, Ib, has_mass)
     composites_from_bodies(model, data, Ib, has_mass)
     return model, data, Ib, has_mass
+
+
+def _work(model, Ib, has_mass):
+    """A Work record holding the body inertias ``Ib``, ``has_mass``."""
+    work = create_work(model)
+    work.Ib[:], work.has_mass[:] = Ib, has_mass
+    return work
 
 
 def _pass(system, q, dq, ddq, derivatives=False):
@@ -114,7 +122,7 @@ def test_articulated_body_inverts_newton_euler(seed):
     model, data, Ib, has_mass = _kinematics(system, q, dq)
     tau = np.random.default_rng(seed + 3).normal(size=model.nq)
     ddq = np.full(model.nq, np.nan)
-    bad = articulated_body(model, data, Ib, has_mass, dq, tau, ddq, 1e-12)
+    bad = articulated_body(model, data, _work(model, Ib, has_mass), dq, tau, ddq, 1e-12)
     M = _pass(system, q, dq, np.zeros(model.nq), derivatives=True)[1]
     if bad >= 0:        # a variable without inertia below it: M is singular there
         assert np.linalg.eigvalsh(M).min() <= 1e-9 * np.abs(M).max()
@@ -129,4 +137,5 @@ def test_articulated_body_reports_a_variable_without_inertia():
     s.add_frame("a", rz="q0", mass=1.0, inertia=[1, 1, 1])
     s.add_frame("b", parent="a", offset={"translation": [1, 0, 0]}, rz="q1")   # nothing below q1
     model, data, Ib, has_mass = _kinematics(s, np.zeros(2), np.zeros(2))
-    assert articulated_body(model, data, Ib, has_mass, np.zeros(2), np.zeros(2), np.empty(2), 1e-12) == 1
+    work = _work(model, Ib, has_mass)
+    assert articulated_body(model, data, work, np.zeros(2), np.zeros(2), np.empty(2), 1e-12) == 1
