@@ -9,7 +9,9 @@ joint; ``../shared/bench/peer_models.py``).
 
 Per robot: median and 99th percentile of a whole re-plan from states perturbed off the
 reference at random knots, the medians of its two parts (prediction + linearization; Riccati
-pass), and the load average. The terminal weight is solved once per schedule
+pass), and the load average; once re-solving the gains only, once with the Gauss-Newton step
+towards the reference (``reference=``: the step's Riccati pass and a second closed loop, counted
+in the second part). The terminal weight is solved once per schedule
 (``mechnode.replan.terminal_for``), as a node re-planning one schedule would. Prints figures
 only; asserts nothing.
 """
@@ -67,20 +69,22 @@ def bench(name, plant, count, rng):
     s, w = reference(plant, rng)
     horizon_steps = int(round(HORIZON / DT))
     P_N = terminal_for(plant, s, w)                          # once per schedule
-    replan(plant, s, s.x_ref[0], 0.0, w, HORIZON, P_N)       # compiled / loaded
-    total, pred, ric = [], [], []
-    for _ in range(count):
-        k = int(rng.integers(0, s.knots - 1 - horizon_steps))
-        x = s.x_ref[k] + 1e-3 * rng.standard_normal(plant.vi.nx) * np.maximum(1.0, np.abs(s.x_ref[k]))
-        t0 = time.perf_counter()
-        r = replan(plant, s, x, k * DT, w, HORIZON, P_N)
-        total.append(time.perf_counter() - t0)
-        pred.append(r.info["closed_loop_s"])
-        ric.append(r.info["riccati_s"])
-    ms = 1e3 * np.array(total)
-    print(f"{name:7s} nx={plant.vi.nx:3d} nu={plant.vi.nu:3d}  re-plan median {np.median(ms):6.2f} ms, "
-          f"p99 {np.percentile(ms, 99):6.2f} ms  (prediction + linearization {1e3 * np.median(pred):6.2f} ms, "
-          f"Riccati {1e3 * np.median(ric):5.2f} ms)  load {os.getloadavg()[0]:.2f}")
+    for ref, what in ((None, "re-plan"), (s, "+ step ")):
+        replan(plant, s, s.x_ref[0], 0.0, w, HORIZON, P_N, ref)       # compiled / loaded
+        total, pred, ric = [], [], []
+        for _ in range(count):
+            k = int(rng.integers(0, s.knots - 1 - horizon_steps))
+            x = s.x_ref[k] + 1e-3 * rng.standard_normal(plant.vi.nx) * np.maximum(1.0, np.abs(s.x_ref[k]))
+            t0 = time.perf_counter()
+            r = replan(plant, s, x, k * DT, w, HORIZON, P_N, ref)
+            total.append(time.perf_counter() - t0)
+            pred.append(r.info["closed_loop_s"])
+            ric.append(r.info["riccati_s"])
+        ms = 1e3 * np.array(total)
+        print(f"{name:7s} nx={plant.vi.nx:3d} nu={plant.vi.nu:3d}  {what} median {np.median(ms):6.2f} ms, "
+              f"p99 {np.percentile(ms, 99):6.2f} ms  (prediction + linearization {1e3 * np.median(pred):6.2f} ms, "
+              f"Riccati{' + step' if ref is not None else ''} {1e3 * np.median(ric):5.2f} ms)  "
+              f"load {os.getloadavg()[0]:.2f}")
 
 
 def main(argv=None):

@@ -16,7 +16,7 @@ internal. Main entry points:
   ``linearize2``, ``step_linearize``, ``linearize_trajectory``, the exact state transforms
   (``discrete_state``, ``continuous_state``, ``state_jacobian``, ``discrete_momenta``), DEL
   inverse dynamics and the tracking law ``feedback`` (:mod:`core.midpoint`);
-* :func:`tvlqr`, :func:`dlqr`, :func:`lqr`, :func:`controllability` (:mod:`core.riccati`);
+* :func:`tvlqr`, :func:`dlqr`, :func:`lqr`, :func:`tracking_step`, :func:`controllability` (:mod:`core.riccati`);
   :func:`simulate_open_loop`, :func:`simulate_closed_loop` (:mod:`core.simulation`);
   :func:`optimize_trajectory`, :func:`linearize_trajectory` (:mod:`core.optimal`);
 * :func:`satisfy_constraints`, :func:`project_velocity`, :func:`holding_inputs` — consistent
@@ -37,7 +37,7 @@ from .errors import (CoreError, EquilibriumError, InertiaWarning, IntegratorErro
                      SingularStepError)
 from .linearizer import Linearizer
 from .loader import load_system, read_yaml
-from .riccati import Controllability, controllability, dlqr, lqr, tvlqr
+from .riccati import Controllability, controllability, dlqr, lqr, tracking_step, tvlqr
 from .midpoint import MidpointVI
 from .minimal import MinimalInfo
 from .model import Model
@@ -56,7 +56,7 @@ __version__ = "0.1.0"
 __all__ = [
     "System", "Model", "Workspace", "load_system", "load_urdf", "read_yaml", "MidpointVI", "MinimalInfo",
     "Linearizer", "from_sympy",
-    "tvlqr", "dlqr", "lqr", "controllability", "Controllability",
+    "tvlqr", "dlqr", "lqr", "tracking_step", "controllability", "Controllability",
     "simulate_open_loop", "simulate_closed_loop",
     "optimize_trajectory", "linearize_trajectory", "trajectory_cost", "cost_and_gradient",
     "TREP_ARMIJO", "DiscreteSystem", "TrajectoryOptimizationResult",

@@ -464,14 +464,15 @@ class MidpointVI:
             raise_at_point(k, self.step, X[k], U[k])
         return X1
 
-    def closed_loop(self, x0, X_ref, U_ref, K):
+    def closed_loop(self, x0, X_ref, U_ref, K, linearize: bool = True):
         """The closed loop from ``x0`` under the time-varying law ``u_k = U_ref[k] - K[k] (x_k -
         X_ref[k])`` and its exact linearization: ``(X, U, A, B)``, ``X`` (N+1, nx), ``U`` (N, nu),
         ``A`` (N, nx, nx), ``B`` (N, nx, nu), each step linearized from its own solve, in one
         compiled call. ``U_ref`` is (N, nu), ``K`` (N, nu, nx), ``X_ref`` (N, nx) or (N+1, nx) (its
         first N rows are used). What a re-plan needs: the trajectory the robot is predicted to
-        follow from its measured state, and the linearization along it. A failed step raises
-        the single call's error, naming the step."""
+        follow from its measured state, and the linearization along it (``linearize=False``:
+        ``A`` and ``B`` are None). A failed step raises the single call's error, naming the
+        step."""
         U_ref = float_stack("U_ref", U_ref, (None, self.nu))
         N = U_ref.shape[0]
         X_ref = float_stack("X_ref", X_ref, (None, self.nx))
@@ -482,12 +483,14 @@ class MidpointVI:
         # (C-contiguous and writable: the kernel's one signature)
         X_ref, U_ref, K = (np.require(a, np.float64, ("C", "W")) for a in (X_ref, U_ref, K))
         X, U = np.empty((N + 1, self.nx)), np.empty((N, self.nu))
-        A, B = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
+        L = N if linearize else 0
+        A, B = np.empty((L, self.nx, self.nx)), np.empty((L, self.nx, self.nu))
         rec = self._call()[0]
         k = closed_loop_entry(rec, x0, X_ref, U_ref, K, X, U, A, B)
         if k >= 0:
-            raise_at_point(k, self.step_linearize, X[k], U[k], where="step {k} of the closed loop")
-        return X, U, A, B
+            raise_at_point(k, self.step_linearize if linearize else self.step, X[k], U[k],
+                           where="step {k} of the closed loop")
+        return (X, U, A, B) if linearize else (X, U, None, None)
 
     def simulate(self, q0, p0, u_sequence):
         """Simulate ``N = len(u_sequence)`` steps; returns ``(Q, P, LAM)`` of shapes (N+1, n),

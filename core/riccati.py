@@ -1,6 +1,7 @@
 """LQR and controllability (a la python-control's ``statefbk``): the backward Riccati recursion
 for time-varying gains along a trajectory, the infinite-horizon gain about a fixed point
-(discrete, :func:`dlqr`, and continuous, :func:`lqr`), and the controllability Gramian.
+(discrete, :func:`dlqr`, and continuous, :func:`lqr`), one Gauss-Newton step of the tracking
+cost along a trajectory (:func:`tracking_step`), and the controllability Gramian.
 
 Conventions (:mod:`core.conventions`): horizon ``k = 0 .. N-1`` for inputs and linearizations,
 ``k = 0 .. N`` for states; ``A`` (N, nx, nx), ``B`` (N, nx, nu) with ``A_k = df/dx (x_k, u_k)``;
@@ -18,7 +19,7 @@ import scipy.linalg
 from .errors import RiccatiError
 from .jit import njit
 from .linalg import cholesky_checked, cholesky_solve
-from .validation import check_definite, check_symmetric, float_array, square_matrix
+from .validation import check_definite, check_symmetric, float_array, float_stack, square_matrix
 
 
 # ================================================================================ njit kernels
@@ -165,6 +166,54 @@ def tvlqr(A, B, Q, R, Q_N=None) -> tuple[np.ndarray, np.ndarray]:
         raise RiccatiError(status)
     return K, P
 
+
+def tracking_step(A, B, X, U, X_ref, U_ref, Q, R, Q_N=None):
+    """One Gauss-Newton step of the tracking cost along a trajectory, and its affine law.
+
+    Along ``(X, U)`` (``N+1`` states from the given ``X[0]``, ``N`` inputs) with the
+    linearization ``(A_k, B_k)`` of ``x_{k+1} = f(x_k, u_k)``, the step ``(dX, dU)`` with
+    ``dX_0 = 0`` and ``dX_{k+1} = A_k dX_k + B_k dU_k`` that minimizes
+
+        ½ Σ_{k<N} [e_kᵀ Q_k e_k + d_kᵀ R_k d_k] + ½ e_Nᵀ Q_N e_N,
+        e_k = X_k + dX_k − X_ref,k,   d_k = U_k + dU_k − U_ref,k.
+
+    Its minimizer is the affine law ``dU_k = kff_k − K_k dX_k`` of the backward Riccati pass
+    with the linear terms ``Q_k (X_k − X_ref,k)``, ``R_k (U_k − U_ref,k)``; ``K`` is
+    :func:`tvlqr`'s along ``(A, B)``. Applied as ``u_k = U_k + kff_k − K_k (x_k − X_k)`` from
+    the state ``X[0]`` it is the feedback of a real-time iteration: the gains of where the
+    trajectory is, the feed-forward moved towards the reference (with the nonlinear step
+    instead of the linearization, the trajectory then followed is not ``X + dX`` exactly).
+
+    Args:
+        A, B: ``(N, nx, nx)``, ``(N, nx, nu)`` along ``(X, U)``.
+        X, X_ref: ``(N+1, nx)``; U, U_ref: ``(N, nu)``.
+        Q, R, Q_N: as for :func:`tvlqr`.
+
+    Returns:
+        ``(K, kff, dX, dU)``: gains ``(N, nu, nx)``, feed-forward ``(N, nu)``, the step's states
+        ``(N+1, nx)`` (``dX[0] = 0``) and inputs ``(N, nu)``.
+
+    Raises:
+        ValueError, RiccatiError: as :func:`tvlqr`.
+    """
+    A, B = dynamics_stack(A, B)
+    N, nx, nu = B.shape
+    X, X_ref = (float_stack(name, v, (N + 1, nx)) for name, v in (("X", X), ("X_ref", X_ref)))
+    U, U_ref = (float_stack(name, v, (N, nu)) for name, v in (("U", U), ("U_ref", U_ref)))
+    Qs, Q_N = state_weights(Q, Q_N, N, nx)
+    Rs = weight_stack("R", R, nu, N, (N,), definite=True)
+    ex, eu = X - X_ref, U - U_ref
+    wx = np.einsum("kij,kj->ki", np.broadcast_to(Qs, (N, nx, nx)), ex[:N])
+    wu = np.einsum("kij,kj->ki", np.broadcast_to(Rs, (N, nu, nu)), eu)
+    K, kff, P = np.empty((N, nu, nx)), np.empty((N, nu)), np.empty((N + 1, nx, nx))
+    status = lq_riccati(A, B, Qs, Rs, np.zeros((1, nu, nx)), wx, wu, Q_N, Q_N @ ex[N], K, kff, P)
+    if status >= 0:
+        raise RiccatiError(status)
+    dX, dU = np.zeros((N + 1, nx)), np.empty((N, nu))
+    for k in range(N):
+        dU[k] = kff[k] - K[k] @ dX[k]
+        dX[k + 1] = A[k] @ dX[k] + B[k] @ dU[k]
+    return K, kff, dX, dU
 
 def _fixed_point_problem(A, B, Q, R):
     """``A`` (nx, nx), ``B`` (nx, nu), ``Q`` symmetric positive semidefinite (nx, nx) and ``R``

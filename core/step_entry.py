@@ -163,8 +163,8 @@ def linearize_at(address, x, u, A, B):
 def closed_loop_entry(rec, x0, X_ref, U_ref, K, X, U, A, B):
     """The closed loop from ``x0`` under the law ``u_k = U_ref[k] - K[k] (x_k - X_ref[k])``:
     ``X`` (N+1, nx), ``U`` (N, nu) and each step's linearization ``(A[k], B[k])``, from the
-    step's own solve. Returns the first step that failed (its status in ``rec.status``), else
-    -1."""
+    step's own solve (none with ``A`` and ``B`` of length 0). Returns the first step that
+    failed (its status in ``rec.status``), else -1."""
     N, nx, nu = U.shape[0], x0.shape[0], U.shape[1]
     for i in range(nx):
         X[0, i] = x0[i]
@@ -177,6 +177,8 @@ def closed_loop_entry(rec, x0, X_ref, U_ref, K, X, U, A, B):
         step_entry(rec, X[k], U[k], X[k + 1])
         if rec.status[0] != OK:
             return k
+        if A.shape[0] == 0:
+            continue
         linearize_entry(rec, X[k], U[k], A[k], B[k])
         if rec.status[0] != OK:
             return k

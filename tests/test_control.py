@@ -25,6 +25,7 @@ from core import (
     optimize_trajectory,
     simulate_closed_loop,
     simulate_open_loop,
+    tracking_step,
     trajectory_cost,
     tvlqr,
 )
@@ -206,6 +207,42 @@ def ltv_step(A, B):
         return A[k] @ x + B[k] @ u
     return step
 
+
+def test_tracking_step_is_the_least_squares_step_with_tvlqr_gains():
+    """The Gauss-Newton step of the tracking cost equals the dense least-squares solution over
+    ``dU`` (``dX = G dU``, ``dX_0 = 0``), its law ``dU_k = kff_k - K_k dX_k`` reproduces it, and
+    ``K`` is tvlqr's; at the reference itself the step is zero."""
+    rng = np.random.default_rng(7)
+    N, nx, nu = 6, 3, 2
+    A, B = random_stack(rng, N, nx, nu)
+    Q = np.stack([random_spd(rng, nx, 0.1) for _ in range(N)])
+    R = np.stack([random_spd(rng, nu, 0.3) for _ in range(N)])
+    Q_N = random_spd(rng, nx, 1.0)
+    X, X_ref = rng.normal(size=(N + 1, nx)), rng.normal(size=(N + 1, nx))
+    U, U_ref = rng.normal(size=(N, nu)), rng.normal(size=(N, nu))
+    K, kff, dX, dU = tracking_step(A, B, X, U, X_ref, U_ref, Q, R, Q_N)
+    np.testing.assert_allclose(K, tvlqr(A, B, Q, R, Q_N)[0], rtol=1e-12, atol=1e-12)
+    G = np.zeros((N + 1, nx, N, nu))               # dX_k = sum_j G[k, :, j, :] dU_j
+    for k in range(N):
+        G[k + 1] = np.einsum("ij,jbc->ibc", A[k], G[k])
+        G[k + 1][:, k, :] += B[k]
+    Gm = G.reshape((N + 1) * nx, N * nu)
+    Qbig = scipy.linalg.block_diag(*Q, Q_N)
+    Rbig = scipy.linalg.block_diag(*R)
+    ex, eu = (X - X_ref).ravel(), (U - U_ref).ravel()
+    dU_ls = np.linalg.solve(Gm.T @ Qbig @ Gm + Rbig, -(Gm.T @ Qbig @ ex + Rbig @ eu)).reshape(N, nu)
+    np.testing.assert_allclose(dU, dU_ls, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(dX, (Gm @ dU_ls.ravel()).reshape(N + 1, nx), rtol=1e-9, atol=1e-10)
+    assert np.all(dX[0] == 0.0)
+    np.testing.assert_allclose(dU, kff - np.einsum("kij,kj->ki", K, dX[:N]), rtol=1e-12, atol=1e-12)
+    _, kff0, dX0, dU0 = tracking_step(A, B, X_ref, U_ref, X_ref, U_ref, Q, R, Q_N)
+    assert np.abs(kff0).max() < 1e-14 and np.abs(dX0).max() < 1e-14 and np.abs(dU0).max() < 1e-14
+    with pytest.raises(ValueError, match=r"X_ref must have shape \(7, 3\)"):
+        tracking_step(A, B, X, U, X_ref[:N], U_ref, Q, R, Q_N)
+    with pytest.raises(ValueError, match=r"U must have shape \(6, 2\)"):
+        tracking_step(A, B, X, U[:, :1], X_ref, U_ref, Q, R, Q_N)
+    with pytest.raises(ValueError, match="R must be symmetric"):
+        tracking_step(A, B, X, U, X_ref, U_ref, Q, R + np.triu(np.ones((nu, nu)), 1), Q_N)
 
 def test_tvlqr_weight_shapes_are_equivalent():
     rng = np.random.default_rng(3)

@@ -106,3 +106,57 @@ def test_nothing_to_replan_after_the_end_and_qdot_schedules_refused(cartpole):
     sq = schedule_in_qdot(cartpole, Xqd, s.u_ref[:-1], w, ["a", "b"])
     with pytest.raises(ValueError, match="STATE_Q_P"):
         replan(cartpole, sq, s.x_ref[0], 0.0, w)
+
+
+
+def _pushed_cost(plant, s, w, x, k0, every=None, reference=None):
+    """The tracking cost ``Σ e_kᵀ Q e_k + d_kᵀ R d_k`` (``e_k``, ``d_k``: the state's and the
+    input's errors from ``s``'s trajectory) from the pushed state ``x`` at knot ``k0`` to the
+    end, under ``s`` or, with ``every``, re-planned every that many knots (with ``reference``:
+    the Gauss-Newton step towards it); and its state part."""
+    sched, cost_x, cost_u = s, 0.0, 0.0
+    for k in range(k0, s.knots - 1):
+        if every and (k - k0) % every == 0:
+            sched = replan(plant, sched, x, s.times[k], w, reference=reference) or sched
+        u = sched.u_ref[k] - sched.K[k] @ (x - sched.x_ref[k])
+        x = plant.vi.step(x, u)
+        e, d = x - s.x_ref[k + 1], u - s.u_ref[k]
+        cost_x, cost_u = cost_x + e @ w.Q @ e, cost_u + d @ w.R @ d
+    return cost_x + cost_u, cost_x
+
+
+def test_the_gauss_newton_step_steers_a_pushed_robot_back_and_swaps_in_on_the_plan(cartpole):
+    s, w = _schedule(cartpole, N=80)
+    k0, push = 20, np.array([0.0, 0.0, 3.0, -1.5])      # a hard impulse on the momenta
+    x = s.x_ref[k0] + push
+    fixed, fixed_x = _pushed_cost(cartpole, s, w, x, k0)
+    gains_only, _ = _pushed_cost(cartpole, s, w, x, k0, every=1)
+    stepped, stepped_x = _pushed_cost(cartpole, s, w, x, k0, every=1, reference=s)
+    # re-solving the gains along the prediction leaves the trajectory where it was; a step on
+    # the feed-forward at every knot (real-time iteration) brings it back at a lower cost
+    assert gains_only == pytest.approx(fixed, rel=1e-9)
+    print(f"cart-pole pushed by {push[2:]} on its momenta: cost {fixed:.4g} (states {fixed_x:.4g}) "
+          f"under the fixed schedule, {stepped:.4g} (states {stepped_x:.4g}) re-planned every step")
+    assert stepped < 0.75 * fixed and stepped_x < fixed_x, (fixed, stepped, fixed_x, stepped_x)
+    # one re-plan: its rows are the closed loop of the stepped law from x, so the law, swapped
+    # in, gives the plan's input at the measured state; the step's gains are tvlqr's
+    r = replan(cartpole, s, x, s.times[k0], w, reference=s)
+    H = s.knots - 1 - k0
+    rows = slice(k0, k0 + H)
+    X, U, A, B = cartpole.vi.closed_loop(x, s.x_ref[rows], s.u_ref[rows], s.K[rows])
+    _, P = core.dlqr(A[-1], B[-1], w.Q, w.R)
+    K, kff, _, _ = core.tracking_step(A, B, X, U, s.x_ref[k0:k0 + H + 1], s.u_ref[rows], w.Q, w.R, P)
+    a = r.info["step_length"]
+    assert a in (1.0, 0.5, 0.25)
+    Xn, Un, An, Bn = cartpole.vi.closed_loop(x, X[:H], U + a * kff, K, linearize=False)
+    assert An is None and Bn is None
+    np.testing.assert_array_equal(Xn, cartpole.vi.closed_loop(x, X[:H], U + a * kff, K)[0])
+    np.testing.assert_array_equal(r.x_ref[rows], Xn[:H])
+    np.testing.assert_array_equal(r.u_ref[rows], Un)
+    np.testing.assert_allclose(r.K[rows], core.tvlqr(A, B, w.Q, w.R, P)[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(r.x_ref[k0], x)
+    assert np.abs(r.u_ref[k0] - (s.u_ref[k0] - s.K[k0] @ (x - s.x_ref[k0]))).max() > 1e-6   # it steers
+    assert replan(cartpole, s, x, s.times[k0], w).info["step_length"] is None
+    other, _ = _schedule(cartpole, N=50)
+    with pytest.raises(ValueError, match="not the same time base"):
+        replan(cartpole, s, x, s.times[k0], w, reference=other)
