@@ -117,11 +117,12 @@ def _sizes_ok(ev, q, dq, u):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def forward_dynamics(ev, q, dq, u, ddq):
     """``ddq`` at ``(q, dq, u)``, in place (``ev.status`` as in :func:`continuous_dynamics`): the
-    entry of ``System.qdd`` (five arguments: numba's call overhead grows with their number, and
-    an array allocated by the caller costs less than one returned). Without constraints,
+    work of ``System.qdd``'s entry :func:`qdd_at`, inlined there (a kernel that only calls
+    another compiled one makes numba optimize the callee's code once more: about 10 s of
+    compiling per entry). Without constraints,
     kinematic and coupled variables, and with no pivot of ``M`` too small, the articulated-body
     algorithm in O(n); otherwise :func:`continuous_dynamics`, which names a singular pivot."""
     model, data = ev.model, ev.data
@@ -146,10 +147,11 @@ def forward_dynamics(ev, q, dq, u, ddq):
                         np.empty((nc, n)))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def linearize_plain(ev, q, dq, u, A, B):
     """``(A, B)`` at ``(q, dq, u)`` of a system without constraints, in place (``ev.status`` as
-    in :func:`continuous_dynamics`): the entry of ``System.linearize``."""
+    in :func:`continuous_dynamics`): the work of ``System.linearize``'s entry
+    :func:`linearize_at`, inlined there (as :func:`forward_dynamics`)."""
     model = ev.model
     n, mu = model.nq, model.nu + ev.kin.shape[0]
     if not _sizes_ok(ev, q, dq, u) or A.shape != (2 * n, 2 * n) or B.shape != (2 * n, mu):
@@ -166,7 +168,9 @@ def linearize_plain(ev, q, dq, u, A, B):
 def qdd_at(address, q, dq, u, ddq):
     """:func:`forward_dynamics` on the :class:`~core.workspace.Evaluation` at ``address``
     (:meth:`core.workspace.Workspace.address`); returns the status code. The entry of
-    ``System.qdd``: an address costs numba less to dispatch than a record."""
+    ``System.qdd`` (five arguments: numba's call overhead grows with their number; an address
+    costs it less to dispatch than a record, and an array the caller allocates less than one
+    returned)."""
     ev = record_at(address, workspace.EVALUATION)
     forward_dynamics(ev, q, dq, u, ddq)
     return ev.status[0]

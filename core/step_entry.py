@@ -107,9 +107,12 @@ def _solve(rec, x, u):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def step_entry(rec, x, u, x1):
-    """``x1 = [q1, p1, v1]``, the step from ``x`` with ``u`` (``v1 = (rho - q_kin) / dt``)."""
+    """``x1 = [q1, p1, v1]``, the step from ``x`` with ``u`` (``v1 = (rho - q_kin) / dt``).
+    Inlined into its callers (:func:`step_at`, the closed loop, the stacks), like
+    :func:`linearize_entry`: a kernel that only calls another compiled one makes numba optimize
+    the callee's code once more (about 10 s of compiling)."""
     if x1.shape[0] != x.shape[0]:
         rec.status[0], rec.status[1] = BAD_SIZE, -1
         return
@@ -126,7 +129,7 @@ def step_entry(rec, x, u, x1):
         x1[n + nd + j] = (u[m + j] - x[kin[j]]) / dt
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def linearize_entry(rec, x, u, A, B):
     """``(A, B)`` of the step from ``x`` with ``u``, in place (first order)."""
     nx, nu = x.shape[0], u.shape[0]
