@@ -92,7 +92,9 @@ def _articulated(model, data, work, q, dq, u, ddq, status):
     if model.nj != n:
         return False
     Vs_q, F, tau = work.Vs_q, work.F, work.tau
-    e2, e3 = work.M[:0, :0], work.IA[:0, :0, :0]      # (empty views: nothing allocated)
+    # (allocated: an empty view of a Work array has another numba layout, 'A', and would
+    # compile the force and spring kernels once more for it)
+    e2, e3 = np.empty((0, 0)), np.empty((0, 0, 0))
     spring_potential_derivatives(model, data, q, Vs_q, e2)     # (gradient only)
     generalized_force(model, data, dq, u[:model.nu], 0, F, e2, e2, e2, e3, e3, e3)
     for i in range(n):
