@@ -19,6 +19,9 @@ from mechnode.testing.harness import (
 )
 
 TIMEOUT = 20.0        # seconds for any one message or service answer on loopback
+#: seconds for the first answer of a service whose kernels a cold numba cache compiles then (the
+#: node compiles them in the background after configure; a call that comes first compiles them)
+FIRST_CALL_TIMEOUT = 240.0
 STARTUP = 900.0       # configure: loads the numba kernels; compiles them on a cold cache
 
 

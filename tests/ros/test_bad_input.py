@@ -15,7 +15,7 @@ import pytest
 
 import core
 
-from nodeproc import POLAR_YAML, TIMEOUT, NodeProcess
+from nodeproc import FIRST_CALL_TIMEOUT, POLAR_YAML, TIMEOUT, NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
@@ -83,7 +83,9 @@ def _commands_flow(h, what=""):
 def _still_serving(h):
     from mechnode_interfaces.srv import Linearize
     h.check_alive()
-    r = h.call(Linearize, "linearize", Linearize.Request(q=[0.1, 0.5], dq=[0.0, 0.1], u=[0.0, 0.0]))
+    # (the first call may compile the linearization on a cold cache: FIRST_CALL_TIMEOUT)
+    r = h.call(Linearize, "linearize", Linearize.Request(q=[0.1, 0.5], dq=[0.0, 0.1], u=[0.0, 0.0]),
+               timeout=FIRST_CALL_TIMEOUT)
     assert r.success, r.message
 
 
