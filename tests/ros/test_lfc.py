@@ -46,8 +46,10 @@ def test_lfc_control_messages_are_the_nodes_law(node):
                                  lambda m: controls.setdefault(cv.stamp_ns(m.header.stamp), m), COMMAND_QOS)
     h.client.create_subscription(JointState, f"{h.ns}/command_echo", echoes.append, qos_profile_sensor_data)
     h.connect_io(lambda m: None)
-    # the cart moves 0.3 sin(t) for 20 s: gains, feed-forward and reference change along the way
-    t = np.arange(0.0, 20.0 + 1e-9, 0.1)
+    # the cart moves 0.3 sin(t) for 60 s: gains, feed-forward and reference change along the way
+    # (long enough for the retries below on a loaded machine: a CI run lost so many state pairs
+    # to stale stamps that a 20 s reference ended before the fifth check, and no Control came)
+    t = np.arange(0.0, 60.0 + 1e-9, 0.1)
     h.ref_pub.publish(cv.joint_trajectory(JOINTS, t, np.stack([0.3 * np.sin(t), 0 * t], 1)))
     h.wait(lambda: h.schedules, "the GainSchedule", timeout=60)
     sched, start = cv.schedule_from_msg(h.schedules[-1])
