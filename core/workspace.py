@@ -114,11 +114,6 @@ class Workspace:
             a = self._local.address
         return a
 
-    @staticmethod
-    def status(ev: Evaluation) -> np.ndarray:
-        """The status array of ``ev`` (the one its kernels write)."""
-        return ev._values["status"]
-
     def get(self, third_order: bool = False):
         """``(data, der)`` of the calling thread: kinematics scratch and Lagrangian derivative
         arrays (with ``third_order``, also the third derivatives and the joint-pair tables they
