@@ -18,8 +18,7 @@ from numba import njit
 
 import core
 from core.dynamics import forward_dynamics, linearize_at, linearize_plain, qdd_at
-from core.step_entry import linearize_at as vi_linearize_at
-from core.step_entry import linearize_entry, step_at, step_entry
+from core.step_entry import linearize_entry, linearize_step_at, step_at, step_entry
 
 from common import median_us
 
@@ -100,7 +99,7 @@ def split(name, s):
               median_us(alternate(lambda x: step_at(vat, x, u, x1))),
               median_us(lambda: _step_loop(rec, xs, u, x1, K)) / K),
              ("VI linear.", median_us(alternate(lambda x: vi.linearize(x, u))),
-              median_us(alternate(lambda x: vi_linearize_at(vat, x, u, Av, Bv))),
+              median_us(alternate(lambda x: linearize_step_at(vat, x, u, Av, Bv))),
               median_us(lambda: _vi_linearize_loop(rec, xs, u, Av, Bv, K)) / K)]
     for what, call, kernel, work in rows:
         print(f"{name:10s} {what:10s} call {call:6.2f}   front-end {call - kernel:5.2f}   "

@@ -57,7 +57,7 @@ from .legendre import (
     legendre_many,
 )
 from .stacked import raise_at_point
-from .step_entry import closed_loop_entry, create_step_call, linearize_at, step_at, step_stack
+from .step_entry import closed_loop_entry, create_step_call, linearize_step_at, step_at, step_stack
 from .structs import typed_address
 from .validation import (
     check_memory,
@@ -604,7 +604,7 @@ class MidpointVI:
             return self._linearize_stack(X, U, False, None, 0)
         nx = self._nq + self._nd + self._nk
         A, B = np.empty((nx, nx)), np.empty((nx, self._nu))
-        if self._direct(linearize_at, x, u, (A, B)):
+        if self._direct(linearize_step_at, x, u, (A, B)):
             return A, B
         A, B = self._linearize(x, u, False)[4:6]
         return A, B
@@ -806,7 +806,7 @@ class MidpointVI:
                 pass
         # the entry kernels of step and linearize (core.step_entry); they report, never raise
         self._direct(step_at, X[0], U[0], (np.empty(self.nx),))
-        self._direct(linearize_at, X[0], U[0], (np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))))
+        self._direct(linearize_step_at, X[0], U[0], (np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))))
         try:
             self.simulate(Q[0], P[0], U)
         except IntegratorError:

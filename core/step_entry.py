@@ -30,7 +30,7 @@ from .structs import record_at, record_type, set_constructor
 STEP_CALL_FIELDS = ["model", "data", "der", "dyn", "kin", "settings", "q1", "p1", "lam", "Dh1", "status",
                     "info", "conds", "last", "solved"]
 StepCallType, StepCall = record_type("StepCall", STEP_CALL_FIELDS, __name__)
-#: The numba type of every StepCall, which :func:`step_at` and :func:`linearize_at` compile
+#: The numba type of every StepCall, which :func:`step_at` and :func:`linearize_step_at` compile
 #: with (set when the process makes its first one: :func:`core.structs.typed_address`).
 STEP_CALL = None
 
@@ -155,7 +155,7 @@ def step_at(address, x, u, x1):
 
 
 @njit(cache=True, nogil=True)
-def linearize_at(address, x, u, A, B):
+def linearize_step_at(address, x, u, A, B):
     """:func:`linearize_entry` on the StepCall at ``address``; returns the status code (the
     entry of ``MidpointVI.linearize``)."""
     rec = record_at(address, STEP_CALL)
