@@ -65,6 +65,15 @@ def lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
 
 
 @njit(cache=True, nogil=True)
+def affine_rollout(A, B, K, kff, dX, dU):
+    """``dU_k = kff_k − K_k dX_k``, ``dX_{k+1} = A_k dX_k + B_k dU_k`` from ``dX[0] = 0``."""
+    dX[0] = 0.0
+    for k in range(B.shape[0]):
+        dU[k] = kff[k] - K[k] @ dX[k]
+        dX[k + 1] = A[k] @ dX[k] + B[k] @ dU[k]
+
+
+@njit(cache=True, nogil=True)
 def reachability_gramian(A, B):
     """``W = Σ_k Φ(N,k+1) B_k B_kᵀ Φ(N,k+1)ᵀ`` with ``Φ(N,k+1) = A_{N-1} ⋯ A_{k+1}``."""
     N, nx, nu = B.shape
@@ -209,10 +218,8 @@ def tracking_step(A, B, X, U, X_ref, U_ref, Q, R, Q_N=None):
     status = lq_riccati(A, B, Qs, Rs, np.zeros((1, nu, nx)), wx, wu, Q_N, Q_N @ ex[N], K, kff, P)
     if status >= 0:
         raise RiccatiError(status)
-    dX, dU = np.zeros((N + 1, nx)), np.empty((N, nu))
-    for k in range(N):
-        dU[k] = kff[k] - K[k] @ dX[k]
-        dX[k + 1] = A[k] @ dX[k] + B[k] @ dU[k]
+    dX, dU = np.empty((N + 1, nx)), np.empty((N, nu))
+    affine_rollout(A, B, K, kff, dX, dU)
     return K, kff, dX, dU
 
 def _fixed_point_problem(A, B, Q, R):
