@@ -178,13 +178,18 @@ def dense_lq_solution(A, B, Q, R, Q_N, x0s):
     return xs, us, costs
 
 
-def test_tvlqr_matches_dense_kkt_solution():
-    rng = np.random.default_rng(2)
-    N, nx, nu = 7, 3, 2
+def random_lq_problem(rng, N, nx, nu):
+    """``(A, B, Q, R, Q_N)``: random dynamics and per-step weights of an LQ problem."""
     A, B = random_stack(rng, N, nx, nu)
     Q = np.stack([random_spd(rng, nx, 0.1) for _ in range(N)])
     R = np.stack([random_spd(rng, nu, 0.3) for _ in range(N)])
-    Q_N = random_spd(rng, nx, 1.0)
+    return A, B, Q, R, random_spd(rng, nx, 1.0)
+
+
+def test_tvlqr_matches_dense_kkt_solution():
+    rng = np.random.default_rng(2)
+    N, nx, nu = 7, 3, 2
+    A, B, Q, R, Q_N = random_lq_problem(rng, N, nx, nu)
     x0s = rng.normal(size=(5, nx))
     K, P = tvlqr(A, B, Q, R, Q_N)
     assert K.shape == (N, nu, nx) and P.shape == (N + 1, nx, nx)
@@ -214,10 +219,7 @@ def test_tracking_step_is_the_least_squares_step_with_tvlqr_gains():
     ``K`` is tvlqr's; at the reference itself the step is zero."""
     rng = np.random.default_rng(7)
     N, nx, nu = 6, 3, 2
-    A, B = random_stack(rng, N, nx, nu)
-    Q = np.stack([random_spd(rng, nx, 0.1) for _ in range(N)])
-    R = np.stack([random_spd(rng, nu, 0.3) for _ in range(N)])
-    Q_N = random_spd(rng, nx, 1.0)
+    A, B, Q, R, Q_N = random_lq_problem(rng, N, nx, nu)
     X, X_ref = rng.normal(size=(N + 1, nx)), rng.normal(size=(N + 1, nx))
     U, U_ref = rng.normal(size=(N, nu)), rng.normal(size=(N, nu))
     K, kff, dX, dU = tracking_step(A, B, X, U, X_ref, U_ref, Q, R, Q_N)
