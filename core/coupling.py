@@ -156,7 +156,7 @@ def prepare(model, data, q, dq):
 
 
 @njit(cache=True, nogil=True)
-def gradient_hessian(model, data, q, order, out, value=True):
+def gradient_hessian(model, data, q, order, out, value):
     """:func:`core.lagrangian.gradient_hessian` of ``L(T q + c, T dq)`` (after :func:`prepare`)."""
     if not is_coupled(model):
         _lagrangian.gradient_hessian(model, data, q, order, out, value)

@@ -37,7 +37,7 @@ def del_inverse_dynamics(model, data, der, dt, dyn, kin, Q, p0, U, P, resid):
         qm = 0.5 * (q0 + q1)
         v = (q1 - q0) / dt
         prepare(model, data, qm, v)
-        gradient_hessian(model, data, qm, 1, der)
+        gradient_hessian(model, data, qm, 1, der, True)
         generalized_force(model, data, v, zero_u, 1, F, Fq, Fv, Fu, e3, e3, e3)
         scale = 1.0
         for a in range(nd):
@@ -75,6 +75,6 @@ def discrete_momenta(model, data, der, dt, dyn, Q, P):
         qm = 0.5 * (Q[k - 1] + Q[k])
         v = (Q[k] - Q[k - 1]) / dt
         prepare(model, data, qm, v)
-        gradient_hessian(model, data, qm, 1, der)
+        gradient_hessian(model, data, qm, 1, der, True)
         for a in range(nd):
             P[k, a] = 0.5 * dt * der.Lq[dyn[a]] + der.Lv[dyn[a]]

@@ -449,7 +449,7 @@ def lagrangian_kernel(model, data, der, q, dq, order, third):
     third-order tensors; ``third`` None leaves them out at compile time (what a controller
     needs compiles without them)."""
     prepare(model, data, q, dq)
-    gradient_hessian(model, data, q, order, der)
+    gradient_hessian(model, data, q, order, der, True)
     if third is None:
         return
     third_order(model, data, q, True, dq, dq, der)

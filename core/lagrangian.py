@@ -173,7 +173,7 @@ def lagrangian_value(model, data, q):
 
 
 @njit(cache=True, nogil=True)
-def gradient_hessian(model, data, q, order, out, value=True):
+def gradient_hessian(model, data, q, order, out, value):
     """Fill ``out.L`` (order 0), ``Lq, Lv`` (order >= 1), ``Lqq, Lqv, Lvv`` (order >= 2)
     (after :func:`prepare`); without ``value`` ``out.L`` is left meaningless (the DEL solve
     and its linearizations need only the derivatives, and L costs a gradient's time)."""

@@ -22,7 +22,7 @@ def legendre(model, data, der, dyn, kin, q, dq, x):
     """x = [q, p = dL/dqdot on dynamic rows, qdot on kinematic rows]."""
     n, nd = q.shape[0], dyn.shape[0]
     prepare(model, data, q, dq)
-    gradient_hessian(model, data, q, 1, der)
+    gradient_hessian(model, data, q, 1, der, True)
     for i in range(n):
         x[i] = q[i]
     for a in range(nd):
@@ -43,7 +43,7 @@ def inverse_legendre(model, data, der, dyn, kin, q, p, v, dq):
     singular."""
     n, nd, nk = q.shape[0], dyn.shape[0], kin.shape[0]
     prepare(model, data, q, np.zeros(n))
-    gradient_hessian(model, data, q, 2, der)
+    gradient_hessian(model, data, q, 2, der, True)
     M = der.Lvv
     for j in range(nk):
         dq[kin[j]] = v[j]
@@ -74,7 +74,7 @@ def legendre_jacobian(model, data, der, dyn, kin, q, dq, J):
     """J = d[q, p, v] / d[q, qdot] at (q, qdot) (2n x 2n)."""
     n, nd, nk = q.shape[0], dyn.shape[0], kin.shape[0]
     prepare(model, data, q, dq)
-    gradient_hessian(model, data, q, 2, der)
+    gradient_hessian(model, data, q, 2, der, True)
     J[:, :] = 0.0
     for i in range(n):
         J[i, i] = 1.0

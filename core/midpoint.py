@@ -100,6 +100,15 @@ class _Setting:
         vi._settings[self.index] = value
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` if it is read-only, else a read-only view of it."""
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 class MidpointVI:
     """Midpoint variational integrator for a :class:`core.System` with time step ``dt``.
 
@@ -315,12 +324,14 @@ class MidpointVI:
         """``u = u_ref - K (x - x_ref)`` with ``x = discrete_state(q, dq)``, in one compiled
         call (the 1 kHz path of a controller). Returns ``(u, x)``, or ``(None, x)`` if an entry
         of ``u`` is not finite. The arguments are not checked: pass float64 arrays of the right
-        sizes (``K`` is (nu, nx)); ``x_out``, ``u_out`` receive the results if given."""
+        sizes (``K`` is (nu, nx)); ``x_out``, ``u_out`` receive the results if given.
+        ``x_ref``, ``u_ref``, ``K`` reach the kernel read-only (a gain schedule's are; numba
+        types read-only arrays apart, so one compiled law serves both kinds)."""
         x = np.empty(self.nx) if x_out is None else x_out
         u = np.empty(self.nu) if u_out is None else u_out
         data, der = self.system.workspace.get()
         ok = feedback(self.system.model, data, der, self.dynamic_index, self.kinematic_index, q, dq,
-                      x_ref, u_ref, K, x, u)
+                      _read_only(x_ref), _read_only(u_ref), _read_only(K), x, u)
         return (u if ok else None), x
 
     # ---------------------------------------------------------------- stepping
@@ -783,9 +794,6 @@ class MidpointVI:
         u = np.zeros(self.nu)
         u[self._m:] = q[self.kinematic_index]
         K = np.zeros((self.nu, self.nx))
-        self.feedback(q, dq, x, u, K)
-        for a in (x, u, K):          # read-only arrays are a numba type of their own
-            a.setflags(write=False)
         self.feedback(q, dq, x, u, K)
         self.system.lagrangian_derivatives(q, dq, 3)     # (last: no controller or service needs it)
 

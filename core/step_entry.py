@@ -52,11 +52,12 @@ def create_step_call(model, data, der, dyn, kin, settings) -> StepCall:
                     np.empty(nx + int(model.nu) + len(kin) + settings.shape[0]), np.zeros(1, np.int64))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _solve(rec, x, u):
     """The DEL solve from ``x = [q, p, v]`` with ``u = [u_force, rho]`` into the record (kept
     from the last call when ``x``, ``u`` and the settings are the same); whether it
-    succeeded."""
+    succeeded. Inlined into the entries (a layer of its own would optimize and emit the
+    whole solve once more: about 6 s of compiling)."""
     model, dyn, kin, status = rec.model, rec.dyn, rec.kin, rec.status
     n, nd, nk, m = model.nq, dyn.shape[0], kin.shape[0], model.nu
     nx = n + nd + nk

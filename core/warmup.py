@@ -44,8 +44,8 @@ import numpy as np
 
 #: part -> the entry kernels it calls (``module.function``), in the order it calls them
 PARTS = {
-    "state": ("dynamics.input_matrix_kernel", "legendre.legendre", "legendre.inverse_legendre",
-              "legendre.feedback", "dynamics.lagrangian_kernel"),
+    "state": ("dynamics.lagrangian_kernel", "dynamics.input_matrix_kernel", "legendre.legendre",
+              "legendre.inverse_legendre", "legendre.feedback"),
     "step": ("del_solve.del_step", "step_entry.step_at", "del_trajectory.solve_each"),
     "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta"),
     "inverse": ("del_inverse.del_inverse_dynamics",),
@@ -58,8 +58,9 @@ PARTS = {
     "all": ("del_second_order.second_order", "del_second_order.contracted_second_order"),
 }
 #: part -> parts whose kernels it calls inside its own (taken after them when shared)
-AFTER = {"optimize": ("step", "linearize", "lqr"), "inverse": ("state",),
-         "hold": ("step", "linearize"),     # (solve_each and linearize_chunk, on a stack of one)
+AFTER = {"optimize": ("step", "linearize", "lqr", "inverse"), "inverse": ("state",),
+         "hold": ("step", "linearize", "inverse"),  # (solve_each, linearize_chunk on a stack of one;
+                                                    # discrete_momenta)
          "discrete": ("step", "linearize", "inverse"), "all": ("continuous", "discrete")}
 #: What a controller needs before it may command (the mechnode node's configure): every part
 #: but the continuous and second-order linearizations (which then compile on first use, or in
@@ -83,15 +84,11 @@ def _run(part: str, vi) -> None:
     n, nx, nu = vi.nq, vi.nx, vi.nu
     z = np.zeros(n)
     if part == "state":
+        vi.system.lagrangian_derivatives(z, z, 2)
         vi.system.input_matrix(z)
         x = vi.discrete_state(z, z)
         vi.continuous_state(x)
-        vi.system.lagrangian_derivatives(z, z, 2)
-        u, K = np.zeros(nu), np.zeros((nu, nx))
-        vi.feedback(z, z, x, u, K)
-        for a in (x, u, K):          # read-only arrays are a numba type of their own
-            a.setflags(write=False)
-        vi.feedback(z, z, x, u, K)
+        vi.feedback(z, z, x, np.zeros(nu), np.zeros((nu, nx)))
     elif part == "step":
         vi.step(np.zeros(nx), np.zeros(nu))
         vi._solve_knots(np.zeros((2, nx)), np.zeros((1, nu)), 1, 0)

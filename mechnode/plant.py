@@ -78,9 +78,6 @@ def load_kernels(vi, hold: bool = True) -> None:
     attempt(lambda: vi.continuous_state(x))
     vi.system.lagrangian_derivatives(z, z, 2)
     vi.feedback(z, z, x, u, K)
-    for a in (x, u, K):              # read-only arrays are a numba type of their own
-        a.setflags(write=False)
-    vi.feedback(z, z, x, u, K)
     attempt(lambda: vi.step(np.zeros(nx), np.zeros(nu)))
     Q = np.zeros((3, n))
 

@@ -65,7 +65,7 @@ def test_fourth_order_terms_are_rates_of_the_third_order(seed):
     n = s.nq
     data, der = s.workspace.get(third_order=True)
     lg.prepare(s.model, data, q, dq)
-    lg.gradient_hessian(s.model, data, q, 2, der)
+    lg.gradient_hessian(s.model, data, q, 2, der, True)
     lg.third_order(s.model, data, q, True, dq, dq, der)
     T4, W = np.empty((n, n, n)), np.empty((n, n, n))
     lg.fourth_order(s.model, data, dq, T4, W)

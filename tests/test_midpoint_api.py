@@ -118,6 +118,17 @@ def test_feedback_is_the_tracking_law_on_the_exact_state(arm):
     np.testing.assert_allclose(u, u_ref - K @ (x - x_ref), rtol=1e-12, atol=1e-12)
     u_bad, _ = vi.feedback(q, dq, x_ref, np.full(vi.nu, np.inf), K)
     assert u_bad is None
+    # a gain schedule's read-only arrays: the same law, and the same compiled kernel (one
+    # compilation less on a cold cache)
+    from core.legendre import feedback
+    compiled = len(feedback.signatures)
+    frozen = [a.copy() for a in (x_ref, u_ref, K)]
+    for a in frozen:
+        a.setflags(write=False)
+    u_frozen, _ = vi.feedback(q, dq, *frozen)
+    np.testing.assert_array_equal(u_frozen, u)
+    assert len(feedback.signatures) == compiled
+    assert x_ref.flags.writeable and K.flags.writeable      # the caller's arrays are left as they were
 
 
 def test_the_integrator_is_a_discrete_system(arm):

@@ -363,7 +363,8 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         req = np.stack([np.interp(sched.times, times, pos[:, names.index(j)]) for j in jm.joint_names], 1)
         dev = np.abs(sched.x_ref[:, :n] - req).max(axis=0)
         deviation = dict(zip(jm.joint_names, np.round(dev, 4).tolist(), strict=True))
-        log(f"schedule received: {sched.knots} knots, dt {sched.dt} s; the feasible reference "
+        log(f"schedule received ({time.monotonic() - t_begin:.1f} s after start): {sched.knots} knots, "
+            f"dt {sched.dt} s; the feasible reference "
             f"deviates from the requested one by at most {deviation}")
         wait_for(lambda: robot.running, 10.0, "the first command to reach the robot")
         first = (robot.latest[0] - start_ns) * 1e-9
@@ -387,10 +388,13 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
                 next_print = 0.5 * (np.floor(t / 0.5) + 1)
             if robot.failure:
                 raise RuntimeError(f"simulation failed: {robot.failure}")
-            below_since = (below_since or t) if err < threshold else None
+            if err >= threshold:
+                below_since = None
+            elif below_since is None:
+                below_since, below_wall = t, time.monotonic() - t_begin
             if t >= end_s and below_since is not None and t - below_since >= 1.0:
-                log(f"converged: error {err:.2e} < {threshold} since t = {below_since:.2f} s "
-                    f"({robot.steps} steps, {robot.commands} commands)")
+                log(f"converged: error {err:.2e} < {threshold} since t = {below_since:.2f} s, "
+                    f"{below_wall:.1f} s after start ({robot.steps} steps, {robot.commands} commands)")
                 status = 0
                 break
             if time.monotonic() > deadline:
