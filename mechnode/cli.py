@@ -13,22 +13,10 @@ and on SIGINT/SIGTERM.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-from importlib import resources
 
-#: The Fast DDS profile of the node's process (see the file's comment).
-FASTDDS_PROFILE = "fastdds_profile.xml"
-
-
-def middleware_environment(environ=os.environ) -> None:
-    """Point Fast DDS at the node's profile (received buffers freed after use) unless the
-    environment already names a profile file; before ``rclpy.init``."""
-    if environ.get("FASTDDS_DEFAULT_PROFILES_FILE") or environ.get("FASTRTPS_DEFAULT_PROFILES_FILE"):
-        return
-    environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(resources.files("mechnode") / FASTDDS_PROFILE)
-    environ["RMW_FASTRTPS_USE_QOS_FROM_XML"] = "1"
+from .middleware import middleware_environment
 
 
 def _config_epilog() -> str:

@@ -290,10 +290,10 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool, heartbeat=No
     import rclpy
     from rclpy.logging import get_logger
 
-    from .cli import middleware_environment
     from .command import CommandPath
     from .diagnostics import Health
     from .joint_map import JointMap
+    from .middleware import middleware_environment
     from .plant import Plant
 
     middleware_environment()

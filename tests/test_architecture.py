@@ -41,11 +41,13 @@ def imported_modules(path):
     return found
 
 
-def core_graph():
-    """Edges module -> core module it imports (``from . import x`` counts as core.x)."""
+def package_graph(package_dir):
+    """Edges module -> module of the same package it imports (``from . import x`` counts as
+    ``package.x``; ``package/__init__.py`` is ``package``), imports inside functions included."""
+    package = os.path.basename(package_dir)
     modules = {os.path.splitext(os.path.relpath(p, ROOT))[0].replace(os.sep, "."): p
-               for p in python_files(CORE)}
-    modules = {("core" if m == "core.__init__" else m): p for m, p in modules.items()}
+               for p in python_files(package_dir)}
+    modules = {(m[:-len(".__init__")] if m.endswith(".__init__") else m): p for m, p in modules.items()}
     graph = {}
     for module, path in modules.items():
         edges = set()
@@ -54,8 +56,12 @@ def core_graph():
                 edges.add(f"{target}.{name}")
             elif target in modules and target != module:
                 edges.add(target)
-        graph[module] = edges - {"core"} if module != "core" else edges
+        graph[module] = edges - {package} if module != package else edges
     return graph
+
+
+def core_graph():
+    return package_graph(CORE)
 
 
 def find_cycle(graph):
@@ -90,6 +96,16 @@ def test_core_imports_form_a_dag():
     # the compiled record is a leaf: it imports only the StructRef helpers and core's njit
     assert graph["core.model"] == {"core.structs", "core.jit"}
     assert graph["core.jit"] == set()
+
+
+def test_mechnode_imports_form_a_dag_and_core_never_imports_it():
+    graph = package_graph(MECHNODE)
+    assert "mechnode.node" in graph and "mechnode.demo" in graph
+    assert "mechnode.middleware" in graph["mechnode.cli"]
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+    upward = [f"{os.path.relpath(p, ROOT)}: {t}" for p in python_files(CORE) for t, _ in imported_modules(p)
+              if t and (t == "mechnode" or t.startswith("mechnode."))]
+    assert not upward, upward
 
 
 def test_the_cycle_check_can_fail():

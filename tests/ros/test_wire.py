@@ -47,7 +47,7 @@ def test_truncated_and_foreign_bytes_are_refused(ifaces):
 def test_the_node_process_uses_its_fast_dds_profile_unless_one_is_named():
     import xml.etree.ElementTree as ET
 
-    from mechnode.cli import middleware_environment
+    from mechnode.middleware import middleware_environment
     env = {}
     middleware_environment(env)
     assert env["RMW_FASTRTPS_USE_QOS_FROM_XML"] == "1"
