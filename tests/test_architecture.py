@@ -189,3 +189,21 @@ def test_stale_kernels_are_dropped_when_a_source_changes(tmp_path, monkeypatch):
 def test_no_private_core_names_in_the_node():
     text = "\n".join(open(p, encoding="utf-8").read() for p in python_files(MECHNODE))
     assert "core._" not in text and "from core." not in text and "import core." not in text
+
+
+def test_the_module_map_has_one_row_per_python_file():
+    """docs/design.md's module map: a row ``| `path` | what it is |`` for every Python file of
+    core/ and mechnode/, one file per row, none that is not in the tree."""
+    import re
+    text = open(os.path.join(ROOT, "docs", "design.md"), encoding="utf-8").read()
+    section = text[text.index("## Module map"):]
+    section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    mapped = [re.match(r"\| `([^`]+)` \|", line).group(1) for line in rows]
+    assert all(line.count("`") - line.split("|")[2].count("`") == 2 for line in rows), \
+        "one file per row"
+    tree = sorted(os.path.relpath(p, ROOT).replace(os.sep, "/")
+                  for d in (CORE, MECHNODE) for p in python_files(d))
+    assert len(mapped) == len(set(mapped)), sorted({m for m in mapped if mapped.count(m) > 1})
+    assert sorted(mapped) == tree, (f"missing from the map: {sorted(set(tree) - set(mapped))}; "
+                                    f"not in the tree: {sorted(set(mapped) - set(tree))}")
