@@ -9,6 +9,8 @@ internal. Main entry points:
   its per-thread scratch (:class:`Workspace`);
 * :func:`load_urdf` — a :class:`System` from a URDF file or ``/robot_description`` text
   (:mod:`core.urdf`);
+* :func:`read_model` — what a model argument names (a file, a packaged model, YAML or URDF
+  text), read within its size limit: the one resolver of the loader, the CLI and the node;
 * ``System.linearize_minimal`` — linearization in independent coordinates (:mod:`core.minimal`);
 * :class:`Linearizer`, :func:`from_sympy` — general-form linearization of Kane/Lagrange
   equations from elsewhere (:mod:`core.linearizer`, :mod:`core.sympy_bridge`);
@@ -36,7 +38,7 @@ from .errors import (CoreError, EquilibriumError, InertiaWarning, IntegratorErro
                      ModelWarning, NonFiniteError, ResourceLimitError, RiccatiError, SingularMatrixError,
                      SingularStepError)
 from .linearizer import Linearizer
-from .loader import load_system, read_yaml
+from .loader import ModelText, load_system, read_model, read_yaml
 from .riccati import Controllability, controllability, dlqr, lqr, tracking_step, tvlqr
 from .midpoint import MidpointVI
 from .minimal import MinimalInfo
@@ -54,7 +56,8 @@ from .workspace import Workspace
 __version__ = "0.1.0"
 
 __all__ = [
-    "System", "Model", "Workspace", "load_system", "load_urdf", "read_yaml", "MidpointVI", "MinimalInfo",
+    "System", "Model", "Workspace", "load_system", "read_model", "ModelText", "load_urdf", "read_yaml",
+    "MidpointVI", "MinimalInfo",
     "Linearizer", "from_sympy",
     "tvlqr", "dlqr", "lqr", "tracking_step", "controllability", "Controllability",
     "simulate_open_loop", "simulate_closed_loop",

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
 import sys
 import time
@@ -103,16 +102,14 @@ def controllability_rank(A, B) -> int:
 
 # ------------------------------------------------------------------------------ inputs
 def load_model(model: str, floating_base=False, actuated=None):
-    """The :class:`core.System` of ``model`` (packaged name, YAML or URDF path)."""
-    from .data import model_file
-    from .loader import load_system
-    from .urdf import is_urdf_source, load_urdf
-    if floating_base or actuated is not None:
-        path = model if not model_file(model) or os.path.exists(model) else model_file(model)
-        if not is_urdf_source(path):
-            raise UsageError(f"--floating-base and --actuated apply to a URDF model, not {model!r}")
-        return load_urdf(path, floating_base=floating_base, actuated=actuated)
-    return load_system(model)
+    """The :class:`core.System` of ``model`` (:func:`core.read_model`: a YAML or URDF file, a
+    packaged model's name, or model text); ``--floating-base`` and ``--actuated`` only for URDF."""
+    from .loader import load_system, read_model
+    read = read_model(model)
+    options = {k: v for k, v in (("floating_base", floating_base), ("actuated", actuated)) if v}
+    if options and not read.urdf:
+        raise UsageError(f"--floating-base and --actuated apply to a URDF model, not {model!r}")
+    return load_system(read, **options)
 
 
 def parse_vector(option: str, text: str | None, names: list, default=None) -> np.ndarray:

@@ -1,10 +1,14 @@
-"""Loading a :class:`System` from a model description: a YAML file, a YAML string or a dict.
+"""Loading a :class:`System` from a model description: a YAML or URDF file, a model packaged
+with core, YAML or URDF text, or a dict. :func:`read_model` is the one place that decides what
+a model argument names (the loader, the ``mechnode-linearize`` command and the mechnode node
+use it).
 
 The keys mirror :class:`System`'s building methods (see "Models" in docs/guide.md).
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from .errors import ModelError
 from .model import WORLD
@@ -19,12 +23,86 @@ _TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "
              "kinematic", "mimic", "armature", "locked"}
 
 
-def load_system(source, *, inertia: str = "warn") -> System:
-    """Build a :class:`System` from a YAML file path, a YAML string or a dict; a ``.urdf`` path
-    or URDF XML text goes to :func:`core.load_urdf` (with its defaults). A bare file name that
-    is not a file here but a model packaged with core (:func:`core.model_names`, e.g.
-    ``"cartpole.yaml"``) loads that model. ``inertia`` is the inertia policy (``"warn"``,
-    ``"strict"`` or ``"repair"``, :mod:`core.inertia`).
+@dataclass(frozen=True)
+class ModelText:
+    """A model argument read, not parsed (:func:`read_model`)."""
+    text: str                # the model's YAML or URDF text
+    origin: str              # the file read, or "YAML text (N characters)" / "URDF text (N characters)"
+    urdf: bool               # URDF (XML) rather than YAML
+    path: str | None = None  # the file read; None for text
+
+
+def is_model_text(source: str) -> bool:
+    """Whether a model argument is model text rather than a file name: several lines, a YAML
+    flow mapping (``{...}``) or XML."""
+    return "\n" in source or source.lstrip().startswith(("{", "<"))
+
+
+def model_origin(source: str) -> str:
+    """How :func:`read_model` names a model argument in messages, without reading it: the
+    argument itself for a file name, ``YAML text (N characters)`` or ``URDF text (N
+    characters)`` for model text."""
+    if not is_model_text(source):
+        return source
+    return f"{'URDF' if source.lstrip().startswith('<') else 'YAML'} text ({len(source)} characters)"
+
+
+def _check_size(size: int, what: str) -> None:
+    if size > MAX_MODEL_BYTES:
+        raise ModelError(f"{what} has {size} bytes, more than the limit of {MAX_MODEL_BYTES} bytes "
+                         "(MAX_MODEL_BYTES)")
+
+
+def read_model(source) -> ModelText:
+    """Read what a model argument names, at most :data:`MAX_MODEL_BYTES` (checked before
+    anything is read or parsed); nothing is parsed, built or executed. Model text
+    (:func:`is_model_text`) is taken as it is; anything else names a file: the path as given
+    (absolute, or relative to the working directory), then a model packaged with core
+    (:func:`core.model_names`). URDF: a ``.urdf`` file or text starting with ``<``; YAML
+    otherwise. A :class:`ModelError` names the argument and where it was looked for."""
+    from .data import model_file, model_names
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if isinstance(source, bytes):       # (model text as bytes, e.g. a message's payload)
+        _check_size(len(source), "the model text")
+        try:
+            source = source.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ModelError(f"the model text is not UTF-8 ({exc})") from None
+    if not isinstance(source, str) or not source.strip():
+        shown = repr(source) if not isinstance(source, str) else "an empty string"
+        raise ModelError(f"a model is a file name or model text (YAML or URDF), got {shown[:80]}")
+    if is_model_text(source):
+        _check_size(len(source.encode("utf-8", "surrogatepass")), "the model text")
+        return ModelText(source, model_origin(source), source.lstrip().startswith("<"))
+    packaged = None if os.path.isabs(source) else model_file(source)
+    candidates = [source if os.path.isabs(source) else os.path.abspath(source)] + ([packaged] if packaged else [])
+    path = next((c for c in candidates if os.path.isfile(c)), None)
+    if path is None:
+        looked = ", ".join(candidates + ([] if packaged or os.path.isabs(source)
+                                         else [f"the packaged models {model_names()}"]))
+        raise ModelError(f"model {source!r} is neither a model file (looked in {looked}) nor model text (YAML: "
+                         "a mapping with frames, inputs, ...; or URDF); code references such as "
+                         "'python:module.function' are not accepted")
+    _check_size(os.path.getsize(path), f"model file {path}")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read(MAX_MODEL_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"model file {path}: cannot read ({exc})") from None
+    _check_size(len(text.encode("utf-8", "surrogatepass")), f"model file {path}")
+    return ModelText(text, path, path.lower().endswith(".urdf") or text.lstrip().startswith("<"), path)
+
+
+def load_system(source, *, inertia: str = "warn", locked=None, **urdf_options) -> System:
+    """Build a :class:`System` from a model argument (:func:`read_model`: a YAML or URDF file, a
+    model packaged with core such as ``"cartpole.yaml"``, YAML or URDF text), a
+    :class:`ModelText` already read, or a dict. URDF goes to :func:`core.load_urdf`, which
+    alone takes ``urdf_options`` (``floating_base``, ``actuated``, ``mimic``, ...). ``locked``
+    (``{variable: value}``) freezes variables (:meth:`System.lock`; in YAML, together with the
+    model's own ``locked``, a variable locked at two values is an error). ``inertia`` is the
+    inertia policy (``"warn"``, ``"strict"`` or ``"repair"``, :mod:`core.inertia`). A model
+    read from a file or text names it (its ``origin``) in every error.
 
     Minimal example::
 
@@ -37,18 +115,40 @@ def load_system(source, *, inertia: str = "warn") -> System:
         inputs:
           - {type: torque, config: theta1}
     """
-    from .data import model_file
-    from .urdf import is_urdf_source, load_urdf
-    if isinstance(source, str) and not os.path.exists(source):
-        source = model_file(source) or source
-    if is_urdf_source(source):
-        return load_urdf(source, inertia=inertia)
-    spec = _read_spec(source)
+    if isinstance(source, dict):
+        spec, origin = source, None
+    else:
+        model = source if isinstance(source, ModelText) else read_model(source)
+        if model.urdf:
+            from .urdf import load_urdf
+            return load_urdf(model.path or model.text, inertia=inertia, locked=locked, **urdf_options)
+        spec, origin = read_yaml(model.text, f"model {model.origin}"), model.origin
+    if urdf_options:
+        raise ModelError(f"{', '.join(sorted(urdf_options))}: options of a URDF model (core.load_urdf), not of "
+                         f"{f'model {origin}' if origin else 'a model given as a dict'}")
+    try:
+        return _build(spec, inertia, locked)
+    except ModelError as exc:
+        if origin is not None:
+            exc.args = (f"model {origin}: {exc}",) + exc.args[1:]
+        raise
+
+
+def _build(spec, inertia: str, locked) -> System:
+    """The :class:`System` of a model's YAML mapping."""
     if not isinstance(spec, dict):
-        raise ModelError(f"a model must be a mapping with keys {sorted(_TOP_KEYS)}")
+        raise ModelError(f"expected a YAML mapping (frames, inputs, ...; keys {sorted(_TOP_KEYS)}), got "
+                         f"{type(spec).__name__}")
     unknown = sorted(set(spec) - _TOP_KEYS)
     if unknown:
         raise ModelError(f"model: unknown top-level key(s) {unknown}; allowed {sorted(_TOP_KEYS)}")
+    if locked:
+        own = _mapping(spec, "locked")
+        clash = sorted(n for n in set(own) & set(locked) if float(own[n]) != float(locked[n]))
+        if clash:
+            raise ModelError(f"locked: {clash} locked at other values than the model's own 'locked' "
+                             f"({ {n: own[n] for n in clash} })")
+        spec = dict(spec, locked={**own, **dict(locked)})
     system = System(gravity=spec.get("gravity", (0.0, 0.0, -9.81)), name=spec.get("name", "system"),
                     inertia=inertia)
     frames = spec.get("frames") or []
@@ -157,22 +257,3 @@ def read_yaml(text: str, where: str = "model"):
     except (RecursionError, MemoryError) as exc:
         raise ModelError(f"{where}: the YAML is too large or too deeply nested to load ({type(exc).__name__})") \
             from None
-
-
-def _read_spec(source):
-    if isinstance(source, dict):
-        return source
-    if isinstance(source, (str, os.PathLike)) and os.path.exists(str(source)):
-        path = os.fspath(source)
-        if os.path.getsize(path) > MAX_MODEL_BYTES:
-            raise ModelError(f"model file {path!r}: {os.path.getsize(path)} bytes exceeds the size limit of "
-                             f"{MAX_MODEL_BYTES} bytes")
-        try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read(MAX_MODEL_BYTES + 1)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ModelError(f"model file {path!r}: cannot read ({exc})") from None
-        return read_yaml(text, f"model file {path!r}")
-    if isinstance(source, str) and ("\n" in source or ":" in source):
-        return read_yaml(source, "model text")
-    raise ModelError(f"load_system: {source!r} is neither an existing file, a YAML string nor a dict")

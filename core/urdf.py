@@ -83,18 +83,6 @@ FLOATING_BASE = ("root_x", "root_y", "root_z", "root_yaw", "root_pitch", "root_r
 _FLOATING_KINDS = ("tx", "ty", "tz", "rz", "ry", "rx")
 
 
-def is_urdf_source(source) -> bool:
-    """Whether :func:`core.load_system` should read ``source`` as URDF: a path ending in
-    ``.urdf`` or XML text (starting with ``<`` after blanks)."""
-    if isinstance(source, bytes):
-        return source.lstrip().startswith(b"<")
-    if isinstance(source, os.PathLike):
-        source = os.fspath(source)
-    if not isinstance(source, str):
-        return False
-    return source.lstrip().startswith("<") or source.lower().endswith(".urdf")
-
-
 def load_urdf(source, *, floating_base=False, actuated=None, mimic: str = "couple",
               inertia: str = "warn", armature=None, joint_damping: bool = False, locked=None,
               gravity=(0.0, 0.0, -9.81), max_bytes: int = MAX_URDF_BYTES) -> System:

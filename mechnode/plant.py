@@ -7,6 +7,7 @@ Conventions: :data:`core.CONVENTIONS` (continuous state ``[q, qdot]``; discrete 
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import subprocess
@@ -105,96 +106,39 @@ class ModelSpecError(ValueError):
 
 
 # ================================================================================ model loading
-#: Largest accepted model (file, YAML or URDF text), checked before anything is parsed (the
-#: URDF loader's own limit, core.urdf.MAX_URDF_BYTES).
+#: Largest accepted model (file, YAML or URDF text), checked before anything is parsed
+#: (core's: :func:`core.read_model`).
 MAX_MODEL_BYTES = 5_000_000
 
 
-def _check_size(size: int, what: str) -> None:
-    if size > MAX_MODEL_BYTES:
-        raise ModelSpecError(f"{what} has {size} bytes, more than the limit of {MAX_MODEL_BYTES} "
-                             "bytes (MAX_MODEL_BYTES)")
-
-
-def _looks_like_model_text(spec: str) -> bool:
-    """Model text rather than a file name: several lines, a YAML flow mapping or XML."""
-    return "\n" in spec or spec.lstrip().startswith(("{", "<"))
-
-
-def is_urdf_text(text: str) -> bool:
-    """Whether a model's text is URDF (XML) rather than YAML."""
-    return text.lstrip().startswith("<")
-
-
-def _candidates(spec: str) -> list:
-    if os.path.isabs(spec):
-        return [spec]
-    packaged = core.model_file(spec)
-    return [os.path.abspath(spec)] + ([packaged] if packaged else [f"the packaged models {core.model_names()}"])
-
-
-def resolve_model_path(spec: str) -> str:
-    """An existing file for ``spec``: absolute, relative to the working directory, or the name of
-    a model packaged with core (``core.data``: ``cartpole.yaml``, ...), in that order. Raises
-    :class:`ModelSpecError`."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise ModelSpecError("the model parameter is empty")
-    candidates = _candidates(spec)
-    for c in candidates:
-        if os.path.isfile(c):
-            return c
-    raise ModelSpecError(f"model file {spec!r} not found (looked in {', '.join(candidates)})")
-
-
 def read_model_text(spec: str):
-    """``(text, source)`` for a model parameter value: the model's text and a short label of
-    where it came from (the file's path, or ``model text (N characters)``). A value is a YAML or
-    URDF file (see :func:`resolve_model_path`) or YAML or URDF model text, at most
-    :data:`MAX_MODEL_BYTES`, checked before anything is read or parsed. Raises
-    :class:`ModelSpecError`."""
+    """``(text, source)`` for a model parameter value (:func:`core.read_model`: a YAML or URDF
+    file, absolute, relative to the working directory or packaged with core, or model text, at
+    most :data:`MAX_MODEL_BYTES`): the model's text and where it came from (the file's path,
+    or ``YAML text (N characters)``). Raises :class:`ModelSpecError`."""
     if not isinstance(spec, str) or not spec.strip():
         raise ModelSpecError("the model parameter is empty")
-    _check_size(len(spec.encode("utf-8", "surrogatepass")), "the model parameter")
-    if _looks_like_model_text(spec):
-        return spec, model_source(spec)
-    path = next((c for c in _candidates(spec) if os.path.isfile(c)), None)
-    if path is None:
-        raise ModelSpecError(
-            f"model {spec!r} is neither a model file (looked in {', '.join(_candidates(spec))}) "
-            "nor model text (YAML: a mapping with frames, inputs, ...; or URDF); code references "
-            "such as 'python:module.function' are not accepted")
-    _check_size(os.path.getsize(path), f"model file {path}")
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read(MAX_MODEL_BYTES + 1)
-    _check_size(len(text.encode("utf-8", "surrogatepass")), f"model file {path}")
-    return text, path
-
-
-def parse_model_text(text: str, source: str) -> dict:
-    """The YAML mapping of a model's text (:func:`core.read_yaml`: plain data only, nothing is
-    imported, called or evaluated; depth, size and aliases bounded before anything is built).
-    Raises :class:`ModelSpecError` naming ``source``."""
     try:
-        data = core.read_yaml(text, f"model {source}")
+        model = core.read_model(spec)
     except core.ModelError as exc:
         raise ModelSpecError(str(exc)) from None
-    if not isinstance(data, dict):
-        raise ModelSpecError(f"model {source}: expected a YAML mapping (frames, inputs, ...), got "
-                             f"{type(data).__name__}")
-    return data
-
-
-def read_model_spec(spec: str):
-    """``(data, source)`` for a model parameter value: the parsed YAML mapping, or the URDF
-    text, and where it came from (:func:`read_model_text`, :func:`parse_model_text`)."""
-    text, source = read_model_text(spec)
-    return (text if is_urdf_text(text) else parse_model_text(text, source)), source
+    return model.text, model.origin
 
 
 def check_model_spec(spec: str) -> None:
-    """Validation of a model parameter value when it is set (read and, for YAML, parsed; not
-    built); raises ModelSpecError."""
-    read_model_spec(spec)
+    """Validation of a model parameter value when it is set: read and, for YAML, parsed
+    (:func:`core.read_yaml`: plain data only, depth, size and aliases bounded), not built;
+    raises ModelSpecError."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ModelSpecError("the model parameter is empty")
+    try:
+        model = core.read_model(spec)
+        data = {} if model.urdf else core.read_yaml(model.text, f"model {model.origin}")
+    except core.ModelError as exc:
+        raise ModelSpecError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise ModelSpecError(f"model {model.origin}: expected a YAML mapping (frames, inputs, ...), got "
+                             f"{type(data).__name__}")
 
 
 def parse_locked_joints(entries) -> dict:
@@ -224,40 +168,23 @@ def parse_locked_joints(entries) -> dict:
 
 
 def system_from_text(text: str, source: str, locked=None) -> core.System:
-    """A :class:`core.System` from a model's text: URDF (``core.load_urdf`` with its default
-    ``mimic="couple"``: a mimic joint follows its leader, with no coordinate or input of its
-    own) or YAML (:func:`parse_model_text`); ``locked`` (``{joint: value}``) freezes joints
-    (``core.System.lock``: they leave the state and the inputs)."""
-    locked = dict(locked or {})
+    """A :class:`core.System` from a model's text read from ``source``
+    (:func:`read_model_text`): URDF (``core.load_urdf`` with its default ``mimic="couple"``: a
+    mimic joint follows its leader, with no coordinate or input of its own) or YAML
+    (``core.load_system``); ``locked`` (``{joint: value}``) freezes joints (they leave the
+    state and the inputs). Raises :class:`ModelSpecError` naming ``source``."""
     try:
-        if is_urdf_text(text):
-            return core.load_urdf(text, locked=locked)
-        spec = parse_model_text(text, source)
-        if locked:
-            own = spec.get("locked") or {}
-            if not isinstance(own, dict):
-                raise core.ModelError(f"locked: expected a mapping {{variable: value}}, got {own!r}")
-            clash = sorted(n for n in set(own) & set(locked) if float(own[n]) != locked[n])
-            if clash:
-                raise core.ModelError(f"locked_joints locks {clash} at other values than the model's own "
-                                      f"'locked' ({ {n: own[n] for n in clash} })")
-            spec = dict(spec, locked={**own, **locked})
-        return core.load_system(spec)
+        model = dataclasses.replace(core.read_model(text), origin=source)
+        return core.load_system(model, locked=dict(locked or {}))
     except core.ModelError as exc:
-        raise ModelSpecError(f"model {source}: {exc}") from None
+        message = str(exc)
+        raise ModelSpecError(message if message.startswith(f"model {source}") else f"model {source}: {message}") \
+            from None
 
 
 def load_model(spec: str, locked=None) -> core.System:
     """A :class:`core.System` from a YAML or URDF file or model text (see :func:`read_model_text`)."""
     return system_from_text(*read_model_text(spec), locked)
-
-
-def model_source(spec: str) -> str:
-    """A short label of a model parameter value for logs and answers: the value itself if it
-    names a file, ``YAML text (N characters)`` or ``URDF text (N characters)`` for model text."""
-    if not _looks_like_model_text(spec):
-        return spec
-    return f"{'URDF' if is_urdf_text(spec) else 'YAML'} text ({len(spec)} characters)"
 
 
 # ================================================================================ the plant
@@ -308,8 +235,8 @@ class Plant:
     def load(cls, spec: str, dt: float, locked=None) -> "Plant":
         """The plant of a model parameter value (a file or model text) at ``dt``, ``locked``
         joints frozen (``{joint: value}``)."""
-        text, _ = read_model_text(spec)
-        return cls.from_text(text, dt, model_source(spec), locked)
+        text, source = read_model_text(spec)
+        return cls.from_text(text, dt, source, locked)
 
     @classmethod
     def from_text(cls, text: str, dt: float, source: str = "model text", locked=None) -> "Plant":

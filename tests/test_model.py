@@ -50,6 +50,55 @@ def test_yaml_string_dict_and_path_agree(double_pendulum_yaml, double_pendulum_s
         _same(from_yaml, other)
 
 
+def test_read_model_is_the_one_resolver_of_model_arguments(tmp_path, monkeypatch):
+    """core.read_model: text as it is, else a file (as given, then packaged with core), bounded
+    before anything is read; URDF by extension or a leading '<'. load_system, the CLI and the
+    node resolve through it."""
+    import os
+
+    from core.loader import MAX_MODEL_BYTES
+    packaged = core.read_model("cartpole.yaml")
+    assert (packaged.path, packaged.origin, packaged.urdf) == (core.model_file("cartpole.yaml"),) * 2 + (False,)
+    assert core.read_model("arm7.urdf").urdf
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cartpole.yaml").write_text("name: mine\nframes: [{name: a, rz: t, mass: 1.0}]\n")
+    mine = core.read_model("cartpole.yaml")           # the working directory's file first
+    assert mine.path == str(tmp_path / "cartpole.yaml") and core.load_system("cartpole.yaml").name == "mine"
+    text = core.read_model(mine.text)
+    assert (text.text, text.path, text.urdf) == (mine.text, None, False)
+    assert text.origin == f"YAML text ({len(mine.text)} characters)"
+    urdf = core.read_model(open(core.model_file("arm7.urdf")).read())
+    assert urdf.urdf and urdf.origin.startswith("URDF text (")
+    for bad in ("no_such.yaml", "python:os.system('true')", "just words"):
+        with pytest.raises(ModelError, match=r"neither a model file \(looked in .*\) nor model text"):
+            core.read_model(bad)
+    for bad in ("", "   ", None, 3):
+        with pytest.raises(ModelError, match="a model is a file name or model text"):
+            core.read_model(bad)
+    big = tmp_path / "big.yaml"
+    with open(big, "wb") as fh:                       # a sparse file: refused by its size, unread
+        fh.truncate(MAX_MODEL_BYTES + 1)
+    with pytest.raises(ModelError, match=f"model file {big} has {MAX_MODEL_BYTES + 1} bytes, more than"):
+        core.read_model(str(big))
+    with pytest.raises(ModelError, match="the model text has"):
+        core.read_model("a: 1\n" + " " * MAX_MODEL_BYTES)
+    assert os.path.getsize(big) == MAX_MODEL_BYTES + 1
+
+
+def test_load_system_locks_and_keeps_urdf_options_to_urdf(double_pendulum_yaml):
+    s = core.load_system(double_pendulum_yaml)
+    locked = core.load_system(double_pendulum_yaml, locked={s.config_names[1]: 0.2})
+    assert locked.config_names == s.config_names[:1]
+    own = double_pendulum_yaml + f"locked: {{{s.config_names[1]}: 0.3}}\n"
+    assert core.load_system(own, locked={s.config_names[1]: 0.3}).config_names == s.config_names[:1]
+    with pytest.raises(ModelError, match=r"^model YAML text .*locked at other values than the model's own"):
+        core.load_system(own, locked={s.config_names[1]: 0.2})
+    with pytest.raises(ModelError, match="floating_base: options of a URDF model"):
+        core.load_system(double_pendulum_yaml, floating_base=True)
+    arm = core.load_system("arm7.urdf", floating_base="euler")
+    assert arm.nq == core.load_system("arm7.urdf").nq + 6
+
+
 def test_load_system_does_not_modify_the_dict(double_pendulum_spec):
     import copy
     spec = copy.deepcopy(double_pendulum_spec)

@@ -22,7 +22,6 @@ from mechnode.plant import (
     Plant,
     check_model_spec,
     load_model,
-    resolve_model_path,
 )
 from mechnode.resampling import Reference, resample
 from mechnode.schedule import Options, schedule_from_reference
@@ -69,11 +68,11 @@ def test_importing_the_ros_free_modules_imports_no_rclpy():
 
 
 # ------------------------------------------------------------------------------ model loading
-def test_model_paths_resolve_against_config_dir():
-    assert resolve_model_path("cartpole.yaml") == core.model_file("cartpole.yaml")    # packaged
-    assert os.path.samefile(resolve_model_path(core.model_file("pendulum.yaml")), core.model_file("pendulum.yaml"))
-    with pytest.raises(ModelSpecError, match="not found"):
-        resolve_model_path("no_such_model.yaml")
+def test_model_parameter_values_resolve_as_core_resolves_them():
+    assert Plant.load("cartpole.yaml", 0.01).source == core.model_file("cartpole.yaml")    # packaged
+    assert os.path.samefile(Plant.load(core.model_file("pendulum.yaml"), 0.01).source, core.model_file("pendulum.yaml"))
+    with pytest.raises(ModelSpecError, match="neither a model file .looked in .*no_such_model.yaml"):
+        load_model("no_such_model.yaml")
     s = load_model(yaml.safe_dump(chain_spec(3)))        # YAML model text
     assert s.nq == 3 and s.config_names == chain(3).config_names
     assert load_model("{name: one, frames: [{name: a, parent: world, rz: t, mass: 1.0}]}").nq == 1
