@@ -116,23 +116,25 @@ def read_model_text(spec: str):
     file, absolute, relative to the working directory or packaged with core, or model text, at
     most :data:`MAX_MODEL_BYTES`): the model's text and where it came from (the file's path,
     or ``YAML text (N characters)``). Raises :class:`ModelSpecError`."""
+    model = _read(spec)
+    return model.text, model.origin
+
+
+def _read(spec: str) -> core.ModelText:
     if not isinstance(spec, str) or not spec.strip():
         raise ModelSpecError("the model parameter is empty")
     try:
-        model = core.read_model(spec)
+        return core.read_model(spec)
     except core.ModelError as exc:
         raise ModelSpecError(str(exc)) from None
-    return model.text, model.origin
 
 
 def check_model_spec(spec: str) -> None:
     """Validation of a model parameter value when it is set: read and, for YAML, parsed
     (:func:`core.read_yaml`: plain data only, depth, size and aliases bounded), not built;
     raises ModelSpecError."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise ModelSpecError("the model parameter is empty")
+    model = _read(spec)
     try:
-        model = core.read_model(spec)
         data = {} if model.urdf else core.read_yaml(model.text, f"model {model.origin}")
     except core.ModelError as exc:
         raise ModelSpecError(str(exc)) from None
@@ -235,8 +237,9 @@ class Plant:
     def load(cls, spec: str, dt: float, locked=None) -> "Plant":
         """The plant of a model parameter value (a file or model text) at ``dt``, ``locked``
         joints frozen (``{joint: value}``)."""
-        text, source = read_model_text(spec)
-        return cls.from_text(text, dt, source, locked)
+        model = _read(spec)
+        # named as the parameter names it (a file), or "YAML text (N characters)"
+        return cls.from_text(model.text, dt, spec if model.path else model.origin, locked)
 
     @classmethod
     def from_text(cls, text: str, dt: float, source: str = "model text", locked=None) -> "Plant":

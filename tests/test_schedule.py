@@ -69,8 +69,9 @@ def test_importing_the_ros_free_modules_imports_no_rclpy():
 
 # ------------------------------------------------------------------------------ model loading
 def test_model_parameter_values_resolve_as_core_resolves_them():
-    assert Plant.load("cartpole.yaml", 0.01).source == core.model_file("cartpole.yaml")    # packaged
-    assert os.path.samefile(Plant.load(core.model_file("pendulum.yaml"), 0.01).source, core.model_file("pendulum.yaml"))
+    packaged = Plant.load("cartpole.yaml", 0.01)          # named as the parameter names it
+    assert packaged.source == "cartpole.yaml" and packaged.text == open(core.model_file("cartpole.yaml")).read()
+    assert Plant.load(core.model_file("pendulum.yaml"), 0.01).source == core.model_file("pendulum.yaml")
     with pytest.raises(ModelSpecError, match="neither a model file .looked in .*no_such_model.yaml"):
         load_model("no_such_model.yaml")
     s = load_model(yaml.safe_dump(chain_spec(3)))        # YAML model text
