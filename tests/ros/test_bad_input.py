@@ -18,7 +18,7 @@ import core
 from nodeproc import FIRST_CALL_TIMEOUT, POLAR_YAML, TIMEOUT, NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 DT = 0.01
 JOINTS = ["base_joint", "slide_joint"]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 # slow: a node process per run, then the closed loop runs in real time (about 15 s per run)
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 RUNS = 3
 

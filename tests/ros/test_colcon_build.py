@@ -28,7 +28,7 @@ PACKAGES = {
 }
 BUILD_TIMEOUT = 1200.0          # a fresh build of the two interface packages: ~1 min idle, more under load
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

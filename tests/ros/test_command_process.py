@@ -26,7 +26,7 @@ from mechnode.testing.harness import DEFAULT_PARAMS, ros_environment, wait_for
 from nodeproc import NodeProcess
 
 # slow: starts node processes (they load the numba kernels)
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 JOINTS = ["cart_joint", "pole_joint"]
 

@@ -15,7 +15,7 @@ import core
 from nodeproc import NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, "core", "data", "double_pendulum.yaml")

@@ -28,7 +28,7 @@ from mechnode.testing.harness import DEFAULT_PARAMS, ros_environment, start_big_
 from nodeproc import NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 JOINTS = ["cart_joint", "pole_joint"]
 STATE_TIMEOUT = 0.25        # config/cartpole_params.yaml

@@ -20,7 +20,7 @@ import pytest
 
 from nodeproc import NodeProcess, write_params
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 ARM_Q = [2500.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
 ARM_R = [1.1e-5, 1.6e-4, 1.6e-4, 6.3e-4, 6.3e-4, 4.4e-3, 1.0e-2]

@@ -15,7 +15,6 @@ import pytest
 TIMEOUT = 15.0  # seconds; discovery on loopback normally takes well under 1 s
 
 # lark (used by rosidl_parser, imported by the generated message modules) imports deprecated sre_*.
-pytestmark = pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")
 
 
 def _matrix(msg_mod, a):

@@ -15,7 +15,7 @@ from mechnode.testing.harness import DEFAULT_PARAMS
 
 from nodeproc import NodeProcess
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 JOINTS = ["cart_joint", "pole_joint"]
 

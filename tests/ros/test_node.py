@@ -20,7 +20,7 @@ from mechnode.testing.harness import DEFAULT_PARAMS
 from nodeproc import TIMEOUT, NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 DT = 0.01
 Q_PARAM, R_PARAM = np.diag([10.0, 10.0, 1.0, 10.0]), np.array([[0.1]])

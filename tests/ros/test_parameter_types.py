@@ -16,7 +16,7 @@ from mechnode.paths import config_file
 from nodeproc import STARTUP, NodeProcess, write_params
 
 # slow: starts node processes (they load the numba kernels)
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 
 def _cartpole_params(**changes) -> dict:

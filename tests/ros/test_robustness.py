@@ -19,7 +19,7 @@ from mechnode.testing.harness import wait_for
 
 from nodeproc import NodeProcess, write_params
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 DEEP = "{frames: [{name: a, tx: x, mass: 1, children: " + "[" * 5000 + "]" * 5000 + "}]}"
 MASSLESS = """\

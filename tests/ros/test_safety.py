@@ -22,7 +22,7 @@ import core
 from nodeproc import POLAR_YAML, TIMEOUT, NodeProcess, write_params
 
 # slow: starts node processes (they load the numba kernels)
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 DT = 0.01
 NS = 1_000_000_000

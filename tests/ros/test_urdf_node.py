@@ -14,7 +14,7 @@ import pytest
 
 from nodeproc import NodeProcess, write_params
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:module .sre_:DeprecationWarning")]
+pytestmark = pytest.mark.slow
 
 #: Two links on revolute joints about tilted axes, centres of mass off the joint axes; the
 #: shoulder's effort limit is 3 N m, the elbow's "0" (URDF for "not given").
