@@ -1,7 +1,7 @@
 """mechnode core: exact linearization of tree-structured mechanical systems (numba).
 
-Importing ``core`` never imports ROS. The public API is :data:`__all__`; everything else is
-internal. Main entry points:
+Importing ``core`` never imports ROS. The public API is :data:`__all__` (with the input checks
+of :mod:`core.validation`, its own ``__all__``); everything else is internal. Main entry points:
 
 * :func:`load_system` / :class:`System` — build a model from YAML, a dict or Python calls;
   ``System.qdd``, ``linearize``, ``momentum``, ``energy``, ``constraint``,
@@ -50,7 +50,7 @@ from .optimal import (TREP_ARMIJO, DiscreteSystem, TrajectoryOptimizationResult,
 from .simulation import simulate_closed_loop, simulate_open_loop
 from .system import System
 from .urdf import load_urdf
-from .validation import check_vector, too_large, weight_matrix
+from . import validation
 from .workspace import Workspace
 
 __version__ = "0.1.0"
@@ -63,13 +63,26 @@ __all__ = [
     "simulate_open_loop", "simulate_closed_loop",
     "optimize_trajectory", "linearize_trajectory", "trajectory_cost", "cost_and_gradient",
     "TREP_ARMIJO", "DiscreteSystem", "TrajectoryOptimizationResult",
-    "check_vector", "too_large", "weight_matrix", "CONVENTIONS", "model_file", "model_names",
+    "validation", "CONVENTIONS", "model_file", "model_names",
     "CoreError", "ModelError", "SingularMatrixError", "RiccatiError", "IntegratorError",
     "SingularStepError", "NonFiniteError", "LinearizerError", "EquilibriumError", "ModelWarning",
     "InertiaWarning", "ResourceLimitError",
     "satisfy_constraints", "project_velocity", "holding_inputs",
     "save_trajectory", "load_trajectory", "Trajectory", "__version__",
 ]
+
+
+#: Names that moved out of ``core``'s namespace (old name -> where it is now); reading
+#: ``core.<old name>`` still works, with a DeprecationWarning.
+_MOVED = {"check_vector": "validation", "too_large": "validation", "weight_matrix": "validation"}
+
+
+def __getattr__(name):
+    if name in _MOVED:
+        import warnings
+        warnings.warn(f"core.{name} moved to core.{_MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(globals()[_MOVED[name]], name)
+    raise AttributeError(f"module 'core' has no attribute {name!r}")
 
 
 def from_sympy(method, *args, **kwargs):

@@ -35,13 +35,13 @@ import numpy as np
 
 from .constraints import velocity_fourth
 from .coupling import (
-    fourth_order,
-    generalized_force,
-    gradient_hessian,
-    holonomic,
-    holonomic_fourth,
-    prepare,
-    third_order,
+    coupled_fourth_order,
+    coupled_generalized_force,
+    coupled_gradient_hessian,
+    coupled_holonomic,
+    coupled_holonomic_fourth,
+    coupled_prepare,
+    coupled_third_order,
 )
 from .errors import NONFINITE_INTERMEDIATE, OK, SINGULAR_CONSTRAINTS, SINGULAR_MASS
 from .forces import has_dampers
@@ -50,7 +50,7 @@ from .linalg import cholesky_checked, cholesky_solve
 
 
 @njit(cache=True, nogil=True)
-def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B_lin, dlam, H, status):
+def dynamics_hessian(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B_lin, dlam, H, status):
     """Fill ``H`` (2n x nz x nz, ``nz = 2n + m + nk``) from the solution ``ddq``, ``lam`` and
     the first-order ``A_lin, B_lin, dlam`` of :func:`core.dynamics.continuous_dynamics` at the
     same point. ``der`` and ``der_a`` are third-order
@@ -67,15 +67,15 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B
             Z[i, k] = A_lin[n + i, k]
         for r in range(mu):
             Z[i, 2 * n + r] = B_lin[n + i, r]
-    prepare(model, data, q, dq)
-    gradient_hessian(model, data, q, 2, der, False)
-    third_order(model, data, q, True, dq, dq, der)
+    coupled_prepare(model, data, q, dq)
+    coupled_gradient_hessian(model, data, q, 2, der, False)
+    coupled_third_order(model, data, q, True, dq, dq, der)
     T4, W = np.empty((n, n, n)), np.empty((n, n, n))
-    fourth_order(model, data, dq, T4, W)
+    coupled_fourth_order(model, data, dq, T4, W)
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     damped = has_dampers(model)       # (else Fqv is zero: left empty)
     Fqq, Fqv, Fqu = np.empty((n, n, n)), np.empty((n, n, n) if damped else (0, 0, 0)), np.empty((n, n, m))
-    generalized_force(model, data, dq, u[:m], 2, F, Fq, Fv, Fu, Fqq, Fqv, Fqu)
+    coupled_generalized_force(model, data, dq, u[:m], 2, F, Fq, Fv, Fu, Fqq, Fqv, Fqu)
     Lqqq, Lqqv, Lqvv = der.Lqqq, der.Lqqv, der.Lqvv
     # constraint rows a_r(q) . ddq + b_r = 0: A, Da[r, i, x] = da_r,i/dq_x, D2a, and the Hessian
     # Bqq of b_r = sum da_r,i/dq_k v_i v_k at fixed v (holonomic: a_r = Dh_r, so Da = D2h,
@@ -85,12 +85,12 @@ def second_order(model, data, der, der_a, q, dq, u, dyn, kin, ddq, lam, A_lin, B
     D2a, Bqq = np.empty((nc, n, n, n)), np.empty((nc, n, n))
     e2, e3 = np.empty((0, 0)), np.empty((0, 0, 0))
     if nh > 0:
-        holonomic(model, data, q, 2, np.empty(0), dq, np.empty(nh), Ac[:nh], Da[:nh], e2, e3, e2)
-        holonomic_fourth(model, data, dq, D2a[:nh], Bqq[:nh])
+        coupled_holonomic(model, data, q, 2, np.empty(0), dq, np.empty(nh), Ac[:nh], Da[:nh], e2, e3, e2)
+        coupled_holonomic_fourth(model, data, dq, D2a[:nh], Bqq[:nh])
     if model.nv > 0:
         velocity_fourth(model, data, dq, Ac[nh:], Da[nh:], D2a[nh:], Bqq[nh:])
-    prepare(model, data, q, ddq)
-    third_order(model, data, q, True, ddq, ddq, der_a)
+    coupled_prepare(model, data, q, ddq)
+    coupled_third_order(model, data, q, True, ddq, ddq, der_a)
     Lqqv_a = der_a.Lqqv
     Mdd, Lm = np.empty((nd, nd)), np.empty((nd, nd))
     for a in range(nd):

@@ -11,11 +11,12 @@ tree's, evaluated at ``(T q + c, T dq)`` and contracted with ``T`` on every inde
 ``T^T g``, Hessians ``T^T H T``, third-order tensors on all three indices, constraint Jacobians
 ``J T``): exact, with no kernel of its own.
 
-This module is that map, written once: each function here has the name and signature of the
-tree kernel it wraps and takes and returns the variables' quantities. Without coupled
-coordinates (``nj == nq``) each is one comparison and the kernel's own call. The consumers
-(:mod:`core.dynamics`, :mod:`core.del_solve`, :mod:`core.del_inverse`, :mod:`core.legendre`,
-:mod:`core.minimal`) import these instead of the kernels.
+This module is that map, written once: each function here is ``coupled_<name>`` with the
+signature of the tree kernel ``<name>`` it wraps, and takes and returns the variables'
+quantities. Without coupled coordinates (``nj == nq``) each is one comparison and the kernel's
+own call. The consumers (:mod:`core.dynamics`, :mod:`core.del_solve`, :mod:`core.del_inverse`,
+:mod:`core.legendre`, :mod:`core.minimal`, :mod:`core.continuous_second_order`) import these,
+never the raw kernels (whose variables are the tree's joints: a mimic model would be wrong).
 """
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ def _derivs(n, third):
 
 # ------------------------------------------------------------------------------ kinematics
 @njit(cache=True, nogil=True)
-def forward_kinematics(model, q, dq, data):
+def coupled_forward_kinematics(model, q, dq, data):
     """:func:`core.kinematics.forward_kinematics` at the variables ``(q, dq)``."""
     if not is_coupled(model):
         _kinematics.forward_kinematics(model, q, dq, data)
@@ -147,7 +148,7 @@ def forward_kinematics(model, q, dq, data):
 
 # ------------------------------------------------------------------------------ Lagrangian
 @njit(cache=True, nogil=True)
-def prepare(model, data, q, dq):
+def coupled_prepare(model, data, q, dq):
     """:func:`core.lagrangian.prepare` at the variables ``(q, dq)``."""
     if not is_coupled(model):
         _lagrangian.prepare(model, data, q, dq)
@@ -156,8 +157,8 @@ def prepare(model, data, q, dq):
 
 
 @njit(cache=True, nogil=True)
-def gradient_hessian(model, data, q, order, out, value):
-    """:func:`core.lagrangian.gradient_hessian` of ``L(T q + c, T dq)`` (after :func:`prepare`)."""
+def coupled_gradient_hessian(model, data, q, order, out, value):
+    """:func:`core.lagrangian.gradient_hessian` of ``L(T q + c, T dq)`` (after :func:`coupled_prepare`)."""
     if not is_coupled(model):
         _lagrangian.gradient_hessian(model, data, q, order, out, value)
         return
@@ -174,9 +175,9 @@ def gradient_hessian(model, data, q, order, out, value):
 
 
 @njit(cache=True, nogil=True)
-def third_order(model, data, q, full, wq, wv, out):
+def coupled_third_order(model, data, q, full, wq, wv, out):
     """:func:`core.lagrangian.third_order` of ``L(T q + c, T dq)``: the tensors (``full``) or
-    the directional derivatives along ``(wq, wv)`` (after :func:`prepare` at ``q``)."""
+    the directional derivatives along ``(wq, wv)`` (after :func:`coupled_prepare` at ``q``)."""
     if not is_coupled(model):
         _lagrangian.third_order(model, data, q, full, wq, wv, out)
         return
@@ -194,9 +195,9 @@ def third_order(model, data, q, full, wq, wv, out):
 
 
 @njit(cache=True, nogil=True)
-def fourth_order(model, data, dq, T4, W):
-    """:func:`core.lagrangian.fourth_order` of ``L(T q + c, T dq)`` (after :func:`prepare` and
-    :func:`third_order` with ``full``): the joint coordinates' tensors move along ``T dq``."""
+def coupled_fourth_order(model, data, dq, T4, W):
+    """:func:`core.lagrangian.fourth_order` of ``L(T q + c, T dq)`` (after :func:`coupled_prepare` and
+    :func:`coupled_third_order` with ``full``): the joint coordinates' tensors move along ``T dq``."""
     if not is_coupled(model):
         _lagrangian.fourth_order(model, data, dq, T4, W)
         return
@@ -208,7 +209,7 @@ def fourth_order(model, data, dq, T4, W):
 
 
 @njit(cache=True, nogil=True)
-def spring_potential_derivatives(model, data, q, grad, hess):
+def coupled_spring_potential_derivatives(model, data, q, grad, hess):
     """:func:`core.lagrangian.spring_potential_derivatives` at the variables ``q``."""
     if not is_coupled(model):
         _lagrangian.spring_potential_derivatives(model, data, q, grad, hess)
@@ -223,9 +224,9 @@ def spring_potential_derivatives(model, data, q, grad, hess):
 
 # ------------------------------------------------------------------------------ forces
 @njit(cache=True, nogil=True)
-def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
+def coupled_generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
     """:func:`core.forces.generalized_force` of the variables: ``T^T F(T q + c, T dq, u)`` and
-    its derivatives (after :func:`prepare` or :func:`forward_kinematics`)."""
+    its derivatives (after :func:`coupled_prepare` or :func:`coupled_forward_kinematics`)."""
     if not is_coupled(model):
         _forces.generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu)
         return
@@ -254,7 +255,7 @@ def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
 
 # ------------------------------------------------------------------------------ constraints
 @njit(cache=True, nogil=True)
-def holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
+def coupled_holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
     """:func:`core.constraints.holonomic` of ``h(T q + c)``: ``H1 = Dh T``, the second and third
     derivatives contracted with ``T`` on every index (after the kinematics at ``q``)."""
     if not is_coupled(model):
@@ -282,9 +283,9 @@ def holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
 
 
 @njit(cache=True, nogil=True)
-def holonomic_fourth(model, data, v, T3, Q4):
+def coupled_holonomic_fourth(model, data, v, T3, Q4):
     """:func:`core.constraints.holonomic_fourth` of ``h(T q + c)`` along ``T v``, contracted with
-    ``T`` on every index (after :func:`prepare`)."""
+    ``T`` on every index (after :func:`coupled_prepare`)."""
     if not is_coupled(model):
         _constraints.holonomic_fourth(model, data, v, T3, Q4)
         return
@@ -298,7 +299,7 @@ def holonomic_fourth(model, data, v, T3, Q4):
 
 # ------------------------------------------------------------------------------ recursive dynamics
 @njit(cache=True, nogil=True)
-def mass_matrix(model, data, M):
+def coupled_mass_matrix(model, data, M):
     """:func:`core.rnea.mass_matrix` of the variables: ``T^T M T`` (needs composites)."""
     if not is_coupled(model):
         _rnea.mass_matrix(model, data, M)
@@ -309,7 +310,7 @@ def mass_matrix(model, data, M):
 
 
 @njit(cache=True, nogil=True)
-def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
+def coupled_newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
     """:func:`core.rnea.newton_euler` at the variables' ``(dq, ddq)``: ``tau = T^T tau_joints``;
     ``Ap`` has one row per joint coordinate (``nj``)."""
     if not is_coupled(model):
@@ -322,7 +323,7 @@ def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
 
 
 @njit(cache=True, nogil=True)
-def add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, F):
+def coupled_add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, F):
     """:func:`core.rnea.add_joint_accelerations` for the variables' ``ddq``."""
     if not is_coupled(model):
         _rnea.add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, F)
@@ -331,7 +332,7 @@ def add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, F):
 
 
 @njit(cache=True, nogil=True)
-def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau_dv):
+def coupled_inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau_dv):
     """:func:`core.rnea.inverse_dynamics_derivatives` of the variables (``T^T X T`` each)."""
     if not is_coupled(model):
         _rnea.inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau_dv)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .coupling import third_order
+from .coupling import coupled_third_order
 from .del_second_order import contracted_second_order, costate_directions, second_order
 from .del_solve import constraint_rows, midpoint_terms, slot_jacobians, sparse_newton
 from .errors import OK, SINGULAR_CONSTRAINT_STEP, SINGULAR_M_NEXT
@@ -98,7 +98,7 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     qm = 0.5 * (q0 + q1)
     if H is not None:
         midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, (Fqq, Fqv, Fqu))
-        third_order(model, data, qm, True, (q1 - q0) / dt, (q1 - q0) / dt, der)
+        coupled_third_order(model, data, qm, True, (q1 - q0) / dt, (q1 - q0) / dt, der)
     elif contraction is not None:   # (its third order: once its direction is known, below)
         midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, (Fqq, Fqv, Fqu))
     else:
@@ -254,6 +254,6 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     if contraction is not None:
         w, W = contraction
         ell, wq, wv = costate_directions(n, dt, dyn, Ry_inv, Pq1d, w)
-        third_order(model, data, qm, False, wq, wv, der)   # (kinematics still at qm)
+        coupled_third_order(model, data, qm, False, wq, wv, der)   # (kinematics still at qm)
         contracted_second_order(der, dt, dyn, kin, Fqq, Fqv, Fqu, Gu, H3lam, D2h0, D2h1, Rzq, Q1,
                                 Lam, ell, W, scratch)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .coupling import generalized_force, gradient_hessian, prepare
+from .coupling import coupled_generalized_force, coupled_gradient_hessian, coupled_prepare
 from .jit import njit
 
 
@@ -36,9 +36,9 @@ def del_inverse_dynamics(model, data, der, dt, dyn, kin, Q, p0, U, P, resid):
         q1 = Q[k + 1]
         qm = 0.5 * (q0 + q1)
         v = (q1 - q0) / dt
-        prepare(model, data, qm, v)
-        gradient_hessian(model, data, qm, 1, der, True)
-        generalized_force(model, data, v, zero_u, 1, F, Fq, Fv, Fu, e3, e3, e3)
+        coupled_prepare(model, data, qm, v)
+        coupled_gradient_hessian(model, data, qm, 1, der, True)
+        coupled_generalized_force(model, data, v, zero_u, 1, F, Fq, Fv, Fu, e3, e3, e3)
         scale = 1.0
         for a in range(nd):
             i = dyn[a]
@@ -74,7 +74,7 @@ def discrete_momenta(model, data, der, dt, dyn, Q, P):
     for k in range(1, Q.shape[0]):
         qm = 0.5 * (Q[k - 1] + Q[k])
         v = (Q[k] - Q[k - 1]) / dt
-        prepare(model, data, qm, v)
-        gradient_hessian(model, data, qm, 1, der, True)
+        coupled_prepare(model, data, qm, v)
+        coupled_gradient_hessian(model, data, qm, 1, der, True)
         for a in range(nd):
             P[k, a] = 0.5 * dt * der.Lq[dyn[a]] + der.Lv[dyn[a]]

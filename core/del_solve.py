@@ -20,12 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from .coupling import (
-    forward_kinematics,
-    generalized_force,
-    gradient_hessian,
-    holonomic,
-    mass_matrix,
-    prepare,
+    coupled_forward_kinematics,
+    coupled_generalized_force,
+    coupled_gradient_hessian,
+    coupled_holonomic,
+    coupled_mass_matrix,
+    coupled_prepare,
 )
 from .errors import NEWTON_FAILED, OK, OVERFLOW, SINGULAR_JACOBIAN
 from .jit import njit
@@ -43,22 +43,22 @@ def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, curvat
     Lagrangian's third derivatives are the caller's (:func:`core.lagrangian.third_order`)."""
     qm = 0.5 * (q0 + q1)
     v = (q1 - q0) / dt
-    prepare(model, data, qm, v)
-    gradient_hessian(model, data, qm, order, der, False)
+    coupled_prepare(model, data, qm, v)
+    coupled_gradient_hessian(model, data, qm, order, der, False)
     if curvature is None:
         e3 = np.empty((0, 0, 0))
-        generalized_force(model, data, v, u, order - 1, F, Fq, Fv, Fu, e3, e3, e3)
+        coupled_generalized_force(model, data, v, u, order - 1, F, Fq, Fv, Fu, e3, e3, e3)
         return
-    generalized_force(model, data, v, u, 2, F, Fq, Fv, Fu, curvature[0], curvature[1], curvature[2])
+    coupled_generalized_force(model, data, v, u, 2, F, Fq, Fv, Fu, curvature[0], curvature[1], curvature[2])
 
 
 @njit(cache=True, nogil=True)
 def hessian_at(model, data, der, dt, q0, q1, u, F, Fq, Fv, Fu):
     """:func:`midpoint_terms` of order 2 right after one of order 1 at the same (q0, q1): the
     kinematics are prepared, so only the Hessian and the force derivatives are added."""
-    gradient_hessian(model, data, 0.5 * (q0 + q1), 2, der, False)
+    coupled_gradient_hessian(model, data, 0.5 * (q0 + q1), 2, der, False)
     e3 = np.empty((0, 0, 0))
-    generalized_force(model, data, (q1 - q0) / dt, u, 1, F, Fq, Fv, Fu, e3, e3, e3)
+    coupled_generalized_force(model, data, (q1 - q0) / dt, u, 1, F, Fq, Fv, Fu, e3, e3, e3)
 
 
 @njit(cache=True, nogil=True)
@@ -132,12 +132,12 @@ def _newton_entry(der, dt, Fq, Fv, i, j):
 @njit(cache=True, nogil=True)
 def constraint_rows(model, data, q, order, lam, h, H1, H2, H2lam, H3lam):
     """Holonomic constraints at ``q`` (positions and joint screws are all they need); nothing
-    to do, not even the kinematics, without constraints. See :func:`holonomic` for which of
+    to do, not even the kinematics, without constraints. See :func:`coupled_holonomic` for which of
     ``H2`` (per row), ``H2lam``, ``H3lam`` (contracted with ``lam``) are filled."""
     if model.hc_kind.shape[0] == 0:
         return
-    forward_kinematics(model, q, np.zeros(q.shape[0]), data)
-    holonomic(model, data, q, order, lam, q, h, H1, H2, H2lam, H3lam, np.empty((0, q.shape[0])))
+    coupled_forward_kinematics(model, q, np.zeros(q.shape[0]), data)
+    coupled_holonomic(model, data, q, order, lam, q, h, H1, H2, H2lam, H3lam, np.empty((0, q.shape[0])))
 
 
 # ------------------------------------------------------------------------------ one step
@@ -211,10 +211,10 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
     q1[:] = q0
     for j in range(nk):
         q1[kin[j]] = rho1[j]
-    forward_kinematics(model, q0, np.zeros(n), data)
+    coupled_forward_kinematics(model, q0, np.zeros(n), data)
     composites(model, data)
     M = np.empty((n, n))
-    mass_matrix(model, data, M)
+    coupled_mass_matrix(model, data, M)
     Mdd = np.empty((nd, nd))
     rhs = np.empty((nd, 1))
     for a in range(nd):

@@ -24,19 +24,19 @@ import numpy as np
 from . import workspace
 from .cache import call_and_freeze
 from .constraints import velocity_rows
-from .continuous_second_order import second_order
+from .continuous_second_order import dynamics_hessian
 from .coupling import (
-    add_joint_accelerations,
-    forward_kinematics,
-    generalized_force,
-    gradient_hessian,
-    holonomic,
-    inverse_dynamics_derivatives,
-    mass_matrix,
-    newton_euler,
-    prepare,
-    spring_potential_derivatives,
-    third_order,
+    coupled_add_joint_accelerations,
+    coupled_forward_kinematics,
+    coupled_generalized_force,
+    coupled_gradient_hessian,
+    coupled_holonomic,
+    coupled_inverse_dynamics_derivatives,
+    coupled_mass_matrix,
+    coupled_newton_euler,
+    coupled_prepare,
+    coupled_spring_potential_derivatives,
+    coupled_third_order,
 )
 from .errors import (
     BAD_SIZE,
@@ -95,8 +95,8 @@ def _articulated(model, data, work, q, dq, u, ddq, status):
     # (allocated: an empty view of a Work array has another numba layout, 'A', and would
     # compile the force and spring kernels once more for it)
     e2, e3 = np.empty((0, 0)), np.empty((0, 0, 0))
-    spring_potential_derivatives(model, data, q, Vs_q, e2)     # (gradient only)
-    generalized_force(model, data, dq, u[:model.nu], 0, F, e2, e2, e2, e3, e3, e3)
+    coupled_spring_potential_derivatives(model, data, q, Vs_q, e2)     # (gradient only)
+    coupled_generalized_force(model, data, dq, u[:model.nu], 0, F, e2, e2, e2, e3, e3, e3)
     for i in range(n):
         tau[i] = F[i] - Vs_q[i]
     if not np.isfinite(np.sum(tau)):
@@ -139,7 +139,7 @@ def forward_dynamics(ev, q, dq, u, ddq):
     nh = model.hc_kind.shape[0]
     nc = nh + model.vc_frame.shape[0]
     if nc == 0 and ev.kin.shape[0] == 0:
-        forward_kinematics(model, q, dq, data)
+        coupled_forward_kinematics(model, q, dq, data)
         work = ev.work
         body_inertias(model, data, work.Ib, work.has_mass)
         if _articulated(model, data, work, q, dq, u, ddq, ev.status):
@@ -206,14 +206,14 @@ def _linearize_tree(ev, q, dq, u, A, B):
         return
     Ib, has_mass, M, Lm, X, tau, ddq = w.Ib, w.has_mass, w.M, w.L, w.X, w.tau, w.ddq
     Fq, Fv, Fu, Ks, dtau_dq, dtau_dv = w.Fq, w.Fv, w.Fu, w.Ks, w.dtau_dq, w.dtau_dv
-    forward_kinematics(model, q, dq, data)
+    coupled_forward_kinematics(model, q, dq, data)
     body_inertias(model, data, Ib, has_mass)
     composites_from_bodies(model, data, Ib, has_mass)
-    mass_matrix(model, data, M)
-    spring_potential_derivatives(model, data, q, w.Vs_q, Ks)
-    newton_euler(model, data, Ib, has_mass, dq, w.zeros, w.Ap, w.Ff, tau)
+    coupled_mass_matrix(model, data, M)
+    coupled_spring_potential_derivatives(model, data, q, w.Vs_q, Ks)
+    coupled_newton_euler(model, data, Ib, has_mass, dq, w.zeros, w.Ap, w.Ff, tau)
     e3 = np.empty((0, 0, 0))
-    generalized_force(model, data, dq, u, 1, w.F, Fq, Fv, Fu, e3, e3, e3)
+    coupled_generalized_force(model, data, dq, u, 1, w.F, Fq, Fv, Fu, e3, e3, e3)
     F, Vs_q = w.F, w.Vs_q
     for i in range(n):
         tau[i] = F[i] - tau[i] - Vs_q[i]
@@ -236,8 +236,8 @@ def _linearize_tree(ev, q, dq, u, A, B):
     if not np.isfinite(np.sum(ddq)):
         status[0], status[1] = NONFINITE_INTERMEDIATE, -1
         return
-    add_joint_accelerations(model, data, Ib, has_mass, ddq, w.Ap, w.Ff)
-    inverse_dynamics_derivatives(model, data, Ib, has_mass, w.Ap, w.Ff, dtau_dq, dtau_dv)
+    coupled_add_joint_accelerations(model, data, Ib, has_mass, ddq, w.Ap, w.Ff)
+    coupled_inverse_dynamics_derivatives(model, data, Ib, has_mass, w.Ap, w.Ff, dtau_dq, dtau_dv)
     for i in range(n):
         for k in range(n):
             X[i, k] = Fq[i, k] - dtau_dq[i, k] - Ks[i, k]
@@ -290,22 +290,22 @@ def continuous_dynamics(ev, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, h
         status[0], status[1] = NONFINITE_INPUT, bad
         return
     acc = u[m:]
-    forward_kinematics(model, q, dq, data)
+    coupled_forward_kinematics(model, q, dq, data)
     Ib, has_mass = ev.work.Ib, ev.work.has_mass
     body_inertias(model, data, Ib, has_mass)
     if not linearize and nc == 0 and nk == 0 and _articulated(model, data, ev.work, q, dq, u, ddq, status):
         return
     composites_from_bodies(model, data, Ib, has_mass)
     M = np.empty((n, n))
-    mass_matrix(model, data, M)
+    coupled_mass_matrix(model, data, M)
     Vs_q, Ks = np.empty(n), np.empty((n, n))
-    spring_potential_derivatives(model, data, q, Vs_q, Ks)
+    coupled_spring_potential_derivatives(model, data, q, Vs_q, Ks)
     Ap, Ff, tau0 = np.empty((model.nj, 6)), np.empty((nf, 6)), np.empty(n)
-    newton_euler(model, data, Ib, has_mass, dq, np.zeros(n), Ap, Ff, tau0)
+    coupled_newton_euler(model, data, Ib, has_mass, dq, np.zeros(n), Ap, Ff, tau0)
     forder = 1 if linearize else 0
     F, Fq, Fv, Fu = np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty((n, m))
     empty3 = np.empty((0, 0, 0))
-    generalized_force(model, data, dq, u[:m], forder, F, Fq, Fv, Fu, empty3, empty3, empty3)
+    coupled_generalized_force(model, data, dq, u[:m], forder, F, Fq, Fv, Fu, empty3, empty3, empty3)
     tau = F - tau0 - Vs_q
     if not (np.isfinite(np.sum(M)) and np.isfinite(np.sum(tau))):
         status[0], status[1] = NONFINITE_INTERMEDIATE, -1
@@ -335,7 +335,7 @@ def continuous_dynamics(ev, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, h
     h = np.empty(nh)
     H2 = np.empty((nh, n, n))
     H3ww = np.empty((nh if linearize else 0, n))
-    holonomic(model, data, q, 3 if linearize else 2, np.empty(0), dq, h, Ac[:nh], H2,
+    coupled_holonomic(model, data, q, 3 if linearize else 2, np.empty(0), dq, h, Ac[:nh], H2,
               np.empty((0, 0)), empty3, H3ww)
     for r in range(nh):
         b[r] = dq @ H2[r] @ dq
@@ -392,9 +392,9 @@ def continuous_dynamics(ev, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, h
     if not linearize:
         return
     # derivatives of the inverse dynamics M ddq + L_vq dq - L_q at fixed ddq
-    add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, Ff)
+    coupled_add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, Ff)
     dtau_dq, dtau_dv = np.empty((n, n)), np.empty((n, n))
-    inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, Ff, dtau_dq, dtau_dv)
+    coupled_inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, Ff, dtau_dq, dtau_dv)
     for r in range(nh):
         Cq[r] = H2[r] @ ddq + H3ww[r]
         Cv[r] = 2.0 * (H2[r] @ dq)
@@ -448,29 +448,29 @@ def lagrangian_kernel(model, data, der, q, dq, order, third):
     """Lagrangian derivatives up to ``order`` (0, 1 or 2) and, with ``third`` True, the full
     third-order tensors; ``third`` None leaves them out at compile time (what a controller
     needs compiles without them)."""
-    prepare(model, data, q, dq)
-    gradient_hessian(model, data, q, order, der, True)
+    coupled_prepare(model, data, q, dq)
+    coupled_gradient_hessian(model, data, q, order, der, True)
     if third is None:
         return
-    third_order(model, data, q, True, dq, dq, der)
+    coupled_third_order(model, data, q, True, dq, dq, der)
 
 
 @njit(cache=True, nogil=True)
 def input_matrix_kernel(model, data, q, Fu):
     """``Fu = dF/du`` at ``q`` (the generalized forces of unit inputs; independent of dq)."""
     n, m = model.nq, model.nu
-    prepare(model, data, q, np.zeros(n))
+    coupled_prepare(model, data, q, np.zeros(n))
     e3 = np.empty((0, 0, 0))
-    generalized_force(model, data, np.zeros(n), np.zeros(m), 1, np.empty(n), np.empty((n, n)),
+    coupled_generalized_force(model, data, np.zeros(n), np.zeros(m), 1, np.empty(n), np.empty((n, n)),
                       np.empty((n, n)), Fu, e3, e3, e3)
 
 
 @njit(cache=True, nogil=True)
 def constraint_kernel(model, data, q, order, h, H1, H2):
     dq = np.zeros(q.shape[0])
-    prepare(model, data, q, dq)
+    coupled_prepare(model, data, q, dq)
     e3 = np.empty((0, 0, 0))
-    holonomic(model, data, q, order, np.empty(0), dq, h, H1, H2, np.empty((0, 0)), e3,
+    coupled_holonomic(model, data, q, order, np.empty(0), dq, h, H1, H2, np.empty((0, 0)), e3,
               np.empty((0, q.shape[0])))
 
 
@@ -674,7 +674,7 @@ def linearize2(system, q, dq, u=None, residual_limit: float | None = 1e-6):
     nz = 2 * n + u.shape[0]
     data, der = system.workspace.get(third_order=True)
     H, status = np.empty((2 * n, nz, nz)), np.zeros(2, np.int64)
-    second_order(model, data, der, create_derivs(n, True), q, dq, u, dyn, kin, ddq, lam, A, B, dlam, H,
+    dynamics_hessian(model, data, der, create_derivs(n, True), q, dq, u, dyn, kin, ddq, lam, A, B, dlam, H,
                  status)
     _raise_for(system, status, inputs)
     return A, B, H

@@ -1,18 +1,17 @@
 """Exact transforms between the continuous state ``[q, qdot]`` and the midpoint variational
-integrator's state ``x = [q, p, v]`` (:mod:`core.conventions`), and the tracking law evaluated
-on that transform in one compiled call.
+integrator's state ``x = [q, p, v]`` (:mod:`core.conventions`).
 
 The forward transform is the (continuous) Legendre transform ``p = dL/dqdot = M(q) qdot`` on
 the dynamic rows, with ``v = qdot`` on the kinematic rows; the inverse solves
 ``M_dd qdot_dyn = p - M_dk v`` by Cholesky with a relative pivot test. Kernels only: the front-end
 is :class:`core.midpoint.MidpointVI` (``discrete_state``, ``continuous_state``,
-``state_jacobian``, ``feedback``).
+``state_jacobian``); the tracking law on this state is :mod:`core.tracking`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .coupling import gradient_hessian, prepare
+from .coupling import coupled_gradient_hessian, coupled_prepare
 from .jit import njit
 from .linalg import cholesky_checked, cholesky_solve
 
@@ -21,8 +20,8 @@ from .linalg import cholesky_checked, cholesky_solve
 def legendre(model, data, der, dyn, kin, q, dq, x):
     """x = [q, p = dL/dqdot on dynamic rows, qdot on kinematic rows]."""
     n, nd = q.shape[0], dyn.shape[0]
-    prepare(model, data, q, dq)
-    gradient_hessian(model, data, q, 1, der, True)
+    coupled_prepare(model, data, q, dq)
+    coupled_gradient_hessian(model, data, q, 1, der, True)
     for i in range(n):
         x[i] = q[i]
     for a in range(nd):
@@ -42,8 +41,8 @@ def inverse_legendre(model, data, der, dyn, kin, q, p, v, dq):
     """qdot from (q, p, v): qdot_kin = v, M_dd qdot_dyn = p - M_dk v. Returns False if M_dd is
     singular."""
     n, nd, nk = q.shape[0], dyn.shape[0], kin.shape[0]
-    prepare(model, data, q, np.zeros(n))
-    gradient_hessian(model, data, q, 2, der, True)
+    coupled_prepare(model, data, q, np.zeros(n))
+    coupled_gradient_hessian(model, data, q, 2, der, True)
     M = der.Lvv
     for j in range(nk):
         dq[kin[j]] = v[j]
@@ -73,8 +72,8 @@ def inverse_legendre(model, data, der, dyn, kin, q, p, v, dq):
 def legendre_jacobian(model, data, der, dyn, kin, q, dq, J):
     """J = d[q, p, v] / d[q, qdot] at (q, qdot) (2n x 2n)."""
     n, nd, nk = q.shape[0], dyn.shape[0], kin.shape[0]
-    prepare(model, data, q, dq)
-    gradient_hessian(model, data, q, 2, der, True)
+    coupled_prepare(model, data, q, dq)
+    coupled_gradient_hessian(model, data, q, 2, der, True)
     J[:, :] = 0.0
     for i in range(n):
         J[i, i] = 1.0
@@ -84,20 +83,3 @@ def legendre_jacobian(model, data, der, dyn, kin, q, dq, J):
             J[n + a, n + j] = der.Lvv[dyn[a], j]
     for c in range(nk):
         J[n + nd + c, n + kin[c]] = 1.0
-
-
-@njit(cache=True, nogil=True)
-def feedback(model, data, der, dyn, kin, q, dq, x_ref, u_ref, K, x, u):
-    """The tracking law on the exact discrete state: ``x = legendre(q, qdot)``,
-    ``u = u_ref - K (x - x_ref)``. Returns False if an entry of ``u`` is not finite."""
-    legendre(model, data, der, dyn, kin, q, dq, x)
-    nx, nu = x.shape[0], u.shape[0]
-    ok = True
-    for r in range(nu):
-        s = u_ref[r]
-        for j in range(nx):
-            s -= K[r, j] * (x[j] - x_ref[j])
-        u[r] = s
-        if not np.isfinite(s):
-            ok = False
-    return ok

@@ -50,7 +50,6 @@ from .errors import (
 )
 from .floating import refuse
 from .legendre import (
-    feedback,
     inverse_legendre,
     legendre,
     legendre_jacobian,
@@ -59,6 +58,7 @@ from .legendre import (
 from .stacked import raise_at_point
 from .step_entry import closed_loop_entry, create_step_call, linearize_step_at, step_at, step_stack
 from .structs import typed_address
+from .tracking import feedback
 from .validation import (
     check_memory,
     check_second_order_memory,

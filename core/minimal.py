@@ -92,7 +92,7 @@ import numpy as np
 import scipy.linalg
 
 from .constraints import velocity_rows
-from .coupling import prepare
+from .coupling import coupled_prepare
 from .dynamics import check_consistent
 from .jit import njit
 from .validation import check_vector, number
@@ -143,7 +143,7 @@ def _velocity_kernel(model, data, q, dq, Av, Gv):
     """
     n = model.nq
     nv = model.vc_frame.shape[0]
-    prepare(model, data, q, dq)
+    coupled_prepare(model, data, q, dq)
     b = np.zeros(nv)
     Cq = np.zeros((nv, n))
     Cv = np.zeros((nv, n))

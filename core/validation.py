@@ -1,6 +1,9 @@
 """Input validation, written once: every public function of ``core`` checks its numeric
 arguments with these before a kernel sees them.
 
+:data:`__all__` (``check_vector``, ``weight_matrix``, ``too_large``) is public, for code built
+on core that checks its own inputs the same way (the mechnode node does); the rest is core's.
+
 Errors are ``ValueError``\\ s that name the argument, the offending entry (and its variable name
 where one is known) and its value. The fast paths (:func:`is_plain_vector`) cost a few hundred
 nanoseconds, so they run on every call of the hot front-ends.
@@ -12,6 +15,8 @@ import math
 import numpy as np
 
 from .errors import ResourceLimitError
+
+__all__ = ["check_vector", "weight_matrix", "too_large"]
 
 #: Largest memory (bytes) one second-order computation may allocate (``System.linearize2``,
 #: ``MidpointVI.linearize2``, second-order trajectory linearizations), checked before anything

@@ -45,7 +45,7 @@ import numpy as np
 #: part -> the entry kernels it calls (``module.function``), in the order it calls them
 PARTS = {
     "state": ("dynamics.lagrangian_kernel", "dynamics.input_matrix_kernel", "legendre.legendre",
-              "legendre.inverse_legendre", "legendre.feedback"),
+              "legendre.inverse_legendre", "tracking.feedback"),
     "step": ("del_solve.del_step", "step_entry.step_at", "del_trajectory.solve_each"),
     "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta"),
     "inverse": ("del_inverse.del_inverse_dynamics",),

@@ -32,7 +32,7 @@ def float_array(x) -> array.array:
 
 def as_vector(seq, name: str = "vector", size: int | None = None, names=None) -> np.ndarray:
     """A float64[] field as a numpy vector (a copy). With ``size``, the length is checked before
-    anything is converted, then :func:`core.check_vector` checks the values (NaN/inf allowed:
+    anything is converted, then :func:`core.validation.check_vector` checks the values (NaN/inf allowed:
     the computation that uses them reports them); ``names`` label the entries in its errors."""
     if size is not None and len(seq) != size:
         label = f" ({', '.join(names)})" if names is not None and size <= 12 else ""
@@ -42,7 +42,7 @@ def as_vector(seq, name: str = "vector", size: int | None = None, names=None) ->
     if size is None:
         return v
     try:
-        return core.check_vector(name, v, size, names, finite=False)
+        return core.validation.check_vector(name, v, size, names, finite=False)
     except ValueError as exc:
         raise InputError(str(exc)) from None
 

@@ -43,7 +43,7 @@ class Reference:
             raise InputError(f"non-finite position at point {k}")
         if self.velocities is not None and not np.all(np.isfinite(self.velocities)):
             raise InputError("non-finite velocity in the trajectory")
-        big = core.too_large((("positions", self.positions, None),
+        big = core.validation.too_large((("positions", self.positions, None),
                          ("velocities", () if self.velocities is None else self.velocities, None)))
         if big is not None:     # (an interpolant of such points overflows to inf)
             raise InputError(f"reference {big}; indices are [point, variable in model order]")

@@ -66,13 +66,13 @@ def check_finite(**results) -> None:
 
 @contextlib.contextmanager
 def overflow_guard(*inputs):
-    """Around a computation on ``inputs`` (see :func:`core.too_large`): if it fails (a core error,
+    """Around a computation on ``inputs`` (see :func:`core.validation.too_large`): if it fails (a core error,
     a LinAlgError, an ArithmeticError, a non-finite result) and an input is too large, the error
     becomes an InputError about that input's size."""
     try:
         yield
     except (core.CoreError, np.linalg.LinAlgError, ArithmeticError, NonFiniteResult) as exc:
-        big = core.too_large(inputs)
+        big = core.validation.too_large(inputs)
         if big is None:
             raise
         raise InputError(f"{big}; the computation failed ({type(exc).__name__})") from None

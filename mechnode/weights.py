@@ -17,10 +17,10 @@ from .errors import InputError
 
 
 def weight_matrix(values, n: int, name: str, definite: bool = False) -> np.ndarray:
-    """:func:`core.weight_matrix` (diagonal or full, symmetric, semi-definite or with
+    """:func:`core.validation.weight_matrix` (diagonal or full, symmetric, semi-definite or with
     ``definite`` definite), its errors raised as :class:`InputError`."""
     try:
-        return core.weight_matrix(values, n, name, definite)
+        return core.validation.weight_matrix(values, n, name, definite)
     except ValueError as exc:
         raise InputError(str(exc)) from None
 
@@ -57,7 +57,7 @@ def check_weight_values(values, name: str, allow_empty: bool = False, definite: 
     k = int(round(np.sqrt(a.size)))
     if k > 1 and k * k == a.size:
         try:
-            core.weight_matrix(a, k, name, definite)
+            core.validation.weight_matrix(a, k, name, definite)
             return                              # a valid full matrix
         except ValueError as exc:
             full = f"; as a full {k} x {k} matrix: {exc}"

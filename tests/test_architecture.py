@@ -128,7 +128,23 @@ def test_the_node_uses_only_core_public_api():
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                     and node.value.id == "core" and node.attr not in public):
                 offences.append(f"{rel}:{node.lineno}: core.{node.attr}")
+            # core's public modules: only their own __all__
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                    and isinstance(node.value.value, ast.Name) and node.value.value.id == "core"
+                    and node.value.attr == "validation" and node.attr not in core.validation.__all__):
+                offences.append(f"{rel}:{node.lineno}: core.validation.{node.attr}")
     assert not offences, "\n".join(offences)
+
+
+def test_names_moved_out_of_core_still_read_with_a_warning():
+    import warnings
+    for name, module in core._MOVED.items():
+        assert name not in core.__all__ and name in getattr(core, module).__all__
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert getattr(core, name) is getattr(getattr(core, module), name)
+        assert [w.category for w in caught] == [DeprecationWarning], caught
+    assert not hasattr(core, "no_such_name")
 
 
 def test_every_public_name_exists():
@@ -207,3 +223,20 @@ def test_the_module_map_has_one_row_per_python_file():
     assert len(mapped) == len(set(mapped)), sorted({m for m in mapped if mapped.count(m) > 1})
     assert sorted(mapped) == tree, (f"missing from the map: {sorted(set(tree) - set(mapped))}; "
                                     f"not in the tree: {sorted(set(mapped) - set(tree))}")
+
+
+def test_only_the_coupling_calls_the_raw_tree_kernels_it_wraps():
+    """core.coupling's ``coupled_<name>`` wraps the tree kernel ``<name>`` (of the joints) for
+    the variables; any other module that imported the raw kernel would be wrong on mimic models."""
+    from core import coupling
+    wrapped = {name[len("coupled_"):] for name in dir(coupling) if name.startswith("coupled_")}
+    assert {"prepare", "gradient_hessian", "generalized_force", "holonomic", "mass_matrix"} <= wrapped
+    raw = {f"core.{m}" for m in ("kinematics", "lagrangian", "forces", "constraints", "rnea")}
+    offences = []
+    for path in python_files(CORE):
+        module = os.path.splitext(os.path.relpath(path, ROOT))[0].replace(os.sep, ".")
+        if module in raw | {"core.coupling"}:
+            continue
+        offences += [f"{module}: from {target} import {name}" for target, name in imported_modules(path)
+                     if target in raw and name in wrapped]
+    assert not offences, offences

@@ -120,7 +120,7 @@ def test_feedback_is_the_tracking_law_on_the_exact_state(arm):
     assert u_bad is None
     # a gain schedule's read-only arrays: the same law, and the same compiled kernel (one
     # compilation less on a cold cache)
-    from core.legendre import feedback
+    from core.tracking import feedback
     compiled = len(feedback.signatures)
     frozen = [a.copy() for a in (x_ref, u_ref, K)]
     for a in frozen:
