@@ -56,7 +56,7 @@ def _term_scale(der, dt, Fq, Fv, dyn):
     return best
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam, Dh1_solved,
                   cond_limit, A, B, H, contraction, status, conds, scratch):
     """Exact derivatives of ``x_k+1 = f(x_k, u_k)`` at a solved step (``q1``, ``lam`` and, if
@@ -68,7 +68,9 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     compiled in only when given (numba prunes a branch on a None argument). ``scratch`` is work
     space for the second order (:func:`second_order_scratch`, :func:`contracted_scratch`).
     ``status``: OK, SINGULAR_M_NEXT or SINGULAR_CONSTRAINT_STEP; ``conds`` = the two
-    singularity measures of :func:`singularity_measures`' docstring, compared with ``cond_limit``."""
+    singularity measures of :func:`singularity_measures`' docstring, compared with ``cond_limit``.
+    Inlined into its compiled callers (a layer of its own would optimize and emit its whole tree
+    once more: 7 s of compiling the trajectory kernel)."""
     n, nd, nk, nc, m = model.nq, dyn.shape[0], kin.shape[0], model.hc_kind.shape[0], model.nu
     nx = n + nd + nk
     nz = nx + m + nk
