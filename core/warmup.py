@@ -46,7 +46,7 @@ import numpy as np
 PARTS = {
     "state": ("dynamics.lagrangian_kernel", "dynamics.input_matrix_kernel", "legendre.legendre",
               "legendre.inverse_legendre", "tracking.feedback"),
-    "step": ("del_solve.del_step", "step_entry.step_at", "del_trajectory.solve_each"),
+    "step": ("step_entry.step_at", "del_trajectory.solve_each"),  # (del_step: inside both)
     "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta"),
     "inverse": ("del_inverse.del_inverse_dynamics",),
     "linearize": ("del_trajectory.linearize_chunk",),
