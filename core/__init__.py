@@ -44,9 +44,9 @@ from .midpoint import MidpointVI
 from .minimal import MinimalInfo
 from .model import Model
 from .trajectory_io import Trajectory, load_trajectory, save_trajectory
-from .optimal import (TREP_ARMIJO, DiscreteSystem, TrajectoryOptimizationResult,
-                      cost_and_gradient, linearize_trajectory, optimize_trajectory,
-                      trajectory_cost)
+from .optimal import (TREP_ARMIJO, DiscreteSystem, OptimizerOptions, TrackingProblem,
+                      TrajectoryOptimizationResult, cost_and_gradient, linearize_trajectory,
+                      optimize_trajectory, trajectory_cost)
 from .simulation import simulate_closed_loop, simulate_open_loop
 from .system import System
 from .urdf import load_urdf
@@ -61,7 +61,8 @@ __all__ = [
     "Linearizer", "from_sympy",
     "tvlqr", "dlqr", "lqr", "tracking_step", "controllability", "Controllability",
     "simulate_open_loop", "simulate_closed_loop",
-    "optimize_trajectory", "linearize_trajectory", "trajectory_cost", "cost_and_gradient",
+    "optimize_trajectory", "TrackingProblem", "OptimizerOptions", "linearize_trajectory",
+    "trajectory_cost", "cost_and_gradient",
     "TREP_ARMIJO", "DiscreteSystem", "TrajectoryOptimizationResult",
     "validation", "CONVENTIONS", "model_file", "model_names",
     "CoreError", "ModelError", "SingularMatrixError", "RiccatiError", "IntegratorError",

@@ -55,6 +55,7 @@ from .legendre import (
     legendre_jacobian,
     legendre_many,
 )
+from .progress import progress_reporter
 from .stacked import raise_at_point
 from .step_entry import closed_loop_entry, create_step_call, linearize_step_at, step_at, step_stack
 from .structs import typed_address
@@ -75,7 +76,7 @@ RUNAWAY = 1e6
 
 #: Entry kernels called the checked way once (:meth:`MidpointVI._direct`): they compile
 #: nothing more, so plain float64 vectors may go to them directly.
-_DIRECT = set()
+_DIRECT: set = set()
 
 _NO_SCRATCH = np.empty(0)
 
@@ -168,6 +169,14 @@ class MidpointVI:
     @property
     def nu(self):
         return self._nu
+
+    @property
+    def constrained(self) -> bool:
+        """Whether the system has holonomic or velocity constraints: then not every state
+        ``[q, p, ...]`` is admissible (:func:`core.optimize_trajectory` refuses
+        ``optimize_ic`` for it)."""
+        model = self.system.model
+        return bool(model.nh or model.nv)
 
     @property
     def state_names(self):
@@ -636,22 +645,16 @@ class MidpointVI:
         x1 = np.concatenate([q1, p1, (rho - q[self.kinematic_index]) / self.dt])
         return (x1, A, B, H) if second_order else (x1, A, B)
 
-    def linearize_trajectory(self, X, U, second_order: bool = False, threads: int | None = None,
-                             progress=None, costates=None):
-        """Linearizations along a trajectory ``X`` (N+1, nx), ``U`` (N, nu), each step
-        re-solved from ``X[k]``. Returns ``(A, B)`` stacks (N, nx, nx), (N, nx, nu), plus ``H``
-        (N, nx, nz, nz) with ``second_order``; with ``second_order`` and ``costates`` (N, nx)
-        the contractions ``W[k] = Σ_i costates[k, i] H_k[i]`` (N, nz, nz) instead (see
-        :meth:`linearize2`; ``costates[k]`` weighs the entries of ``X[k + 1]``).
-
-        ``threads``: chunks solved and linearized in parallel (default: numba's thread count). With
-        ``threads=1`` everything runs in one compiled serial call without the GIL and without
-        numba's threading layer, which is what a caller that is itself multi-threaded (a ROS
-        node's executor) should use.
-
-        ``progress``: None (one compiled call), True (a progress bar on stderr) or a callable
-        ``progress(done, N)``; the trajectory is then linearized in about 50 blocks (the same
-        kernels and results, one call each) and reported after each."""
+    def linearize_trajectory(self, X, U, second_order: bool = False, costates=None, *,
+                             threads: int | None = None, progress=None):
+        """:func:`core.linearize_trajectory` of this integrator (the same signature without the
+        system; that function hands a MidpointVI's stacks here): every knot ``X[k]`` (``X`` of
+        shape (N+1, nx), ``U`` (N, nu)) solved and linearized in compiled code, ``threads``
+        chunks in parallel (default numba's thread count; ``threads=1``: one serial call without
+        the GIL and numba's threading layer). With ``progress`` (True: a bar on stderr; or
+        ``progress(done, N)``) in about 50 blocks, the same kernels and results, reported after
+        each. Returns ``(A, B)``, ``(A, B, H)`` or, with ``costates``, ``(A, B, W)`` (see
+        :meth:`linearize2`)."""
         X = float_stack("X", X, (None, self.nx))
         U = float_stack("U", U, (X.shape[0] - 1, self.nu))
         N, nz = U.shape[0], self.nx + self.nu
@@ -659,9 +662,9 @@ class MidpointVI:
             if not second_order:
                 raise ValueError("costates weigh the second order: pass second_order=True with them")
             costates = float_stack("costates", costates, (N, self.nx))
-        if progress is None or progress is False:
+        report = progress_reporter(progress)
+        if report is None:
             return self._linearize_stack(X, U, second_order, threads, 0, costates)
-        report = _ProgressBar() if progress is True else progress
         As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
         shape = (N, 0, 0) if not second_order else (N, nz, nz) if costates is not None else (N, self.nx, nz, nz)
         Hs = np.empty(shape)
@@ -819,22 +822,3 @@ class MidpointVI:
             self.simulate(Q[0], P[0], U)
         except IntegratorError:
             pass
-
-
-class _ProgressBar:
-    """``progress=True``: a one-line bar on stderr, redrawn in place, ended at 100 %."""
-
-    def __init__(self, width: int = 40):
-        import sys
-        import time
-        self.stream, self.width, self.clock = sys.stderr, width, time.perf_counter
-        self.t0 = self.clock()
-
-    def __call__(self, done: int, total: int) -> None:
-        frac = done / total if total else 1.0
-        filled = int(round(frac * self.width))
-        self.stream.write(f"\rlinearizing {done}/{total} steps [{'#' * filled}"
-                          f"{'.' * (self.width - filled)}] {self.clock() - self.t0:.1f} s")
-        if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()

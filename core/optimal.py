@@ -14,13 +14,13 @@ import functools
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
 from .errors import RiccatiError
 from .jit import njit
-from .midpoint import MidpointVI
+from .progress import progress_reporter
 from .riccati import lq_riccati, state_weights, tvlqr, weight_stack
 from .simulation import initial_state, next_state, simulate_open_loop
 from .validation import check_second_order_memory, float_array
@@ -88,6 +88,11 @@ class DiscreteSystem(Protocol):
     ``step`` may signal failure (e.g. a diverging implicit solve) by raising ``ArithmeticError``
     or ``numpy.linalg.LinAlgError`` or by returning non-finite values; during a line search
     that just rejects the trial step.
+
+    Optional: ``linearize_trajectory(X, U, second_order, costates, *, threads, progress)``, the
+    stacks of :func:`linearize_trajectory` computed by the system itself (that function uses it
+    when present); ``constrained``, True when not every state is admissible (then
+    ``optimize_ic`` is refused). A :class:`~core.MidpointVI` has both.
     """
     nx: int
     nu: int
@@ -124,9 +129,9 @@ class TrajectoryOptimizationResult:
     history: list = field(default_factory=list)
 
 
-class _Problem(NamedTuple):
-    system: object
-    x0: np.ndarray
+class _Weights(NamedTuple):
+    """The quadratic tracking cost's data: what :func:`_cost` reads (a :class:`TrackingProblem`
+    carries the same attributes)."""
     x_ref: np.ndarray
     u_ref: np.ndarray
     Qs: np.ndarray
@@ -134,25 +139,204 @@ class _Problem(NamedTuple):
     Q_N: np.ndarray
 
 
-def _problem(system, x0, x_ref, u_ref, Q, R, Q_N) -> _Problem:
-    for attr in ("nx", "nu", "step", "linearize"):
-        if not hasattr(system, attr):
-            raise TypeError(f"system has no attribute {attr!r}; see core.DiscreteSystem")
-    nx, nu = int(system.nx), int(system.nu)
-    x0 = initial_state(x0)
-    if x0.shape != (nx,):
-        raise ValueError(f"x0 must have shape ({nx},), got {x0.shape}")
-    u_ref = float_array("u_ref", u_ref)
-    if u_ref.ndim != 2 or u_ref.shape[1] != nu or u_ref.shape[0] < 1:
-        raise ValueError(f"u_ref must have shape (N, {nu}) with N >= 1, got {u_ref.shape}")
-    N = u_ref.shape[0]
-    x_ref = float_array("x_ref", x_ref)
-    if x_ref.shape != (N + 1, nx):
-        raise ValueError(f"x_ref must have shape ({N + 1}, {nx}) (N = {N} from u_ref), "
-                         f"got {x_ref.shape}")
-    Qs, Q_N = state_weights(Q, Q_N, N, nx)
-    Rs = weight_stack("R", R, nu, N, (N,))
-    return _Problem(system, x0, x_ref, u_ref, Qs, Rs, Q_N)
+@dataclass(frozen=True)
+class OptimizerOptions:
+    """How :meth:`TrackingProblem.solve` iterates: the model of each step, the line search, the
+    projection and when to stop (python-control keeps such options apart from the problem too).
+    Validated when made; every field is described in :func:`optimize_trajectory`.
+
+    Parameters
+    ----------
+    method : {"second_order", "first_order", "steepest_descent"}
+        The quadratic model of the LQ subproblem: Newton, Gauss-Newton, identity.
+    tol, max_iterations : float, int
+        Convergence tolerance (see ``stop``) and iteration cap.
+    armijo, backtrack, max_backtracks : float, float, int
+        Sufficient-decrease constant ``0 < armijo < 0.5``, step shrink factor
+        ``0 < backtrack < 1`` and the most shrinks per line search (trep's: :data:`TREP_ARMIJO`).
+    stop : {"slope", "gradient"}
+        ``|Σ g_k·v_k| < tol`` or ``‖∂J/∂u‖₂ < tol``.
+    projection : {"lqr", "direction"}
+        Trial trajectories follow LQR gains with weights ``Qproj``, ``Rproj`` (default
+        identities) or the LQ policy's own gains.
+    time_limit : float or None
+        Seconds of wall time after which no further iteration starts.
+    first_method, first_method_iterations : str, int
+        A warm-up method for the first iterations (trep's: ``"first_order"``, 10).
+    Qproj, Rproj : array_like or None
+        Projection weights, ``(nx, nx)`` or ``(N+1, nx, nx)``; ``(nu, nu)`` or ``(N, nu, nu)``.
+    negative_curvature : bool
+        Also line-search the Newton direction where its model is not convex.
+    optimize_ic : bool
+        Optimize the initial state too (systems whose every state is admissible).
+
+    Raises
+    ------
+    ValueError
+        Naming the first option out of its range.
+    """
+    method: str = "second_order"
+    tol: float = 1e-6
+    max_iterations: int = 1000
+    armijo: float = 1e-4
+    backtrack: float = 0.5
+    max_backtracks: int = 50
+    stop: str = "slope"
+    projection: str = "lqr"
+    time_limit: float | None = None
+    first_method: str = "first_order"
+    first_method_iterations: int = 0
+    Qproj: object = None
+    Rproj: object = None
+    negative_curvature: bool = True
+    optimize_ic: bool = False
+
+    def __post_init__(self) -> None:
+        for name, value in (("method", self.method), ("first_method", self.first_method)):
+            if value not in METHODS:
+                raise ValueError(f"{name} must be one of {METHODS}, got {value!r}")
+        if not _is_count(self.first_method_iterations):
+            raise ValueError("first_method_iterations must be an integer >= 0, got "
+                             f"{self.first_method_iterations!r}")
+        if self.projection not in PROJECTIONS:
+            raise ValueError(f"projection must be one of {PROJECTIONS}, got {self.projection!r}")
+        if self.stop not in STOP_RULES:
+            raise ValueError(f"stop must be one of {STOP_RULES}, got {self.stop!r}")
+        if (not self.tol > 0 or self.max_iterations < 0 or not 0 < self.armijo < 0.5
+                or not 0 < self.backtrack < 1):
+            raise ValueError("need tol > 0, max_iterations >= 0, 0 < armijo < 0.5, 0 < backtrack < 1")
+        if not _is_count(self.max_backtracks):
+            raise ValueError(f"max_backtracks must be an integer >= 0, got {self.max_backtracks!r}")
+        if self.time_limit is not None and not self.time_limit >= 0:
+            raise ValueError(f"time_limit must be None or >= 0 seconds, got {self.time_limit}")
+        if not isinstance(self.optimize_ic, (bool, np.bool_)):
+            raise ValueError(f"optimize_ic must be True or False, got {self.optimize_ic!r}")
+        if self.projection != "lqr" and (self.Qproj is not None or self.Rproj is not None):
+            raise ValueError(f"Qproj and Rproj apply to projection='lqr', got projection="
+                             f"{self.projection!r}")
+
+    def methods_used(self) -> set[str]:
+        """The methods that iterations will use (the warm-up's, then ``method``)."""
+        uses = {self.first_method} if self.first_method_iterations > 0 else set()
+        if self.max_iterations > self.first_method_iterations:
+            uses.add(self.method)
+        return uses
+
+
+def _is_count(value) -> bool:
+    return bool(not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 0)
+
+
+class TrackingProblem:
+    r"""A discrete system's inputs ``u_0..u_{N-1}`` chosen to track a reference from a fixed
+    initial state: minimize, with ``x_0 = x0`` and ``x_{k+1} = system.step(x_k, u_k)``,
+
+    .. math::
+
+        J = ½ Σ_{k<N} [δx_kᵀ Q_k δx_k + δu_kᵀ R_k δu_k] + ½ δx_Nᵀ Q_N δx_N,
+        \quad δx = x − x_{ref},\ δu = u − u_{ref}.
+
+    The problem holds the validated data; :meth:`solve` runs the optimizer with an
+    :class:`OptimizerOptions` (:func:`optimize_trajectory` is both in one call).
+
+    Parameters
+    ----------
+    system : DiscreteSystem
+        ``nx``, ``nu``, ``step``, ``linearize`` (and ``linearize2`` for Newton steps).
+    x0 : array_like, shape (nx,)
+        The initial state (the initial guess with ``optimize_ic``).
+    x_ref, u_ref : array_like, shapes (N+1, nx), (N, nu)
+        The reference; it need not satisfy the dynamics.
+    Q, R, Q_N : array_like
+        Weights, shapes as in :func:`core.tvlqr` (``Q_N`` defaults to the last ``Q``).
+
+    Raises
+    ------
+    TypeError
+        ``system`` lacks one of ``nx``, ``nu``, ``step``, ``linearize``.
+    ValueError
+        A shape or a weight that is not symmetric positive (semi-)definite, named.
+    """
+
+    def __init__(self, system, x0, x_ref, u_ref, Q, R, Q_N=None) -> None:
+        for attr in ("nx", "nu", "step", "linearize"):
+            if not hasattr(system, attr):
+                raise TypeError(f"system has no attribute {attr!r}; see core.DiscreteSystem")
+        nx, nu = int(system.nx), int(system.nu)
+        x0 = initial_state(x0)
+        if x0.shape != (nx,):
+            raise ValueError(f"x0 must have shape ({nx},), got {x0.shape}")
+        u_ref = float_array("u_ref", u_ref)
+        if u_ref.ndim != 2 or u_ref.shape[1] != nu or u_ref.shape[0] < 1:
+            raise ValueError(f"u_ref must have shape (N, {nu}) with N >= 1, got {u_ref.shape}")
+        N = u_ref.shape[0]
+        x_ref = float_array("x_ref", x_ref)
+        if x_ref.shape != (N + 1, nx):
+            raise ValueError(f"x_ref must have shape ({N + 1}, {nx}) (N = {N} from u_ref), "
+                             f"got {x_ref.shape}")
+        self.system = system
+        self.x0, self.x_ref, self.u_ref = x0, x_ref, u_ref
+        self.Qs, self.Q_N = state_weights(Q, Q_N, N, nx)
+        self.Rs = weight_stack("R", R, nu, N, (N,))
+        self.N, self.nx, self.nu = N, nx, nu
+
+    def rollout(self, u) -> np.ndarray:
+        """The states ``x`` (N+1, nx) of ``u`` (N, nu) from ``x0``."""
+        return simulate_open_loop(self.system.step, self.x0, self.controls(u, "u"))
+
+    def controls(self, u, name: str = "u_init") -> np.ndarray:
+        """A copy of ``u`` checked for the shape of ``u_ref`` (``u_ref`` itself for None)."""
+        if u is None:
+            return self.u_ref.copy()
+        u = float_array(name, u)
+        if u.shape != self.u_ref.shape:
+            raise ValueError(f"{name} must have shape {self.u_ref.shape} (that of u_ref), got {u.shape}")
+        return u.copy()
+
+    def cost(self, x, u) -> float:
+        """``J`` of the trajectory ``(x, u)`` (``x`` need not be a rollout)."""
+        return _cost(self, x, u)
+
+    def cost_and_gradient(self, u) -> tuple[float, np.ndarray]:
+        """``J(u)`` of the rollout of ``u`` and its exact gradient ``∂J/∂u`` (N, nu), by the
+        adjoint (costate) pass ``λ_N = Q_N δx_N``, ``λ_k = Q_k δx_k + A_kᵀ λ_{k+1}``,
+        ``∂J/∂u_k = R_k δu_k + B_kᵀ λ_{k+1}``."""
+        u = self.controls(u, "u")
+        x = simulate_open_loop(self.system.step, self.x0, u)
+        A, B = linearize_trajectory(self.system, x, u, threads=1)
+        _, _, wx, wu, w_N = _weighted_errors(self, x, u)
+        _, g = _costate_and_gradient(A, B, wx, wu, w_N)
+        return _cost(self, x, u), g
+
+    def solve(self, options: OptimizerOptions | None = None, u_init=None,
+              callback: Callable[[dict], object] | None = None,
+              verbose: bool = False) -> TrajectoryOptimizationResult:
+        """Optimize from ``u_init`` (default ``u_ref``) with ``options`` (default
+        :class:`OptimizerOptions`); the method is described in :func:`optimize_trajectory`.
+
+        Parameters
+        ----------
+        options : OptimizerOptions, optional
+        u_init : array_like, shape (N, nu), optional
+        callback : callable, optional
+            Called with each history entry (a dict) as it is produced.
+        verbose : bool
+            Also print one line per iteration (the module logger logs them at DEBUG).
+
+        Returns
+        -------
+        TrajectoryOptimizationResult
+
+        Raises
+        ------
+        ValueError
+            ``optimize_ic`` for a constrained system, a bad ``u_init``, a rollout of ``u_init``
+            that is not finite.
+        TypeError
+            A Newton method for a system without ``linearize2``.
+        """
+        return _solve(self, OptimizerOptions() if options is None else options, u_init, callback,
+                      verbose)
 
 
 def _apply_weight(Ws: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -160,7 +344,7 @@ def _apply_weight(Ws: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray((Ws @ d[:, :, None])[:, :, 0])
 
 
-def _weighted_errors(pb: _Problem, x, u):
+def _weighted_errors(pb: TrackingProblem | _Weights, x, u):
     """Errors and the cost's linear terms ``wx_k = Q_k δx_k``, ``wu_k = R_k δu_k``, ``w_N``."""
     N = u.shape[0]
     dx, du = x - pb.x_ref, u - pb.u_ref
@@ -168,7 +352,7 @@ def _weighted_errors(pb: _Problem, x, u):
     return dx, du, wx, wu, pb.Q_N @ dx[N]
 
 
-def _cost(pb: _Problem, x, u) -> float:
+def _cost(pb: TrackingProblem | _Weights, x, u) -> float:
     dx, du, wx, wu, w_N = _weighted_errors(pb, x, u)
     N = u.shape[0]
     return 0.5 * float(np.sum(dx[:N] * wx) + np.sum(du * wu) + dx[N] @ w_N)
@@ -187,15 +371,42 @@ def _check_linearization(parts, k: int, shapes: tuple, second_order: bool) -> No
             raise ValueError(f"{name} returned a non-finite {label} at k={k}")
 
 
-def linearize_trajectory(system, x, u, second_order: bool = False, costates=None):
-    """Stack ``system.linearize(x[k], u[k])`` (or ``linearize2``) for ``k < N``.
+def linearize_trajectory(system, x, u, second_order: bool = False, costates=None, *,
+                         threads: int | None = None, progress=None):
+    """Linearizations along a trajectory: ``system.linearize(x[k], u[k])`` (or ``linearize2``)
+    for ``k < N``, stacked.
 
-    ``x`` has shape ``(N+1, nx)`` or ``(N, nx)`` and ``u`` shape ``(N, nu)``. Returns ``(A, B)`` of
-    shapes ``(N, nx, nx)``, ``(N, nx, nu)``, plus ``H`` of shape ``(N, nx, nz, nz)`` if
-    ``second_order``; feed ``(A, B)`` to :func:`tvlqr` for a tracking controller. With
-    ``second_order`` and ``costates`` (N, nx): ``W[k] = Σ_i costates[k, i] H_k[i]`` (N, nz, nz)
-    in place of ``H``, what a Newton step needs (a :class:`~core.MidpointVI` computes it without
-    the tensors; another system's ``H`` is contracted knot by knot).
+    Parameters
+    ----------
+    system : DiscreteSystem
+        A system that has its own ``linearize_trajectory`` (a :class:`~core.MidpointVI`: every
+        knot solved and linearized in compiled code, ``threads`` in parallel) is handed the
+        stacks when ``x`` has ``N + 1`` rows; another is linearized knot by knot.
+    x, u : array_like, shapes (N+1, nx) or (N, nx), and (N, nu)
+    second_order : bool
+        Also ``H`` (N, nx, nz, nz), ``H[k, i, a, b] = ∂²x_{k+1,i} / ∂z_a ∂z_b``, ``z = [x, u]``.
+    costates : array_like, shape (N, nx), optional
+        With ``second_order``: ``W[k] = Σ_i costates[k, i] H_k[i]`` (N, nz, nz) in place of
+        ``H``, what a Newton step needs (``costates[k]`` weighs the entries of ``x[k + 1]``; a
+        :class:`~core.MidpointVI` computes it without the tensors).
+    threads : int, optional
+        For a system with its own stacks: chunks in parallel (default numba's thread count;
+        ``threads=1``: one serial compiled call, for callers that are themselves
+        multi-threaded, as a ROS node's executor).
+    progress : True or callable, optional
+        A progress bar on stderr (True) or ``progress(done, N)`` after each block.
+
+    Returns
+    -------
+    (A, B) or (A, B, H) or (A, B, W)
+        Shapes (N, nx, nx), (N, nx, nu), then ``H`` or ``W``; feed ``(A, B)`` to
+        :func:`core.tvlqr` for a tracking controller.
+
+    Raises
+    ------
+    ValueError
+        A shape, ``costates`` without ``second_order``, or a linearization that is not finite
+        (naming the knot ``k``).
     """
     x, u = float_array("x", x), float_array("u", u)
     if u.ndim != 2 or x.ndim != 2 or x.shape[0] not in (u.shape[0], u.shape[0] + 1):
@@ -208,15 +419,17 @@ def linearize_trajectory(system, x, u, second_order: bool = False, costates=None
         costates = float_array("costates", costates)
         if costates.shape != (N, nx):
             raise ValueError(f"costates must have shape (N, nx) = ({N}, {nx}), got {costates.shape}")
-    if isinstance(system, MidpointVI) and x.shape[0] == u.shape[0] + 1:
-        # the same linearizations in one compiled serial call (no per-step Python; serial, so
-        # callers that are themselves multi-threaded never share numba's threading layer)
-        return system.linearize_trajectory(x, u, second_order=second_order, threads=1, costates=costates)
+    own = getattr(system, "linearize_trajectory", None)
+    if own is not None and x.shape[0] == N + 1:
+        return own(x, u, second_order, costates, threads=threads, progress=progress)
     if second_order and costates is None:
         check_second_order_memory("linearize_trajectory(second_order=True)", nx, nx + nu, N)
     nz = nx + nu
     shapes = ((nx, nx), (nx, nu), (nx, nz, nz))[:3 if second_order else 2]   # what linearize2 returns
     stacks = [np.empty((N,) + shape) for shape in (shapes if costates is None else shapes[:2] + ((nz, nz),))]
+    report = progress_reporter(progress)
+    if report is not None:
+        report(0, N)
     for k in range(N):
         parts = system.linearize2(x[k], u[k]) if second_order else system.linearize(x[k], u[k])
         _check_linearization(parts, k, shapes, second_order)
@@ -224,20 +437,9 @@ def linearize_trajectory(system, x, u, second_order: bool = False, costates=None
             parts = (*parts[:2], np.tensordot(costates[k], parts[2], axes=1))
         for stack, part in zip(stacks, parts, strict=True):
             stack[k] = part
+        if report is not None:
+            report(k + 1, N)
     return tuple(stacks)
-
-
-def _rollout(pb: _Problem, u: np.ndarray) -> np.ndarray:
-    return simulate_open_loop(pb.system.step, pb.x0, u)
-
-
-def _checked_controls(pb: _Problem, u, name: str = "u_init") -> np.ndarray:
-    if u is None:
-        return pb.u_ref.copy()
-    u = float_array(name, u)
-    if u.shape != pb.u_ref.shape:
-        raise ValueError(f"{name} must have shape {pb.u_ref.shape} (that of u_ref), got {u.shape}")
-    return u.copy()
 
 
 def trajectory_cost(x, u, x_ref, u_ref, Q, R, Q_N=None) -> float:
@@ -254,20 +456,15 @@ def trajectory_cost(x, u, x_ref, u_ref, Q, R, Q_N=None) -> float:
                          f"got {x.shape} and {x_ref.shape}")
     N, nx, nu = u.shape[0], x.shape[1], u.shape[1]
     Qs, Q_N = state_weights(Q, Q_N, N, nx)
-    pb = _Problem(None, x[0], x_ref, u_ref, Qs, weight_stack("R", R, nu, N, (N,)), Q_N)
+    pb = _Weights(x_ref, u_ref, Qs, weight_stack("R", R, nu, N, (N,)), Q_N)
     return _cost(pb, x, u)
 
 
 def cost_and_gradient(system, x0, u, x_ref, u_ref, Q, R, Q_N=None) -> tuple[float, np.ndarray]:
     """Cost ``J(u)`` of :func:`optimize_trajectory` (states from rolling out ``u`` from ``x0``) and
-    its exact gradient ``∂J/∂u`` of shape ``(N, nu)`` by the adjoint (costate) pass."""
-    pb = _problem(system, x0, x_ref, u_ref, Q, R, Q_N)
-    u = _checked_controls(pb, u, "u")
-    x = _rollout(pb, u)
-    A, B = linearize_trajectory(system, x, u)
-    _, _, wx, wu, w_N = _weighted_errors(pb, x, u)
-    _, g = _costate_and_gradient(A, B, wx, wu, w_N)
-    return _cost(pb, x, u), g
+    its exact gradient ``∂J/∂u`` of shape ``(N, nu)`` by the adjoint (costate) pass
+    (:meth:`TrackingProblem.cost_and_gradient`)."""
+    return TrackingProblem(system, x0, x_ref, u_ref, Q, R, Q_N).cost_and_gradient(u)
 
 
 class _Direction(NamedTuple):
@@ -280,7 +477,7 @@ class _Direction(NamedTuple):
     dx0: np.ndarray | None = None   # (nx,) initial-state change z_0 (optimize_ic), else z_0 = 0
 
 
-def _newton_weights(pb: _Problem, W: np.ndarray, nx: int):
+def _newton_weights(pb: TrackingProblem, W: np.ndarray, nx: int):
     """Hessian blocks of the Lagrangian ``diag(Q_k, R_k) + W_k`` from the dynamics' curvature
     along the costate, ``W_k = Σ_i λ_{k+1,i} H_k[i]``."""
     W = 0.5 * (W + np.swapaxes(W, 1, 2))
@@ -440,7 +637,7 @@ def _descent_direction(pb, method, projection, A, B, curvature, lam, g, wx, wu, 
     return d._replace(alternative=alternative)
 
 
-def _projected_rollout(pb: _Problem, x, u, d: _Direction, gamma: float):
+def _projected_rollout(pb: TrackingProblem, x, u, d: _Direction, gamma: float):
     """Trial trajectory ``ũ_k = u_k + γ kff_k − K_k (x̃_k − x_k)``, ``x̃_{k+1} = step(x̃_k, ũ_k)``
     (Hauser's projection operator; the DDP forward pass). Returns None if the rollout fails."""
     N = u.shape[0]
@@ -459,7 +656,7 @@ def _projected_rollout(pb: _Problem, x, u, d: _Direction, gamma: float):
         return xt, ut
 
 
-def _cost_change(pb: _Problem, x, u, xt, ut) -> float:
+def _cost_change(pb: TrackingProblem, x, u, xt, ut) -> float:
     """``J(xt, ut) − J(x, u)`` as ``½Σ Δᵀ W (Δ + 2δ)`` (Δ = trial − current, δ = current − ref):
     no cancellation between two large sums, so small decreases stay resolvable."""
     N = u.shape[0]
@@ -556,108 +753,124 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
     ``ΔJ(γ) ≤ armijo·γ·slope`` (plus round-off slack). trep's constants are
     :data:`TREP_ARMIJO` (``armijo=1e-5, backtrack=0.7, max_backtracks=29``).
 
-    Args:
-        system: a :class:`DiscreteSystem`.
-        x0: ``(nx,)`` fixed initial state.
-        x_ref: ``(N+1, nx)``; u_ref: ``(N, nu)`` (they need not satisfy the dynamics).
-        Q, R, Q_N: weights, shapes as in :func:`tvlqr`.
-        method: ``"second_order"``, ``"first_order"`` or ``"steepest_descent"``.
-        u_init: ``(N, nu)`` initial inputs (default ``u_ref``).
-        tol, max_iterations: convergence tolerance (see ``stop``) and iteration cap.
-        armijo, backtrack, max_backtracks: sufficient-decrease constant, step shrink factor and
-            maximum number of shrinks per line search.
-        stop: ``"slope"`` or ``"gradient"`` (see Convergence).
-        projection: ``"lqr"`` or ``"direction"`` (see Projection).
-        callback: called with each history entry (dict) as it is produced.
-        verbose: also print one line per iteration (the module logger logs them at DEBUG).
-        time_limit: seconds of wall time (``time.monotonic``) after which no further iteration
-            starts; the result is then the last iterate (a rollout of ``system``, so feasible),
-            with ``converged`` False and a message saying so. ``None``: no limit.
-        first_method, first_method_iterations: warm-up method (one of the methods) and its
-            number of iterations (>= 0).
-        Qproj, Rproj: projection weights, ``(nx, nx)`` or ``(N+1, nx, nx)`` (the last is the
-            terminal weight), positive semi-definite; ``(nu, nu)`` or ``(N, nu, nu)``, positive
-            definite. Default identities. Only with ``projection="lqr"``.
-        negative_curvature: see Fallback above.
-        optimize_ic: also optimize the initial state (trep's ``optimize_ic``; then ``x0`` is
-            the initial guess and ``result.x[0]`` the optimized initial state): the LQ
-            subproblem's initial tangent is ``z_0 = −P_0⁻¹ p_0`` (its value function's
-            minimizer), the slope gains ``λ_0·z_0`` and ``gradient_norm`` includes
-            ``∂J/∂x_0 = λ_0``. Only for systems whose every state is admissible (unconstrained;
-            a :class:`MidpointVI` with constraints is refused).
+    ``TrackingProblem(system, x0, x_ref, u_ref, Q, R, Q_N).solve(OptimizerOptions(...), u_init,
+    callback, verbose)`` in one call: the problem is :class:`TrackingProblem`, the remaining
+    keywords are the fields of :class:`OptimizerOptions`.
 
-    Returns:
-        :class:`TrajectoryOptimizationResult`; ``converged`` is False (with a ``message``) when the
-        iteration cap is reached or the line search finds no decrease.
+    Parameters
+    ----------
+    system : DiscreteSystem
+    x0 : array_like, shape (nx,)
+        The fixed initial state.
+    x_ref, u_ref : array_like, shapes (N+1, nx), (N, nu)
+        The reference (it need not satisfy the dynamics).
+    Q, R, Q_N : array_like
+        Weights, shapes as in :func:`tvlqr`.
+    method : {"second_order", "first_order", "steepest_descent"}
+    u_init : array_like, shape (N, nu), optional
+        Initial inputs (default ``u_ref``).
+    tol, max_iterations : float, int
+        Convergence tolerance (see ``stop``) and iteration cap.
+    armijo, backtrack, max_backtracks : float, float, int
+        Sufficient-decrease constant, step shrink factor and the most shrinks per line search.
+    stop : {"slope", "gradient"}
+        See Convergence.
+    projection : {"lqr", "direction"}
+        See Projection.
+    callback : callable, optional
+        Called with each history entry (a dict) as it is produced.
+    verbose : bool
+        Also print one line per iteration (the module logger logs them at DEBUG).
+    time_limit : float, optional
+        Seconds of wall time (``time.monotonic``) after which no further iteration starts; the
+        result is then the last iterate (a rollout of ``system``, so feasible), with
+        ``converged`` False and a message saying so.
+    first_method, first_method_iterations : str, int
+        Warm-up method (one of the methods) and its number of iterations (>= 0).
+    Qproj, Rproj : array_like, optional
+        Projection weights, ``(nx, nx)`` or ``(N+1, nx, nx)`` (the last is the terminal weight),
+        positive semi-definite; ``(nu, nu)`` or ``(N, nu, nu)``, positive definite. Default
+        identities. Only with ``projection="lqr"``.
+    negative_curvature : bool
+        See Fallback above.
+    optimize_ic : bool
+        Also optimize the initial state (trep's ``optimize_ic``; ``x0`` is then the initial
+        guess and ``result.x[0]`` the optimized initial state): the LQ subproblem's initial
+        tangent is ``z_0 = −P_0⁻¹ p_0`` (its value function's minimizer), the slope gains
+        ``λ_0·z_0`` and ``gradient_norm`` includes ``∂J/∂x_0 = λ_0``. Only for systems whose
+        every state is admissible (a system whose ``constrained`` is True is refused).
+
+    Returns
+    -------
+    TrajectoryOptimizationResult
+        ``converged`` is False (with a ``message``) when the iteration cap is reached or the line
+        search finds no decrease.
+
+    Raises
+    ------
+    ValueError
+        An option out of range, a shape, a weight, ``optimize_ic`` on a constrained system.
+    TypeError
+        A system without ``nx``, ``nu``, ``step``, ``linearize`` (or ``linearize2`` for Newton).
     """
-    for name, value in (("method", method), ("first_method", first_method)):
-        if value not in METHODS:
-            raise ValueError(f"{name} must be one of {METHODS}, got {value!r}")
-    if (isinstance(first_method_iterations, bool)
-            or not isinstance(first_method_iterations, (int, np.integer))
-            or first_method_iterations < 0):
-        raise ValueError("first_method_iterations must be an integer >= 0, got "
-                         f"{first_method_iterations!r}")
-    if projection not in PROJECTIONS:
-        raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
-    if stop not in STOP_RULES:
-        raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}")
-    if not tol > 0 or max_iterations < 0 or not 0 < armijo < 0.5 or not 0 < backtrack < 1:
-        raise ValueError("need tol > 0, max_iterations >= 0, 0 < armijo < 0.5, 0 < backtrack < 1")
-    if (isinstance(max_backtracks, bool) or not isinstance(max_backtracks, (int, np.integer))
-            or max_backtracks < 0):
-        raise ValueError(f"max_backtracks must be an integer >= 0, got {max_backtracks!r}")
-    if time_limit is not None and not time_limit >= 0:
-        raise ValueError(f"time_limit must be None or >= 0 seconds, got {time_limit}")
-    if not isinstance(optimize_ic, (bool, np.bool_)):
-        raise ValueError(f"optimize_ic must be True or False, got {optimize_ic!r}")
-    if optimize_ic and isinstance(system, MidpointVI):
-        model = system.system.model
-        if model.nh or model.nv:
-            raise ValueError(f"optimize_ic=True needs an unconstrained system; this one has "
-                             f"{model.nh} holonomic and {model.nv} velocity constraints")
-    uses = {first_method} if first_method_iterations > 0 else set()
-    if max_iterations > first_method_iterations:
-        uses.add(method)
-    if "second_order" in uses and not hasattr(system, "linearize2"):
+    options = OptimizerOptions(method=method, tol=tol, max_iterations=max_iterations, armijo=armijo,
+                               backtrack=backtrack, max_backtracks=max_backtracks, stop=stop,
+                               projection=projection, time_limit=time_limit,
+                               first_method=first_method,
+                               first_method_iterations=first_method_iterations, Qproj=Qproj,
+                               Rproj=Rproj, negative_curvature=negative_curvature,
+                               optimize_ic=optimize_ic)
+    return TrackingProblem(system, x0, x_ref, u_ref, Q, R, Q_N).solve(options, u_init, callback, verbose)
+
+
+def _solve(pb: TrackingProblem, opts: OptimizerOptions, u_init, callback, verbose) -> TrajectoryOptimizationResult:
+    """The iteration of :func:`optimize_trajectory` on a problem, with its options."""
+    system = pb.system
+    if opts.optimize_ic and getattr(system, "constrained", False):
+        raise ValueError("optimize_ic=True needs an unconstrained system; this one has constraints "
+                         "(system.constrained): not every initial state is admissible")
+    if "second_order" in opts.methods_used() and not hasattr(system, "linearize2"):
         raise TypeError("method='second_order' needs system.linearize2(x, u) -> (A, B, H)")
-    deadline = None if time_limit is None else time.monotonic() + time_limit
-    pb = _problem(system, x0, x_ref, u_ref, Q, R, Q_N)
-    Qproj, Rproj = _projection_weights(pb, Qproj, Rproj, projection)
-    u = _checked_controls(pb, u_init)
-    x = _rollout(pb, u)
+    deadline = None if opts.time_limit is None else time.monotonic() + opts.time_limit
+    Qproj, Rproj = _projection_weights(pb, opts.Qproj, opts.Rproj)
+    u = pb.controls(u_init)
+    x = simulate_open_loop(system.step, pb.x0, u)
     if not np.all(np.isfinite(x)):
         raise ValueError("rolling out u_init from x0 gives non-finite states")
     J = _cost(pb, x, u)
     history: list[dict] = []
-    entry = {"iteration": 0, "cost": J, "step": 0.0, "model": "", "backtracks": 0}
+    entry: dict[str, Any] = {"iteration": 0, "cost": J, "step": 0.0, "model": "", "backtracks": 0}
+    tol, max_iterations, stop = opts.tol, opts.max_iterations, opts.stop
     converged, message = False, f"reached max_iterations={max_iterations}"
     for it in range(max_iterations + 1):
-        it_method = first_method if it < first_method_iterations else method
-        A, B = linearize_trajectory(system, x, u)
+        it_method = opts.first_method if it < opts.first_method_iterations else opts.method
+        A, B = linearize_trajectory(system, x, u, threads=1)
         # the Newton model's curvature, contracted with the costate it is given (open or
         # closed loop), computed only if that model is tried
         curvature = functools.partial(_curvature, system, x, u)
         _, _, wx, wu, w_N = _weighted_errors(pb, x, u)
         lam, g = _costate_and_gradient(A, B, wx, wu, w_N)
         entry["gradient_norm"] = float(np.sqrt(np.sum(g * g)
-                                               + (lam[0] @ lam[0] if optimize_ic else 0.0)))
-        d = None
+                                               + (lam[0] @ lam[0] if opts.optimize_ic else 0.0)))
+        d: _Direction | None = None
         if stop == "slope" or (entry["gradient_norm"] >= tol and it < max_iterations):
-            d = _descent_direction(pb, it_method, projection, A, B, curvature, lam, g, wx, wu, w_N,
-                                   negative_curvature, Qproj, Rproj, optimize_ic)
+            d = _descent_direction(pb, it_method, opts.projection, A, B, curvature, lam, g, wx, wu,
+                                   w_N, opts.negative_curvature, Qproj, Rproj, opts.optimize_ic)
         entry["slope"] = d.slope if d is not None else float("nan")
         _record(history, entry, callback, verbose)
         if stop == "gradient" and entry["gradient_norm"] < tol:
             converged, message = True, f"gradient norm < tol={tol:g}"
             break
+        if it == max_iterations and d is None:
+            break
+        assert d is not None     # (stop == "slope", or a gradient above tol before the last iteration)
         if stop == "slope" and abs(d.slope) < tol:
             converged, message = True, f"|slope| < tol={tol:g}"
             break
         if it == max_iterations:
             break
         if deadline is not None and time.monotonic() > deadline:
-            message = f"time_limit={time_limit:g} s reached after {it} iterations"
+            message = f"time_limit={opts.time_limit:g} s reached after {it} iterations"
             break
         if not d.slope < 0:
             message = "no descent direction (gradient at round-off level?)"
@@ -666,7 +879,7 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
         for cand in (d, d.alternative):
             if cand is None:
                 continue
-            trial = _line_search(pb, x, u, J, cand, armijo, backtrack, max_backtracks)
+            trial = _line_search(pb, x, u, J, cand, opts.armijo, opts.backtrack, opts.max_backtracks)
             if trial is not None and (found is None or trial[2] < found[0][2]):
                 found = (trial, cand)
         if found is None:
@@ -677,20 +890,17 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
                  "backtracks": backtracks}
     last = history[-1]
     return TrajectoryOptimizationResult(x, u, J, last["gradient_norm"], last["iteration"],
-                                        converged, message, method, history)
+                                        converged, message, opts.method, history)
 
 
 def _curvature(system, x, u, lam):
     """``Σ_i λ_{k+1,i} H_k[i]`` (N, nz, nz) along ``(x, u)`` for the costate ``λ`` (N+1, nx)."""
-    return linearize_trajectory(system, x, u, second_order=True, costates=lam[1:])[2]
+    return linearize_trajectory(system, x, u, second_order=True, costates=lam[1:], threads=1)[2]
 
 
-def _projection_weights(pb: _Problem, Qproj, Rproj, projection: str):
+def _projection_weights(pb: TrackingProblem, Qproj, Rproj):
     """Validated stacks of the projection weights (None: identities)."""
-    if projection != "lqr" and (Qproj is not None or Rproj is not None):
-        raise ValueError(f"Qproj and Rproj apply to projection='lqr', got projection="
-                         f"{projection!r}")
-    N, nx, nu = pb.u_ref.shape[0], pb.x0.shape[0], pb.u_ref.shape[1]
+    N, nx, nu = pb.N, pb.nx, pb.nu
     if Qproj is not None:
         Qproj = weight_stack("Qproj", Qproj, nx, N, (N + 1,))
     if Rproj is not None:

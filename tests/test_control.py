@@ -6,6 +6,7 @@ classical Runge-Kutta 4 scheme with a zero-order-hold input. Its exact first and
 derivatives come from propagating Jacobians and Hessians through the four stages by the chain
 rule; they are checked against central finite differences before anything relies on them.
 """
+import dataclasses
 import itertools
 import math
 import time
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+import core
 from core import (
     controllability,
     cost_and_gradient,
@@ -621,9 +623,9 @@ def test_second_order_method_converges_quadratically(swing_up_results):
 def _linearized_swing_up(system, problem):
     """The swing-up problem on ``system`` at a fixed input guess, linearized to second order:
     ``(pb, x, u, A, B, H, wx, wu, w_N, lam, g)`` for the optimizer's direction functions."""
-    pb = optimal._problem(system, *(problem[k] for k in ("x0", "x_ref", "u_ref", "Q", "R", "Q_N")))
+    pb = optimal.TrackingProblem(system, *(problem[k] for k in ("x0", "x_ref", "u_ref", "Q", "R", "Q_N")))
     u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
-    x = optimal._rollout(pb, u)
+    x = pb.rollout(u)
     A, B, H = linearize_trajectory(system, x, u, second_order=True)
     _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
     lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
@@ -657,7 +659,7 @@ def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
         path = lambda gam: optimal._projected_rollout(pb, x, u, d, gam)  # noqa: E731
     else:
         lam_model = lam
-        path = lambda gam: (optimal._rollout(pb, u + gam * v), u + gam * v)  # noqa: E731
+        path = lambda gam: (pb.rollout(u + gam * v), u + gam * v)  # noqa: E731
     Wxx, Wuu, Wux = optimal._newton_weights(pb, H(lam_model), 2)
     curvature = (np.einsum("ki,kij,kj->", z[:-1], Wxx, z[:-1])
                  + np.einsum("ki,kij,kj->", v, Wuu, v)
@@ -775,10 +777,10 @@ def test_projection_weights_set_the_projection_gains(swing_up_results):
     problem, second, _, _ = swing_up_results
     N = 60
     Qproj, Rproj = np.diag([10.0, 0.5]), np.array([[3.0]])
-    pb = optimal._problem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
+    pb = optimal.TrackingProblem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
                                                   "Q_N")))
     u = 2.0 * np.sin(np.linspace(0, 3, N))[:, None]
-    x = optimal._rollout(pb, u)
+    x = pb.rollout(u)
     A, B = linearize_trajectory(problem["system"], x, u)
     _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
     lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
@@ -871,10 +873,10 @@ def test_optimize_ic_solves_a_linear_problem_over_initial_state_and_inputs():
     assert fixed.x[0] == pytest.approx(np.zeros(nx)) and fixed.cost > r.cost
     # the slope with a free initial state, on a nonlinear system
     problem = swing_up_problem(N=30)
-    pb = optimal._problem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
+    pb = optimal.TrackingProblem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R",
                                                   "Q_N")))
     u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
-    x = optimal._rollout(pb, u)
+    x = pb.rollout(u)
     A_, B_, H_ = linearize_trajectory(problem["system"], x, u, second_order=True)
     _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
     lam, g = optimal._costate_and_gradient(A_, B_, wx, wu, w_N)
@@ -922,10 +924,15 @@ def test_optimizer_rejects_bad_arguments():
         optimize_trajectory(**problem, projection="direction", Qproj=np.eye(2))
     with pytest.raises(ValueError, match="optimize_ic must be True or False, got 'yes'"):
         optimize_trajectory(**problem, optimize_ic="yes")
-    constrained = optimal.MidpointVI.__new__(optimal.MidpointVI)
-    constrained.system = type("S", (), {"model": type("M", (), {"nh": 1, "nv": 0})})()
+    constrained = _ConstrainedPendulum()
     with pytest.raises(ValueError, match="optimize_ic=True needs an unconstrained system"):
         optimize_trajectory(**dict(problem, system=constrained), optimize_ic=True)
+    optimize_trajectory(**dict(problem, system=constrained), max_iterations=1)   # (only optimize_ic)
+
+
+class _ConstrainedPendulum(RK4Pendulum):
+    """A system that says not every state is admissible (``DiscreteSystem.constrained``)."""
+    constrained = True
 
 
 def test_optimizer_time_limit_stops_with_a_feasible_iterate():
@@ -956,3 +963,82 @@ class _FirstOrderOnly:
 
     def linearize(self, x, u):
         return np.eye(2), np.zeros((2, 1))
+
+
+# ============================================================ the problem object, one linearize_trajectory
+def test_tracking_problem_solved_with_options_is_optimize_trajectory():
+    """``TrackingProblem(...).solve(OptimizerOptions(...))`` is the call ``optimize_trajectory``
+    makes: the same iterates, bit for bit; the problem's cost and gradient are the functions'."""
+    problem = swing_up_problem(N=25)
+    options = core.OptimizerOptions(method="second_order", max_iterations=6, first_method_iterations=2)
+    pb = core.TrackingProblem(*(problem[k] for k in ("system", "x0", "x_ref", "u_ref", "Q", "R", "Q_N")))
+    solved = pb.solve(options)
+    called = optimize_trajectory(**problem, method="second_order", max_iterations=6,
+                                 first_method_iterations=2)
+    assert solved.iterations == called.iterations == 6
+    np.testing.assert_array_equal(solved.x, called.x)
+    np.testing.assert_array_equal(solved.u, called.u)
+    assert solved.history == called.history
+    assert [h["model"] for h in solved.history[1:3]] == ["gauss_newton"] * 2
+    assert pb.cost(solved.x, solved.u) == solved.cost
+    np.testing.assert_array_equal(pb.rollout(solved.u), solved.x)
+    J, g = pb.cost_and_gradient(solved.u)
+    J2, g2 = cost_and_gradient(problem["system"], problem["x0"], solved.u, problem["x_ref"],
+                               problem["u_ref"], problem["Q"], problem["R"], problem["Q_N"])
+    assert J == J2 == solved.cost
+    np.testing.assert_array_equal(g, g2)
+    assert np.sqrt(np.sum(g * g)) == pytest.approx(solved.gradient_norm, rel=1e-12)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.method = "first_order"
+    with pytest.raises(ValueError, match="stop must be one of .* got 'never'"):
+        core.OptimizerOptions(stop="never")
+    with pytest.raises(ValueError, match=r"x_ref must have shape \(26, 2\)"):
+        core.TrackingProblem(problem["system"], problem["x0"], problem["x_ref"][:-1], problem["u_ref"],
+                             problem["Q"], problem["R"])
+
+
+class _OwnStacks(RK4Pendulum):
+    """A system with its own ``linearize_trajectory``: the function hands it the stacks."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def linearize_trajectory(self, X, U, second_order=False, costates=None, *, threads=None,
+                             progress=None):
+        self.calls.append((X.shape, U.shape, second_order, threads))
+        return linearize_trajectory(RK4Pendulum(), X, U, second_order, costates)
+
+
+def test_one_linearize_trajectory_for_every_system():
+    """``core.linearize_trajectory`` is the one function: a MidpointVI's stacks come from its
+    compiled method (the same signature, threads and progress), other systems are linearized
+    knot by knot (progress reported after each), a system's own stacks are used when it has
+    them, and ``x`` with N rows is linearized knot by knot on any system."""
+    vi = core.MidpointVI(load_system("cartpole.yaml"), 0.01)
+    assert vi.constrained is False and core.MidpointVI(load_system("marionette.yaml"), 0.01).constrained
+    rng = np.random.default_rng(3)
+    N = 12
+    U = 0.5 * rng.standard_normal((N, vi.nu))
+    X = simulate_open_loop(vi.step, vi.discrete_state(np.array([0.1, 0.2]), np.array([0.0, -0.3])), U)
+    serial = linearize_trajectory(vi, X, U, threads=1)
+    for other in (linearize_trajectory(vi, X, U, threads=2), vi.linearize_trajectory(X, U),
+                  linearize_trajectory(vi, X, U, progress=lambda done, total: None)):
+        for a, b in zip(serial, other, strict=True):
+            np.testing.assert_array_equal(a, b)
+    knotwise = linearize_trajectory(vi, X[:N], U)              # N rows: vi.linearize per knot
+    for a, b in zip(serial, knotwise, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    pendulum = RK4Pendulum()
+    reports = []
+    x = simulate_open_loop(pendulum.step, np.array([0.3, 0.0]), U[:, :1])
+    A, B = linearize_trajectory(pendulum, x, U[:, :1], progress=lambda done, total: reports.append((done, total)))
+    assert reports == [(k, N) for k in range(N + 1)]
+    np.testing.assert_array_equal(A[4], pendulum.linearize(x[4], U[4, :1])[0])
+    with pytest.raises(TypeError, match="progress must be None, True or a callable"):
+        linearize_trajectory(pendulum, x, U[:, :1], progress="yes")
+    own = _OwnStacks()
+    A2, B2, H2 = linearize_trajectory(own, x, U[:, :1], True, threads=3)
+    assert own.calls == [((N + 1, 2), (N, 1), True, 3)]
+    np.testing.assert_array_equal(A2, A)
+    np.testing.assert_array_equal(H2[4], pendulum.linearize2(x[4], U[4, :1])[2])
