@@ -94,13 +94,13 @@ class _CompileReporter(event.Listener):
         self.stream = stream          # None: sys.stderr at the time of printing
         self.prefix = f"core[{tag}]: " if tag else "core: "
         self.depth = 0
-        self.kernel = None
+        self.kernel: str | None = None
         self.announced = False
         self.t0 = self.first = 0.0
         self.count = 0                # compilations of this process
         self.counted = True           # the kernel compiling now is counted
         self.total = 0                # expected by the caller (expect), 0: unknown
-        self.shared = None            # a file counting the team's compilations (a line each)
+        self.shared: str | None = None            # a file counting the team's compilations (a line each)
 
     def _write(self, text: str) -> None:
         stream = self.stream or sys.stderr

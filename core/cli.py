@@ -40,7 +40,8 @@ import math
 import re
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +69,7 @@ class Linearization:
     u: np.ndarray
     x: np.ndarray | None = None   # the discrete state (discrete only)
     dt: float | None = None
-    eigenvalues: np.ndarray = field(default=None)
+    eigenvalues: Any = None        # (n,) complex; None until computed
     controllability_rank: int = 0
     convention: str = ""
     seconds: float = 0.0
@@ -193,7 +194,7 @@ def linearize(system, q=None, dq=None, u=None, *, discrete: bool = False, dt: fl
     t0 = time.perf_counter()
     if discrete:
         from .midpoint import MidpointVI
-        if not (dt > 0 and math.isfinite(dt)):
+        if dt is None or not (dt > 0 and math.isfinite(dt)):
             raise UsageError(f"--dt: the time step must be a positive number, got {dt}")
         vi = MidpointVI(system, dt)
         held = np.concatenate([np.zeros(system.nu), q[vi.kinematic_index]])
@@ -302,7 +303,7 @@ def to_json(r: Linearization) -> str:
 def write_npz(r: Linearization, path: str) -> None:
     """Arrays ``A``, ``B`` (``H``), ``eigenvalues``, ``state_names``, ``input_names``, ``q``,
     ``dq``, ``u`` (``x``, ``dt``), ``controllability_rank``, ``kind``, ``convention``."""
-    arrays = dict(A=r.A, B=r.B, eigenvalues=r.eigenvalues, state_names=np.array(r.state_names, str),
+    arrays: dict[str, Any] = dict(A=r.A, B=r.B, eigenvalues=r.eigenvalues, state_names=np.array(r.state_names, str),
                   input_names=np.array(r.input_names, str), q=r.q, dq=r.dq, u=r.u,
                   controllability_rank=np.array(r.controllability_rank), kind=np.array(r.kind),
                   convention=np.array(r.convention), model=np.array(r.model))

@@ -591,7 +591,7 @@ def _dynamics(system, q, dq, u, linearize, residual_limit=None, what=""):
 
 #: Entry kernels called the checked way once (:func:`_checked`): they compile nothing more, so
 #: plain float64 vectors may go to them directly.
-_DIRECT = set()
+_DIRECT: set = set()
 
 
 def _checked(entry, system, q, dq, u, out):
@@ -692,8 +692,8 @@ def lagrangian_derivatives(system, q, dq, order: int = 2):
     lagrangian_kernel(system.model, data, der, q, dq, min(order, 2), True if order >= 3 else None)
     # fields above the requested order are not part of the answer (the scratch is shared)
     wanted = {0: 1, 1: 3, 2: 6, 3: 9}[order]
-    return Derivatives(*[a.copy() if i < wanted else None for i, a in enumerate(der.fields()[:9])],
-                       None, None, None)
+    return Derivatives._make([a.copy() if i < wanted else None for i, a in enumerate(der.fields()[:9])]
+                             + [None, None, None])
 
 
 def momentum(system, q, dq) -> np.ndarray:

@@ -18,7 +18,9 @@ from .system import System
 def chain_spec(n: int, length: float = 1.0, mass: float = 1.0, gravity: float = 9.8) -> dict:
     """The model of :func:`chain` as plain data (a dict :func:`core.load_system` accepts; YAML
     when dumped), so that another process can be handed the model without running code."""
-    frames, inputs, parent = [], [], "world"
+    frames: list[dict] = []
+    inputs: list[dict] = []
+    parent = "world"
     for i in range(n):
         frames.append({"name": f"joint{i}", "parent": parent, "rz": f"theta{i}"})
         frames.append({"name": f"mass{i}", "parent": f"joint{i}", "ty": -float(length),

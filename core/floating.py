@@ -282,7 +282,7 @@ def tangent_derivatives(F, Fz, HF, v, n: int, second: bool):
     Dq = xd[1][:, :6]                       # dξ̇/dδ (dξ̇/dv = I)
     grad = Fz.copy()
     grad[:, :6] += Fz[:, n:n + 6] @ Dq
-    hess = None
+    hess: np.ndarray | None = None
     if second:
         hess = HF.copy()
         t = np.einsum("iaw,wk->iak", HF[:, :, n:n + 6], Dq)
@@ -297,7 +297,7 @@ def tangent_derivatives(F, Fz, HF, v, n: int, second: bool):
     # base rows: J(ξ) F + J̇ ξ̇ (J = I at zero)
     Fb = F[:6]
     base_g = np.einsum("bik,i->bk", c.J[1], Fb) + G[1]
-    if second:
+    if hess is not None:             # (second)
         base_h = np.einsum("bikl,i->bkl", c.J[2], Fb) + G[2]
         X = np.einsum("bik,ia->bka", c.J[1], grad[:6])          # (6, 12, nz), from F∘φ's gradient
         cross = np.zeros((6, hess.shape[1], hess.shape[2]))

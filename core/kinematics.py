@@ -47,7 +47,7 @@ def _new_data(*fields):
 set_constructor(Data, _new_data)
 
 
-def create_data(model: Model, pairs: bool = True) -> Data:
+def create_data(model: Model, pairs: bool = True):
     """Allocate per-evaluation scratch for ``model`` (one per thread); its gravity is the
     model's. ``pairs``: the per-joint-pair tables of the third order (``DD, dJ, IcS, IcD``,
     ``4 x 48 nj²`` bytes); without them (first and second order) they are empty, and the third

@@ -62,7 +62,7 @@ def _new_lagrangianderivs(*fields):
 set_constructor(LagrangianDerivs, _new_lagrangianderivs)
 
 
-def create_derivs(nq: int, third_order: bool = False) -> LagrangianDerivs:
+def create_derivs(nq: int, third_order: bool = False):
     n3 = (nq, nq, nq) if third_order else (0, 0, 0)
     return LagrangianDerivs(np.zeros(1), np.zeros(nq), np.zeros(nq),
                             np.zeros((nq, nq)), np.zeros((nq, nq)), np.zeros((nq, nq)),

@@ -86,7 +86,7 @@ def tree_index(parent) -> tuple:
             if len(chain) > n:
                 raise ValueError(f"parent array has a cycle through index {k}")
         ancestors.append(chain[::-1])
-    descendants = [[] for _ in range(n)]
+    descendants: list[list[int]] = [[] for _ in range(n)]
     for k in range(n):
         for i in ancestors[k]:
             descendants[i].append(k)

@@ -226,7 +226,7 @@ def _auto_speeds(Nv: np.ndarray, Dh: np.ndarray, Av: np.ndarray, q_dep, n: int, 
     other rates (fallback: pivoted QR of all velocity rows when that is better conditioned)."""
     nv = Av.shape[0]
     q_ind = _complement(n, q_dep)
-    picks = []
+    picks: list | None = []
     if nv:
         Sv = Av @ _elimination(Dh, q_dep, q_ind)  # nv x (n - l): A_v on the holonomic tangent space
         try:

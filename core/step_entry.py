@@ -43,7 +43,7 @@ def _new_step_call(*fields):
 set_constructor(StepCall, _new_step_call)
 
 
-def create_step_call(model, data, der, dyn, kin, settings) -> StepCall:
+def create_step_call(model, data, der, dyn, kin, settings):
     """A :class:`StepCall` for ``model`` with this thread's ``data``, ``der`` and the
     integrator's ``settings`` array (shared: the integrator writes it when a setting changes)."""
     n, nh, nx = int(model.nq), int(model.nh), int(model.nq) + len(dyn) + len(kin)

@@ -51,7 +51,7 @@ def record_type(name: str, fields, module: str):
     namespace = {"__module__": module, "__qualname__": name, "_fields": fields, "fields": arrays,
                  "__new__": new, "__repr__": lambda self: f"<{name} record>"}
     for f in fields:
-        namespace[f] = property(lambda self, f=f: self._values[f])
+        namespace[f] = property(lambda self, f=f: self._values[f])  # type: ignore[misc]  # (a field per name)
     proxy = type(name, (structref.StructRefProxy,), namespace)
     structref.define_proxy(proxy, numba_type, list(fields))
     return numba_type, proxy
@@ -75,7 +75,7 @@ def _meminfo_address(typingctx, record):
 @njit(cache=True)
 def address(record) -> int:
     """The address that :func:`record_at` turns back into ``record`` (valid while it lives)."""
-    return _meminfo_address(record)
+    return _meminfo_address(record)  # type: ignore[call-arg]  # (numba's intrinsic: typingctx is its own)
 
 
 def typed_address(record, module, name: str) -> int:

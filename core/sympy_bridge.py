@@ -147,7 +147,7 @@ class SympyLinearizer:
         self._symbols = _SystemSymbols(sympy, lin)
         self.params = self._symbols.params
         self.needed_by = self._symbols.needed_by
-        self.sources = {}
+        self.sources: dict = {}
         functions = {name: self._build_part(sympy, name) for name in PART_ORDER}
         # SymPy's speeds lin.u are our v, SymPy's inputs lin.r are our u.
         q, v = list(lin.q), list(lin.u)

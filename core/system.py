@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -632,7 +632,7 @@ class System:
         """Per-thread scratch for evaluations of :attr:`model` (see :mod:`core.workspace`)."""
         if self._model is None:
             self.compile()
-        return self._workspace
+        return cast(Workspace, self._workspace)      # (set by compile)
 
     # ----------------------------------------------------------------------------- names
 
@@ -699,9 +699,10 @@ class System:
         for the joints)."""
         if self._free_flyer:
             self.compile()
-            prefix, joints = self._free_flyer[1], self._chart._config_names[6:]
+            chart = cast(System, self._chart)     # (set by compile for a quaternion base)
+            prefix, joints = self._free_flyer[1], chart._config_names[6:]
             return ([f"{prefix}_{x}" for x in ("tx", "ty", "tz", "rx", "ry", "rz")] + joints
-                    + self._chart._config_names[:6] + ["d" + n for n in joints])
+                    + chart._config_names[:6] + ["d" + n for n in joints])
         return self.config_names + ["d" + n for n in self.config_names]
 
     def config_index(self, name: str) -> int:
@@ -968,12 +969,12 @@ def _compile(system: System) -> _Compiled:
         dampers.append((f1, f2, _number(d["coefficient"], f"{where}.coefficient", nonnegative=True)))
     damping, armature = np.zeros(nj), np.zeros(nj)
     for what, values, out in (("damping", system._damping, damping), ("armature", system._armature, armature)):
-        for q, c in values.items():
+        for q, amount in values.items():
             if q in locked:
                 continue
             if q not in cidx:
                 raise ModelError(f"{what}: unknown configuration variable {q!r}")
-            out[cidx[q]] = c
+            out[cidx[q]] = amount
 
     inputs, input_names, kept = [], [], []
     for ii, inp in enumerate(system._inputs):
@@ -1145,7 +1146,7 @@ def _spring_polynomial(s: dict, where: str) -> np.ndarray:
         raise bad
     for k, c in enumerate(coef):
         if not math.isfinite(c):
-            raise ModelError(f"{where}.polynomial[{k}]: must be finite, got {poly[k]!r}")
+            raise ModelError(f"{where}.polynomial[{k}]: must be finite, got {cast(list, poly)[k]!r}")
     return coef
 
 

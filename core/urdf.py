@@ -476,8 +476,8 @@ def _build(robot, base, actuated, mimic: str, policy: str, armature, joint_dampi
     locked = _locked(locked, joints, coupled)
     system = System(gravity=gravity, name=robot.get("name") or "robot", inertia=policy)
     placement = {}          # link -> (frame, R, p): where the link sits in its body's frame
-    bodies = {}             # frame -> MergedBody
-    order = []              # frames in creation order: (name, parent, kind, value, R_off, p_off)
+    bodies: dict[str, MergedBody] = {}             # frame -> MergedBody
+    order: list[tuple] = []              # frames in creation order: (name, parent, kind, value, R_off, p_off)
     welded = set()          # links rigidly attached to the world (fixed or locked joints only)
     if base is not None:
         if root == WORLD:
@@ -531,7 +531,8 @@ def _build(robot, base, actuated, mimic: str, policy: str, armature, joint_dampi
     for link in visit:                  # (the inertia policy's warnings in tree order)
         if link not in welded:          # a link welded to the world cannot move: its inertia is moot
             frame, R, p = placement[link]
-            bodies[frame].add(*_body(links, link, policy), R, p)
+            mass, com, inertia = _body(links, link, policy)
+            bodies[frame].add(mass, com, inertia, R, p)
     for name, parent, kind, value, R_off, p_off in fixed_frames + moving:
         body = bodies.get(name)
         m, c, I = body.mass_com_inertia() if body is not None else (0.0, np.zeros(3), np.zeros((3, 3)))

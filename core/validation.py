@@ -82,8 +82,8 @@ def check_vector(name: str, x, n: int, names=None, finite: bool = True, optional
     arr = float_array(name, x, finite=False)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"{name} must be a vector of {n} entries{label}, got shape {arr.shape}")
-    bad = np.flatnonzero(~np.isfinite(arr)) if finite else ()
-    if len(bad):
+    bad = np.flatnonzero(~np.isfinite(arr)) if finite else None
+    if bad is not None and len(bad):
         i = int(bad[0])
         what = f" ({names[i]})" if names is not None else ""
         raise ValueError(f"{name}[{i}]{what} is not finite: {arr[i]}")

@@ -71,7 +71,7 @@ set_constructor(Work, _new_work)
 set_constructor(Evaluation, _new_evaluation)
 
 
-def create_work(model: Model, nk: int = 0) -> Work:
+def create_work(model: Model, nk: int = 0):
     """A :class:`Work` record sized for ``model`` with ``nk`` kinematic variables."""
     n, nf, nj, m = int(model.nq), int(model.nf), int(model.nj), int(model.nu)
     e = np.empty
@@ -96,7 +96,7 @@ class Workspace:
         self.plain = int(model.nh) + int(model.nv) == 0
         self._local = threading.local()
 
-    def evaluation(self) -> Evaluation:
+    def evaluation(self):
         """This thread's :class:`Evaluation` record (made once per thread)."""
         ev = self._local.__dict__.get("ev")
         if ev is None:

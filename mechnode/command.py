@@ -33,6 +33,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import rclpy
@@ -47,6 +48,19 @@ from .diagnostics import callback_guard
 from .errors import InputError
 from .limits import Limits, StampError
 from .qos import COMMAND_QOS
+
+if TYPE_CHECKING:
+    from rclpy.clock import Clock
+    from rclpy.node import Node
+    from rclpy.publisher import Publisher
+    from rclpy.timer import Timer
+
+    from .joint_map import JointMap
+    from .plant import Plant
+    from .reference import ActiveSchedule
+
+    #: the path's node, its executor, the executor's thread and the watchdog timer
+    _Control = tuple[Node, SingleThreadedExecutor, threading.Thread, Timer]
 
 
 @dataclass(frozen=True)
@@ -78,22 +92,26 @@ class CommandPath:
         self._node_name, self._namespace = node_name, namespace
         self._use_sim_time = bool(use_sim_time)
         self.health = health
-        self._control = None            # (node, executor, thread, watchdog timer) once started
-        self._pubs = {}                 # "command" and the optional "echo"
-        self._clock = None
-        self._plant = self._joint_map = self._limits = None
-        self._settings = None
-        self._command_mode = self._timeout_action = None
-        self._last_stamp_ns = None      # stamp of the last accepted JointState
+        self._control: _Control | None = None     # (node, executor, thread, watchdog timer) once started
+        self._pubs: dict[str, Publisher] = {}      # "command" and the optional "echo"
+        self._clock: Clock | None = None
+        self._plant: Plant | None = None
+        self._joint_map: JointMap | None = None
+        self._limits: Limits | None = None
+        self._settings: CommandSettings | None = None
+        self._command_mode: str | None = None
+        self._timeout_action: str | None = None
+        self._last_stamp_ns: int | None = None        # stamp of the last accepted JointState
         self._enabled = False           # publishing allowed: set at start, cleared first at stop
         self._publish_lock = threading.Lock()
-        self.active = None              # the ActiveSchedule in force, swapped atomically
-        self._last_state_mono = None    # time.monotonic() of the last valid JointState
-        self._first_state = None        # (q, qdot, stamp ns) of the first accepted state since start
-        self._last_command = None
+        self.active: ActiveSchedule | None = None    # the schedule in force, swapped atomically
+        self._last_state_mono: float | None = None    # time.monotonic() of the last valid JointState
+        # (q, qdot, stamp ns) of the first accepted state since start
+        self._first_state: tuple[np.ndarray, np.ndarray, int] | None = None
+        self._last_command: np.ndarray | None = None
         self._commanding = False
         self.tripped = False            # the watchdog stopped commanding
-        self.latency_us = deque(maxlen=2000)   # JointState callback -> command published
+        self.latency_us: deque[float] = deque(maxlen=2000)   # JointState callback -> command published
 
     def state_age(self) -> float | None:
         """Seconds since the last valid JointState (None: none yet since activation)."""
@@ -149,16 +167,17 @@ class CommandPath:
         self._last_state_mono = None
         self._first_state = None
         self._last_command = None
-        self._lfc_sent = None
+        self._lfc_sent: tuple[int, int] | None = None     # (schedule seq, knot) of the last LFC Control
         self.tripped = False
         self._commanding = False
         if self._control is None:
             self._create(settings)
-        ctl, _, _, timer = self._control
+        control = cast("_Control", self._control)      # set above or by _create
+        ctl, _, _, timer = control
         period = min(max(self._limits.state_timeout / 4, 0.005), 0.25)
         if abs(timer.timer_period_ns * 1e-9 - period) > 1e-9:
             ctl.destroy_timer(timer)
-            self._control = self._control[:3] + (ctl.create_timer(period, self._on_watchdog),)
+            self._control = control[:3] + (ctl.create_timer(period, self._on_watchdog),)
         with self._publish_lock:
             self._enabled = True
 
@@ -240,7 +259,10 @@ class CommandPath:
     @callback_guard
     def _on_joint_state(self, msg: JointState):
         t_cb = time.perf_counter()
-        plant, jm, limits, health = self._plant, self._joint_map, self._limits, self.health
+        # start sets the joint map, the limits and the settings with the plant (and _create the
+        # clock before publishing is enabled); close clears them with it: with a plant, all are set
+        plant, jm, limits, health = (self._plant, cast("JointMap", self._joint_map), cast(Limits, self._limits),
+                                     self.health)
         if plant is None or not self._enabled:
             return
         try:
@@ -253,7 +275,7 @@ class CommandPath:
             # logged per joint and kind ("velocity of joint 'j'"), whatever the value
             return self._refuse("state:bounds:" + str(exc).split(" is ")[0], exc, "states_out_of_bounds")
         try:
-            t_ns = limits.check_stamp(cv.stamp_ns(msg.header.stamp), self._clock.now().nanoseconds,
+            t_ns = limits.check_stamp(cv.stamp_ns(msg.header.stamp), cast("Clock", self._clock).now().nanoseconds,
                                       self._last_stamp_ns)
         except StampError as exc:
             return self._refuse("state:stamp_" + exc.kind, exc, "states_stamp_" + exc.kind)
@@ -272,7 +294,7 @@ class CommandPath:
         active = self.active
         if active is None:
             return
-        generation = self._settings.generation
+        generation = cast(CommandSettings, self._settings).generation
         law, t = active.schedule, (t_ns - active.start_ns) * 1e-9
         if active.hold is not None and t > law.times[-1]:
             law = active.hold                       # the schedule has ended: hold its end
@@ -336,10 +358,12 @@ class CommandPath:
 
     def _timeout_command(self) -> np.ndarray:
         """What ``timeout_action`` sends: zeros, or the last command (saturated)."""
-        m = self._plant.m if self._command_mode == "effort" else self._plant.nu
+        # called while commanding (fail_safe, the watchdog): start has set the plant and the limits
+        plant, limits = cast("Plant", self._plant), cast(Limits, self._limits)
+        m = plant.m if self._command_mode == "effort" else plant.nu
         if self._timeout_action == "zero" or self._last_command is None or self._last_command.size != m:
             return np.zeros(m)
-        return self._limits.saturate(self._last_command)[0]
+        return limits.saturate(self._last_command)[0]
 
     def fail_safe(self, reason: str) -> bool:
         """If commanding: send the ``timeout_action`` command once and stop (the node's main

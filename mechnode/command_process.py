@@ -43,6 +43,7 @@ import sys
 import threading
 import time
 from multiprocessing.connection import Connection
+from typing import cast
 
 #: Seconds to wait for an answer: building the model and loading (or, on a cold cache,
 #: compiling) the control kernel; anything else.
@@ -65,7 +66,8 @@ class CommandProcess:
         self._args = (f"{node_name}_control", namespace, bool(use_sim_time))
         self._logger = logger
         self._lock = threading.Lock()
-        self._proc = self._conn = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
         # the heartbeat page the process writes (Heartbeat) and this one reads
         self._beat_fd = os.memfd_create("mechnode-heartbeat")
         os.ftruncate(self._beat_fd, Heartbeat.SIZE)
@@ -152,7 +154,8 @@ class CommandProcess:
                 if self._proc is not None:
                     self._proc.wait(timeout=5.0)
                 self._spawn()
-                self._logger.warning(f"command process restarted (pid {self._proc.pid})")
+                # _spawn has just set it
+                self._logger.warning(f"command process restarted (pid {cast(subprocess.Popen, self._proc).pid})")
         t0 = time.perf_counter()
         self._request("configure", plant.text, plant.dt, plant.source, list(joint_map_entries or ()),
                       plant.locked, timeout=CONFIGURE_TIMEOUT)

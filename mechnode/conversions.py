@@ -11,7 +11,7 @@ import array
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
-from mechnode_interfaces.msg import GainSchedule, Matrix, Tensor
+from mechnode_interfaces.msg import GainSchedule, Matrix, Tensor  # type: ignore[attr-defined]  # generated: no type info
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -228,7 +228,7 @@ def lfc_control_msg(lfc, k: int, stamp: int):
     ``linear_feedback_controller_msgs/Control`` stamped ``stamp`` (ns): ``feedback_gain`` K (n x 2n),
     ``feedforward`` (n x 1), ``initial_state.joint_state`` the reference positions and velocities
     by joint name (base pose and twist left at their defaults: a fixed base)."""
-    from linear_feedback_controller_msgs.msg import Control
+    from linear_feedback_controller_msgs.msg import Control  # type: ignore[attr-defined]  # generated: no type info
     msg = Control()
     msg.header.stamp = time_msg(stamp)
     msg.feedback_gain = row_major_msg(lfc.K[k])

@@ -50,11 +50,12 @@ import gc
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from mechnode_interfaces.msg import GainSchedule
+from mechnode_interfaces.msg import GainSchedule  # type: ignore[attr-defined]  # generated message: no type info
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
@@ -79,6 +80,11 @@ from .reference import ReferencePipeline
 from .services import ModelServices
 from .weights import Weights
 
+if TYPE_CHECKING:
+    from rclpy.lifecycle import LifecyclePublisher
+    from rclpy.subscription import Subscription
+    from rclpy.timer import Timer
+
 __all__ = ["COMMAND_QOS", "LATCHED", "NODE_NAME", "Configuration", "MechNode"]
 
 NODE_NAME = "mechnode"
@@ -101,20 +107,21 @@ class MechNode(LifecycleNode):
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs):
         super().__init__(node_name, **kwargs)
-        self.config = None                      # Configuration while configured
+        self.config: Configuration | None = None    # while configured
         self._generation = 0                    # of the last successful configure
         self._lock = threading.RLock()          # the transitions' entities vs the callbacks
         self._stalls_seen: dict = {}            # command process pid -> stalls reported
         self._leaving = False                   # deactivating after the command process died
-        self._schedule_pub = None               # lifecycle publishers, timers and the
-        self._diagnostics_pub = None            # reference subscription while active
-        self._diagnostics_timer = None
-        self._reference_sub = None
+        # lifecycle publishers, timers and the reference subscription while active
+        self._schedule_pub: LifecyclePublisher | None = None
+        self._diagnostics_pub: LifecyclePublisher | None = None
+        self._diagnostics_timer: Timer | None = None
+        self._reference_sub: Subscription | None = None
         self._background = None                 # the background compilation (cold cache)
         self._team = None                       # the warm-up's compiling process (python -m core.warmup)
         self._cold = False                      # the warm-up compiled (a first run)
         self.health = Health(self.get_logger())
-        self.finished = Future()                # done at the shutdown transition
+        self.finished: Future[bool] = Future()      # done at the shutdown transition
         # the command path's process, started now: its start-up overlaps the node's
         self.command = CommandProcess(self.get_name(), self.get_namespace(),
                                       self.get_parameter("use_sim_time").value, self.get_logger())
@@ -269,7 +276,7 @@ class MechNode(LifecycleNode):
         at most ``timeout`` s on a helper node of this context. Taken as serialized bytes and
         refused above MAX_MODEL_BYTES before it is converted."""
         name = self.resolve_topic_name(topic)
-        got = []
+        got: list[bytes] = []       # serialized messages (raw=True)
         helper = rclpy.create_node(f"{self.get_name()}_robot_description", namespace=self.get_namespace(),
                                    context=self.context, use_global_arguments=False,
                                    start_parameter_services=False, enable_rosout=False)
@@ -299,6 +306,7 @@ class MechNode(LifecycleNode):
         # lifecycle publishers are activated
         with self._lock:
             try:
+                config = cast(Configuration, self.config)      # activate follows a successful configure
                 self._schedule_pub = self.create_lifecycle_publisher(
                     GainSchedule, value("schedule_topic"), LATCHED)
                 self._diagnostics_pub = self.create_lifecycle_publisher(
@@ -306,16 +314,16 @@ class MechNode(LifecycleNode):
                 self._diagnostics_timer = self.create_timer(
                     float(value("diagnostics_period")), self._on_diagnostics,
                     callback_group=self._cb_diagnostics)
-                self.reference.start(self.config, self._schedule_pub)
+                self.reference.start(config, self._schedule_pub)
                 settings = self._command_settings()
                 if settings.lfc_topic:
-                    check_lfc_model(self.config.plant)
+                    check_lfc_model(config.plant)
                 self._lfc = bool(settings.lfc_topic)
                 if not self.command.alive:      # it died (and the node left active): a new one
-                    self.command.configure(self.config.plant, value("joint_map"), self.config.generation,
+                    self.command.configure(config.plant, value("joint_map"), config.generation,
                                            self.get_parameter("use_sim_time").value)
                 self.command.start(settings)
-                self.idle.start(self.config)
+                self.idle.start(config)
                 # subscriptions last: their callbacks may run as soon as they exist
                 self._reference_sub = self.create_subscription(
                     JointTrajectory, value("reference_topic"), self.reference.on_reference, LATCHED,
@@ -332,7 +340,8 @@ class MechNode(LifecycleNode):
         return result
 
     def _command_settings(self) -> CommandSettings:
-        config, value, resolve = self.config, self.params.value, self.resolve_topic_name
+        # called at activate, after a successful configure
+        config, value, resolve = cast(Configuration, self.config), self.params.value, self.resolve_topic_name
         echo, lfc = value("command_echo_topic"), value("lfc_topic")
         return CommandSettings(
             state_topic=resolve(value("state_topic")), command_topic=resolve(value("command_topic")),

@@ -178,6 +178,7 @@ def declare_parameters(node, declare=None) -> None:
         "locked_joints", description="'joint=value' entries: joints of the model frozen at these values "
                     "(a gripper left to its own driver); they leave the state and the commands, and "
                     "JointStates may omit them. Read at configure."))
+    default: str | float            # the topics' defaults (str), then the limits' (float)
     for name, default, text in (
             ("state_topic", "joint_states", "sensor_msgs/JointState input (sensor-data QoS)"),
             ("reference_topic", "~/reference", "trajectory_msgs/JointTrajectory references "

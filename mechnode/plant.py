@@ -111,7 +111,7 @@ class ModelSpecError(ValueError):
 MAX_MODEL_BYTES = 5_000_000
 
 
-def read_model_text(spec: str):
+def read_model_text(spec: str) -> tuple[str, str]:
     """``(text, source)`` for a model parameter value (:func:`core.read_model`: a YAML or URDF
     file, absolute, relative to the working directory or packaged with core, or model text, at
     most :data:`MAX_MODEL_BYTES`): the model's text and where it came from (the file's path,

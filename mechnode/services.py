@@ -25,7 +25,12 @@ import time
 import traceback
 
 import numpy as np
-from mechnode_interfaces.srv import ComputeGains, GetModel, Linearize, PlanTrajectory
+from mechnode_interfaces.srv import (  # type: ignore[attr-defined]  # generated services: no type info
+    ComputeGains,
+    GetModel,
+    Linearize,
+    PlanTrajectory,
+)
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test command of README.md: set up .venv and ROS 2 (both idempotent), lint with ruff (the
-# configuration is in pyproject.toml), run every test, build the API reference (pdoc, warnings as
+# The test command of README.md: set up .venv and ROS 2 (both idempotent), lint with ruff and
+# type-check with mypy (configurations in pyproject.toml), run every test, build the API reference (pdoc, warnings as
 # errors: scripts/build_api_docs.py), then check the wheel outside the repository
 # (scripts/check_wheel.sh).
 # ROS tests are required here (MECHNODE_REQUIRE_ROS=1: a missing rclpy fails instead of skipping)
@@ -14,6 +14,9 @@ bash "$root/scripts/setup_ros.sh"
 cd "$root"
 export MECHNODE_REQUIRE_ROS=1 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 .venv/bin/ruff check .
+# the type checker on the Python layers (configuration in pyproject.toml; the @njit kernels carry no
+# annotations and are typed by numba)
+.venv/bin/python -m mypy
 .venv/bin/python -m pytest -q "$@"
 # the API reference from the docstrings (pdoc), warnings as errors: build/api/index.html
 .venv/bin/python scripts/build_api_docs.py build/api

@@ -56,6 +56,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,7 +148,7 @@ class Scenario:
     publishes a URDF), not through its parameters."""
     name: str
     params: str                 # in config/
-    model: object               # packaged with core (core/data/), or () -> a model file's path
+    model: str | Callable[[], str]      # packaged with core (core/data/), or () -> a model file's path
     joint_map: tuple            # the node's joint_map entries (the simulated robot's names)
     reference: object           # () -> (joint names, times, positions)
     start: object               # (joint names in model order, reference at t = 0) -> start positions
@@ -196,7 +197,7 @@ class NodeOutput(threading.Thread):
     def __init__(self, pipe, logfile: str, log):
         super().__init__(name="mechnode_demo_node_output", daemon=True)
         self.pipe, self.logfile, self.log = pipe, logfile, log
-        self.shown = []
+        self.shown: list[str] = []
         self.start()
 
     def run(self):

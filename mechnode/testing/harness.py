@@ -11,8 +11,12 @@ import subprocess
 import sys
 import threading
 import time
+from typing import IO, TYPE_CHECKING, cast
 
 from ..paths import config_dir
+
+if TYPE_CHECKING:
+    from rclpy.executors import Executor
 
 #: The parameter files shipped with mechnode (config/ of the repository, installed to
 #: share/mechnode/config: mechnode.paths.config_dir).
@@ -59,7 +63,7 @@ def start_node_process(params_file: str = DEFAULT_PARAMS, namespace: str = "", p
                                 env=env or ros_environment())
     finally:
         if log_path:
-            out.close()
+            cast(IO[bytes], out).close()        # the log file opened above
 
 
 def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> int:
@@ -96,7 +100,7 @@ class Spinner:
     def __init__(self, context, *nodes, threads: int = 2):
         from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
         if threads == 1:
-            self.executor = SingleThreadedExecutor(context=context)
+            self.executor: Executor = SingleThreadedExecutor(context=context)
         else:
             self.executor = MultiThreadedExecutor(num_threads=threads, context=context)
         for n in nodes:

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import cast
 
 import numpy as np
 from rclpy.executors import SingleThreadedExecutor
@@ -96,8 +97,9 @@ class SimRobot(Node):
         self.bad_commands = 0
         self.overruns = 0               # ticks later than overrun_tolerance
         self.max_lateness = 0.0         # [s], over all ticks
-        self.first_step_mono = self.last_step_mono = None
-        self.failure = None
+        self.first_step_mono: float | None = None   # time.monotonic() of the first and the last step
+        self.last_step_mono: float | None = None
+        self.failure: str | None = None
         self.latest = (0, q0.copy(), dq0.copy())   # (stamp ns = simulated time, q, qdot)
         self._pub = self.create_publisher(JointState, state_topic, qos_profile_sensor_data)
         self._command_sub = self.create_subscription(Float64MultiArray, command_topic, self._on_command,
@@ -151,7 +153,8 @@ class SimRobot(Node):
     def stats(self) -> dict:
         """Steps, commands and timing so far (see the module docstring)."""
         steps = self.steps
-        span = (self.last_step_mono - self.first_step_mono) if steps > 1 else 0.0
+        # steps > 1: the first step has set both
+        span = (cast(float, self.last_step_mono) - cast(float, self.first_step_mono)) if steps > 1 else 0.0
         return {"ticks": self.ticks, "steps": steps, "commands": self.commands,
                 "bad_commands": self.bad_commands, "fresh_steps": self.fresh_steps,
                 "fresh_fraction": self.fresh_steps / steps if steps else 0.0,

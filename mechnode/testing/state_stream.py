@@ -21,6 +21,7 @@ import json
 import sys
 import threading
 import time
+from typing import cast
 
 
 def main(argv=None) -> int:
@@ -60,7 +61,11 @@ def main(argv=None) -> int:
     give_up = deadline + args.timeout
     stop = threading.Event()
     if args.until_stop:
-        threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
+        def stop_on_line() -> None:     # a line (or end of file) on stdin
+            sys.stdin.readline()
+            stop.set()
+
+        threading.Thread(target=stop_on_line, daemon=True).start()
     try:
         while True:
             now = time.monotonic()
@@ -83,6 +88,8 @@ def main(argv=None) -> int:
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
+    # the loop ends (break) only once the first command came: both are set
+    t_first, t_end = cast(float, t_first), cast(float, t_end)
     cmds = np.array([t for t in received if t_first <= t <= t_end])
     gaps = np.diff(np.concatenate([cmds, [t_end]]))
     sent_in = np.array([t for t in sent if t_first <= t <= t_end])
