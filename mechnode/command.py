@@ -108,6 +108,8 @@ class CommandPath:
         self._last_state_mono: float | None = None    # time.monotonic() of the last valid JointState
         # (q, qdot, stamp ns) of the first accepted state since start
         self._first_state: tuple[np.ndarray, np.ndarray, int] | None = None
+        # (q, qdot, stamp ns) of the latest accepted state (the re-planner's starting point)
+        self._latest_state: tuple[np.ndarray, np.ndarray, int] | None = None
         self._last_command: np.ndarray | None = None
         self._commanding = False
         self.tripped = False            # the watchdog stopped commanding
@@ -147,6 +149,11 @@ class CommandPath:
         order), or None: the state the idle hold is computed about."""
         return self._first_state
 
+    def latest_state(self):
+        """``(q, qdot, stamp_ns)`` of the latest JointState accepted since :meth:`start` (model
+        order), or None: the state the re-planner starts from."""
+        return self._latest_state
+
     # ------------------------------------------------------------------ start / stop
     def start(self, plant, joint_map, settings: CommandSettings):
         """Start commanding with ``plant`` under ``settings``. The path's node, its command
@@ -165,7 +172,7 @@ class CommandPath:
         self.set_modes(settings.command_mode, settings.timeout_action)
         self._last_stamp_ns = None
         self._last_state_mono = None
-        self._first_state = None
+        self._first_state = self._latest_state = None
         self._last_command = None
         self._lfc_sent: tuple[int, int] | None = None     # (schedule seq, knot) of the last LFC Control
         self.tripped = False
@@ -287,6 +294,7 @@ class CommandPath:
         self._last_state_mono = time.monotonic()
         if self._first_state is None:
             self._first_state = (q.copy(), dq.copy(), t_ns)
+        self._latest_state = (q, dq, t_ns)      # (fresh arrays per message, never written to)
         health.count("states")
         if self.tripped:
             self.tripped = False

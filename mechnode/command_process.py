@@ -17,6 +17,7 @@ socket pair (:class:`multiprocessing.connection.Connection` messages), one reque
 ``set_modes(mode, action)``      ``command_mode`` / ``timeout_action`` changed (no answer)
 ``status()``                     the path's report for the diagnostics
 ``first_state()``                the first state accepted since start (the idle hold's point)
+``latest_state()``               the latest state accepted (the re-planner's starting point)
 ``stop()``                       nothing is published after the answer (deactivate)
 ``cleanup()``, ``close()``       drop the model; end the process (shutdown)
 ==============================  =============================================================
@@ -198,6 +199,11 @@ class CommandProcess:
         None (none yet). Raises :class:`CommandProcessError`."""
         return self._request("first_state")
 
+    def latest_state(self):
+        """``(q, qdot, stamp_ns)`` of the latest state the path accepted since it was started,
+        or None. Raises :class:`CommandProcessError`."""
+        return self._request("latest_state")
+
     def stop(self):
         """Nothing is published once this returns (or the process is gone)."""
         if self.alive:
@@ -314,7 +320,8 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool, heartbeat=No
                 break
             kind, args = message[0], message[1:]
             if heartbeat is not None:
-                heartbeat.armed = kind in ("start", "install", "set_modes", "status", "first_state") and (
+                heartbeat.armed = kind in ("start", "install", "set_modes", "status", "first_state",
+                                              "latest_state") and (
                     kind == "start" or heartbeat.armed)
             if kind == "install":
                 path.install(args[0])
@@ -350,6 +357,8 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool, heartbeat=No
                     value = path.status()
                 elif kind == "first_state":
                     value = path.first_state()
+                elif kind == "latest_state":
+                    value = path.latest_state()
                 else:
                     raise ValueError(f"unknown request {kind!r}")
                 conn.send((True, value))

@@ -18,13 +18,16 @@ SAFETY_COUNTERS = (("states_rejected", "states_out_of_bounds")
 
 class Health:
     """What every part of the node records for the diagnostics: ``counters`` (events),
-    ``stats`` (seconds of the last operations, how the last reference was made feasible),
-    ``last_error``; and a logger that repeats a warning at most once per period."""
+    ``stats`` (seconds of the last operations, how the last reference was made feasible;
+    reported as ``last_<name>``), ``figures`` (running figures reported under their own names, as
+    the re-planner's latency), ``last_error``; and a logger that repeats a warning at most once
+    per period."""
 
     def __init__(self, logger):
         self.logger = logger
         self.counters = {}
         self.stats = {}
+        self.figures: dict = {}
         self._last_error, self.last_error_time = "", None
         self._warned = {}
 
@@ -113,6 +116,8 @@ def tracking_status(name, plant, lifecycle_state, active, command, schedule, hea
     }
     for key, val in sorted(health.stats.items()):
         values["last_" + key] = f"{val:.6f}" if isinstance(val, float) else str(val)
+    for key, val in sorted(health.figures.items()):
+        values[key] = f"{val:.4f}" if isinstance(val, float) else str(val)
     counters = dict.fromkeys(SAFETY_COUNTERS, 0)
     for source in (health.counters, cmd.get("counters", {})):
         for key, val in source.items():

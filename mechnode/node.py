@@ -31,6 +31,8 @@ The parts, one module each
   and the reference pipeline);
 * :mod:`mechnode.idle`: the hold about the state measured at activation, until the first
   schedule (``idle_action``);
+* :mod:`mechnode.replanner`: re-plans of the schedule in force from the measured state
+  (``replan_period``), installed through the reference pipeline;
 * :mod:`mechnode.limits`: state bounds, stamp checks, command saturation;
 * :mod:`mechnode.diagnostics`: counters, timings, ``DiagnosticArray`` on ``diagnostics_topic``;
 * :mod:`mechnode.services`: the four services.
@@ -77,6 +79,7 @@ from .parameters import NodeParameters
 from .plant import MAX_MODEL_BYTES, REST_NICE, ModelSpecError, Plant, parse_locked_joints
 from .qos import COMMAND_QOS, LATCHED
 from .reference import ReferencePipeline
+from .replanner import Replanner
 from .services import ModelServices
 from .weights import Weights
 
@@ -139,6 +142,7 @@ class MechNode(LifecycleNode):
         self._cb_reference = MutuallyExclusiveCallbackGroup()
         self._cb_diagnostics = MutuallyExclusiveCallbackGroup()
         self.idle = IdleHold(self)              # idle_action: the hold until the first schedule
+        self.replanner = Replanner(self)        # replan_period: re-plans from the measured state
         self.get_logger().info("mechnode started (unconfigured); services ~/linearize, "
                                "~/compute_gains, ~/plan_trajectory, ~/get_model")
 
@@ -324,6 +328,7 @@ class MechNode(LifecycleNode):
                                            self.get_parameter("use_sim_time").value)
                 self.command.start(settings)
                 self.idle.start(config)
+                self.replanner.start(config)
                 # subscriptions last: their callbacks may run as soon as they exist
                 self._reference_sub = self.create_subscription(
                     JointTrajectory, value("reference_topic"), self.reference.on_reference, LATCHED,
@@ -398,6 +403,7 @@ class MechNode(LifecycleNode):
             return                  # constructed no further than this: nothing was activated
         with self._lock:
             self.idle.stop()
+            self.replanner.stop()
             self.reference.stop()
             sub, timer = self._reference_sub, self._diagnostics_timer
             pubs = (self._schedule_pub, self._diagnostics_pub)

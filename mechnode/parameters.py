@@ -5,7 +5,8 @@ When they take effect: ``model``, ``dt`` and ``joint_map`` are read at configure
 change while unconfigured; the topic names and the safety limits (state bounds, command limits,
 stamp checks, ``state_timeout``) are applied at activate and can only change while inactive;
 ``command_mode`` and ``timeout_action`` apply from the next state message; the weights and the
-feasibility/optimizer settings from the next reference or request.
+feasibility/optimizer settings from the next reference or request; the re-planning settings
+(``replan_period``, ``replan_horizon``, ``replan_step``) at activate.
 
 Numbers as users write them: every double parameter (and double array: ``Q``, ``R``, ``Q_N``,
 the state and command limits) also takes integers (``Q: [10000, 1]``, ``dt: 1``), from a
@@ -73,7 +74,8 @@ CONTROL_PARAMETERS = ("command_mode", "state_timeout", "timeout_action")  # read
 DOUBLE_PARAMETERS = {"robot_description_timeout": (0.1, 600.0), "dt": (1e-5, 1.0),
                      "state_timeout": (1e-3, 3600.0), "stamp_tolerance": (0.0, 10.0),
                      "optimizer_tolerance": (1e-15, 1e6), "optimizer_time_limit": (0.01, 3600.0),
-                     "diagnostics_period": (0.01, 3600.0)}
+                     "diagnostics_period": (0.01, 3600.0), "replan_period": (0.0, 60.0),
+                     "replan_horizon": (0.0, 3600.0)}
 #: double arrays (integer arrays accepted, stored as double arrays)
 DOUBLE_ARRAY_PARAMETERS = ("Q", "R", "Q_N")
 #: a double or a double array (integers accepted)
@@ -266,6 +268,21 @@ def declare_parameters(node, declare=None) -> None:
         "max_request_iterations",
         description="Most optimizer iterations a plan_trajectory request may ask for",
         integer_range=[IntegerRange(from_value=0, to_value=1_000_000, step=1)]))
+    declare("replan_period", 0.0, D(
+        "replan_period",
+        description="Re-planning while a schedule is in force [s]: every period the schedule is re-planned "
+                    "from the latest accepted state (the closed loop predicted from it, linearized exactly "
+                    "along the prediction, the Riccati pass along it; mechnode.replanner); a re-plan that "
+                    "takes longer than the period is dropped and counted. 0 = off (the default), else at "
+                    "least 0.001. Applied at activate"))
+    declare("replan_horizon", 0.0, D(
+        "replan_horizon",
+        description="Seconds of the reference each re-plan covers from the measured state; 0 = the rest "
+                    "of the reference. Applied at activate"))
+    declare("replan_step", True, D(
+        description="true: each re-plan also takes one Gauss-Newton step of the tracking cost towards the "
+                    "reference (a new feed-forward, as real-time iteration does); false: the gains only. "
+                    "Applied at activate"))
     declare("diagnostics_period", 1.0, D(
         "diagnostics_period", description="Seconds between diagnostics; applied at activate"))
     declare("warm_up", True, D(description="Load (cold cache: compile) the numba kernels of the command path, "
@@ -423,6 +440,8 @@ class NodeParameters:
                 lo, hi = DOUBLE_PARAMETERS[name]
                 if not lo <= value <= hi:
                     raise InputError(f"{name} = {value!r} is outside [{lo}, {hi}]")
+        if name == "replan_period" and value is not None and 0.0 < value < 0.001:
+            raise InputError(f"replan_period must be 0 (off) or at least 0.001 s, got {value!r}")
         if name == "model":
             check_model_spec(value)
         elif name == "joint_map" and value is not None:

@@ -67,6 +67,7 @@ class ReferencePipeline:
         self._publisher = None
         self._seq = 0
         self.active = None              # ActiveSchedule, swapped atomically
+        self.origin = None              # the ActiveSchedule made from the last reference (re-plans track it)
 
     def start(self, config, publisher):
         with self._lock:
@@ -74,7 +75,31 @@ class ReferencePipeline:
 
     def stop(self):
         with self._lock:
-            self._config = self._publisher = self.active = None
+            self._config = self._publisher = self.active = self.origin = None
+
+    def install(self, config, sched, start_ns: int, replaces=None):
+        """Put ``sched`` (computed for ``config``) in force from ``start_ns``: the one path of
+        every schedule, from a reference or a re-plan (``replaces``: the ActiveSchedule it was
+        re-planned from). Under the lock: nothing is installed after deactivation, for another
+        configuration (or one it does not fit), or, for a re-plan, once its base is no longer in
+        force. Returns ``(ActiveSchedule, None)`` or ``(None, why)``, ``why`` one of
+        ``"inactive"``, ``"reconfigured"``, ``"superseded"``."""
+        with self._lock:
+            if not self._publishing():
+                return None, "inactive"
+            if self._config is not config or not sched.fits(self._config.plant):
+                return None, "reconfigured"
+            if replaces is not None and self.active is not replaces:
+                return None, "superseded"
+            self._seq += 1
+            new = ActiveSchedule(sched, start_ns, self._seq, config.generation)
+            self.active = new                       # the atomic swap
+            if replaces is None:
+                self.origin = new
+            if self._on_install is not None:
+                self._on_install(new)
+            self._publisher.publish(cv.schedule_to_msg(sched, start_ns))
+            return new, None
 
     def _publishing(self) -> bool:
         """Whether schedules are published: between activation and deactivation."""
@@ -128,22 +153,17 @@ class ReferencePipeline:
         stamp = cv.stamp_ns(msg.header.stamp)
         now = self._clock.now().nanoseconds
         start = stamp if stamp else now
-        with self._lock:
-            if not self._publishing():              # deactivated meanwhile
-                return
-            if self._config is not config or not sched.fits(self._config.plant):
+        new, why = self.install(config, sched, start)
+        if new is None:
+            if why == "reconfigured":
                 # reconfigured while this reference was processed: its schedule is for another
                 # model (or dt) and is dropped, never published or used
                 health.count("schedules_discarded")
+                now_config = self._config
                 log.warning(f"reference: dropped the schedule computed for configuration "
-                            f"#{config.generation} (now #{self._config.generation})")
-                return
-            self._seq += 1
-            new = ActiveSchedule(sched, start, self._seq, config.generation)
-            self.active = new                       # the atomic swap
-            if self._on_install is not None:
-                self._on_install(new)
-            self._publisher.publish(cv.schedule_to_msg(sched, start))
+                            f"#{config.generation} (now "
+                            f"{'#' + str(now_config.generation) if now_config is not None else 'none'})")
+            return                                  # (or deactivated meanwhile)
         total = time.perf_counter() - t_recv
         health.count("schedules")
         info = sched.info

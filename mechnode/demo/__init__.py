@@ -2,6 +2,7 @@
 tracks a reference, and the tracking error is printed as it converges.
 
     python -m mechnode.demo [--robot cartpole|arm7|panda] [--timeout 20] [--threshold 0.01] [--in-process]
+                            [--replan-period 0.05] [--push 2.0 4.0 -0.5]
 
 ``--robot arm7`` runs the same loop with the 7-joint arm of ``core/data/arm7.urdf`` instead: the
 demo publishes the URDF on ``<namespace>/robot_description`` (std_msgs/String, latched, as
@@ -71,6 +72,9 @@ FIRST_COMMAND_LATE, DIAGNOSTICS_PERIOD = 0.2, 1.0
 NODE_COUNTERS = ("states", "states_rejected", "states_stamp_stale", "states_stamp_future",
                  "states_stamp_out_of_order", "commands", "commands_saturated", "watchdog_trips",
                  "command_latency_median_us", "command_latency_p99_us")
+#: printed too when the node re-plans (replan_period)
+REPLAN_COUNTERS = ("replans", "replan_drops", "replans_discarded", "replans_failed",
+                   "replan_latency_median_ms", "replan_latency_p99_ms")
 
 
 def smoothstep(s):
@@ -215,10 +219,15 @@ class NodeOutput(threading.Thread):
 
 
 def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.01,
-        in_process=False, startup_timeout=600.0, log=print, context_domain=None, robot="cartpole"):
+        in_process=False, startup_timeout=600.0, log=print, context_domain=None, robot="cartpole",
+        replan_period=None, push=None, node_status_out=None):
     """Run the demo; returns ``(exit_status, history, robot_stats)`` with history = [(t, error), ...]
     and robot_stats the simulated robot's :meth:`~mechnode.testing.sim.SimRobot.stats` at the end
-    of the tracking (None if the robot did not start). ``robot``: a key of :data:`SCENARIOS`."""
+    of the tracking (None if the robot did not start). ``robot``: a key of :data:`SCENARIOS`.
+    ``replan_period``: the node's parameter of that name (seconds; None keeps the parameter
+    file's); ``push``: ``(t, impulse)``, an impulse on the simulated robot's momenta at ``t``
+    seconds of the reference (:meth:`~mechnode.testing.sim.SimRobot.push`);
+    ``node_status_out``: a dict given the node's last diagnostics values."""
     from ..testing.harness import PARAMS_DIR, ros_environment
 
     scenario = SCENARIOS[robot]
@@ -264,12 +273,14 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         if in_process:
             from ..node import MechNode
             node_inproc = MechNode(context=ctx, cli_args=["--ros-args", "--params-file", params_file,
-                                                          "-r", f"__ns:={namespace}"])
+                                                          "-r", f"__ns:={namespace}"] + (
+                [] if replan_period is None else ["-p", f"replan_period:={float(replan_period)}"]))
             log("node: in this process")
         else:
             fd, logfile = tempfile.mkstemp(prefix="mechnode_demo_", suffix=".log")
             os.close(fd)
-            proc = subprocess.Popen(node_command(params_file, namespace), stdout=subprocess.PIPE,
+            overrides = () if replan_period is None else (f"replan_period:={float(replan_period)}",)
+            proc = subprocess.Popen(node_command(params_file, namespace, overrides), stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
             relay = NodeOutput(proc.stdout, logfile, log)
             log(f"node: process {proc.pid} (python -m mechnode --ros-args --params-file "
@@ -374,6 +385,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             log(f"warning: {late_start}")
 
         below_since, next_print = None, 0.0
+        pushed = push is None
         deadline = t_active + timeout
         end_s = sched.times[-1]
         while True:
@@ -383,6 +395,10 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             e = q - sched.x_ref[k, :n]
             err = float(np.linalg.norm(e))
             history.append((t, err))
+            if not pushed and t >= push[0]:
+                robot.push(push[1])
+                pushed = True
+                log(f"t = {t:5.2f} s   push: momenta {np.round(push[1], 3).tolist()} added to the robot's")
             if t >= next_print:
                 parts = ", ".join(f"{j} {abs(v):.4f}" for j, v in zip(jm.joint_names, e, strict=True))
                 log(f"t = {t:5.2f} s   tracking error |q - q_ref| = {err:.5f}   ({parts})")
@@ -406,7 +422,10 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         stats = robot.stats()
         summary = robot.summary()
         time.sleep(1.2 * DIAGNOSTICS_PERIOD)          # the node's counters up to now
-        log("node: " + ", ".join(f"{k} {node_status.get(k, '?')}" for k in NODE_COUNTERS))
+        log("node: " + ", ".join(f"{k} {node_status.get(k, '?')}" for k in NODE_COUNTERS)
+            + "".join(f", {k} {node_status[k]}" for k in REPLAN_COUNTERS if k in node_status))
+        if node_status_out is not None:
+            node_status_out.update(node_status)
         for transition in ("deactivate", "cleanup", "shutdown"):
             if not lc.change(transition, 30.0):
                 log(f"warning: {transition} failed")
@@ -458,7 +477,15 @@ def main(argv=None) -> int:
                         help="tracking error |q - q_ref| to reach (default %(default)s)")
     parser.add_argument("--in-process", action="store_true", help="run the node in this process")
     parser.add_argument("--namespace", default="/mechnode_demo")
+    parser.add_argument("--replan-period", type=float, default=None,
+                        help="the node re-plans from the measured state every this many seconds "
+                        "(its parameter replan_period; default: the parameter file's, off)")
+    parser.add_argument("--push", type=float, nargs="+", default=None, metavar=("T", "P"),
+                        help="push the robot at T seconds of the reference: add P (one value per "
+                        "joint) to its momenta, e.g. --push 2.0 4.0 -0.5 for the cart-pole")
     args = parser.parse_args(argv)
+    push = None if args.push is None else (args.push[0], np.array(args.push[1:]))
     status, _, _ = run(args.params, args.namespace, args.timeout, args.threshold, args.in_process,
-                       log=lambda s: print(s, flush=True), robot=args.robot)
+                       log=lambda s: print(s, flush=True), robot=args.robot,
+                       replan_period=args.replan_period, push=push)
     return status

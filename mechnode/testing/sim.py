@@ -101,6 +101,11 @@ class SimRobot(Node):
         self.last_step_mono: float | None = None
         self.failure: str | None = None
         self.latest = (0, q0.copy(), dq0.copy())   # (stamp ns = simulated time, q, qdot)
+        self._impulse: np.ndarray | None = None     # added to the momenta at the next step (push)
+        self.pushes = 0
+        self._last_command_mono: float | None = None
+        self.max_command_gap = 0.0      # [s] between consecutive commands (after the first)
+        self.command_gaps: list[float] = []
         self._pub = self.create_publisher(JointState, state_topic, qos_profile_sensor_data)
         self._command_sub = self.create_subscription(Float64MultiArray, command_topic, self._on_command,
                                                      ROBOT_COMMAND_QOS)
@@ -121,11 +126,27 @@ class SimRobot(Node):
         if u.size != self.plant.m or not np.all(np.isfinite(u)):
             self.bad_commands += 1
             return
+        now = time.monotonic()
         with self._cond:
+            if self._last_command_mono is not None:
+                gap = now - self._last_command_mono
+                self.command_gaps.append(gap)
+                self.max_command_gap = max(self.max_command_gap, gap)
+            self._last_command_mono = now
             self._u = u.copy()
             self.commands += 1
             self.running = True
             self._cond.notify_all()
+
+    def push(self, impulse) -> None:
+        """A push: ``impulse`` (one entry per dynamic variable, N s or N m s) is added to the
+        robot's momenta ``p`` at its next step, as a blow would (the discrete state is
+        ``[q, p, v]``)."""
+        impulse = np.asarray(impulse, dtype=float)
+        if impulse.shape != (self.plant.vi.nd,) or not np.all(np.isfinite(impulse)):
+            raise ValueError(f"a push needs {self.plant.vi.nd} finite momenta, got {impulse!r}")
+        with self._cond:
+            self._impulse = impulse if self._impulse is None else self._impulse + impulse
 
     def start(self):
         """Start the executor thread, then the step thread (the first tick is due now)."""
@@ -159,7 +180,8 @@ class SimRobot(Node):
                 "bad_commands": self.bad_commands, "fresh_steps": self.fresh_steps,
                 "fresh_fraction": self.fresh_steps / steps if steps else 0.0,
                 "step_rate": (steps - 1) / span if span > 0 else 0.0,
-                "overruns": self.overruns, "max_lateness": self.max_lateness}
+                "overruns": self.overruns, "max_lateness": self.max_lateness,
+                "max_command_gap": self.max_command_gap, "pushes": self.pushes}
 
     def summary(self) -> str:
         s = self.stats()
@@ -218,6 +240,12 @@ class SimRobot(Node):
         plant = self.plant
         with self._cond:
             u, running, received = self._u.copy(), self.running, self.commands
+            impulse, self._impulse = self._impulse, None
+        if impulse is not None:
+            n = plant.n
+            self._x = self._x.copy()
+            self._x[n:n + impulse.size] += impulse
+            self.pushes += 1
         if running and self.failure is None:
             full = np.concatenate([u, self._x[:plant.n][plant.kin]])
             try:
