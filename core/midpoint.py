@@ -113,15 +113,38 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 class MidpointVI:
     """Midpoint variational integrator for a :class:`core.System` with time step ``dt``.
 
-    ``step`` raises :class:`IntegratorError` when Newton's method does not converge (with the
-    residual and iteration count) and ``linearize`` raises :class:`SingularStepError` (an
-    ``IntegratorError`` and a ``SingularMatrixError``) when ``M_k+1`` or
-    ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` is singular: its scale-aware measure (see
+    A discrete system in state form: ``x_k = [q_k, p_k, v_k]``, ``u_k = [force inputs, rho_k+1]``
+    (the module docstring, :mod:`core.conventions`). ``step`` raises :class:`IntegratorError` when
+    Newton's method does not converge (with the residual and iteration count) and ``linearize``
+    raises :class:`SingularStepError` (an ``IntegratorError`` and a ``SingularMatrixError``) when
+    ``M_k+1`` or ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` is singular: its scale-aware measure (see
     :mod:`core.del_first_order`) is not below ``condition_limit``.
 
-    The last DEL solve is remembered per thread, so ``step(x, u)`` followed by
-    ``linearize(x, u)`` (the usual pattern along a trajectory) solves once. Every method is
-    thread-safe: kernels use the calling thread's scratch (``system.workspace``).
+    The last DEL solve is remembered per thread, so ``step(x, u)`` followed by ``linearize(x, u)``
+    (the usual pattern along a trajectory) solves once. Every method is thread-safe: kernels use the
+    calling thread's scratch (``system.workspace``).
+
+    Parameters
+    ----------
+    system : System
+        The system (not one with a quaternion floating base: use the Euler chart).
+    dt : float
+        The time step (> 0).
+    tolerance : float
+        Newton's convergence tolerance of the DEL solve (> 0).
+    max_iterations : int
+        Newton iterations allowed per step (a positive integer).
+    condition_limit : float
+        A step whose singularity measure reaches this is singular (Sec. VII; > 0).
+
+    The four settings are attributes of the same names, checked again when assigned.
+
+    Raises
+    ------
+    ModelError
+        ``system`` has a quaternion floating base, or its description does not compile.
+    ValueError
+        A setting that is not a finite positive number (``max_iterations``: a whole one).
     """
 
     def __init__(self, system, dt: float, tolerance: float = 1e-11, max_iterations: int = 50,
@@ -213,35 +236,116 @@ class MidpointVI:
     # (called on every step and linearization: the names for the error message are only
     # looked up when the check fails)
     def split_state(self, x, finite: bool = True):
-        """``(q, p, v)`` views of ``x`` (a ValueError naming a wrong size or, with ``finite``,
-        the first non-finite entry)."""
+        """``(q, p, v)`` views of ``x = [q, p, v]``.
+
+        Parameters
+        ----------
+        x : array_like, shape (nx,)
+            A discrete state (converted to float64 once if it is not a plain float64 vector).
+        finite : bool
+            Also refuse non-finite entries.
+
+        Returns
+        -------
+        q, p, v : ndarray, shapes (n,), (nd,), (nk,)
+            Views of ``x`` (or of its conversion).
+
+        Raises
+        ------
+        ValueError
+            A wrong size or, with ``finite``, the first non-finite entry (named).
+        """
         n, nd = self._nq, self._nd
         if not is_plain_vector(x, n + nd + self._nk, finite):
             x = check_vector("x", x, n + nd + self._nk, self._names()[0], finite)
         return x[:n], x[n:n + nd], x[n + nd:]
 
     def split_input(self, u, finite: bool = True, copy: bool = True):
-        """``(u_force, rho)`` copies of ``u`` (views without ``copy``; errors as
-        :meth:`split_state`)."""
+        """``(u_force, rho)`` of ``u = [force inputs, rho_k+1]``.
+
+        Parameters
+        ----------
+        u : array_like, shape (nu,) or None
+            A discrete input (None: zeros).
+        finite : bool
+            Also refuse non-finite entries.
+        copy : bool
+            Copies (default) or views.
+
+        Returns
+        -------
+        u_force, rho : ndarray, shapes (m,), (nk,)
+
+        Raises
+        ------
+        ValueError
+            As :meth:`split_state`.
+        """
         if not is_plain_vector(u, self._nu, finite):
             u = check_vector("u", u, self._nu, self._names()[1], finite, optional=True)
         m = self._m
         return (u[:m].copy(), u[m:].copy()) if copy else (u[:m], u[m:])
 
     def state(self, q, p, v=None):
-        """Pack ``x = [q, p_dyn, v_kin]``."""
+        """Pack ``x = [q, p_dyn, v_kin]``.
+
+        Parameters
+        ----------
+        q : array_like, shape (n,)
+        p : array_like, shape (nd,)
+        v : array_like, shape (nk,), optional
+            Default zeros.
+
+        Returns
+        -------
+        x : ndarray, shape (nx,)
+
+        Raises
+        ------
+        ValueError
+            A wrong size or a non-finite entry (named).
+        """
         v = np.zeros(self.nk) if v is None else v
         return np.concatenate([check_vector("q", q, self.nq), check_vector("p", p, self.nd),
                                check_vector("v", v, self.nk)])
 
     # ---------------------------------------------------------------- exact state transforms
     def momentum(self, q, dq):
-        """Discrete-state momentum from a continuous state: ``p = dL/d dq`` on dynamic rows."""
+        """Discrete-state momentum from a continuous state: ``p = dL/d dq`` on dynamic rows.
+
+        Parameters
+        ----------
+        q, dq : array_like, shape (n,)
+
+        Returns
+        -------
+        p : ndarray, shape (nd,)
+
+        Raises
+        ------
+        ValueError
+            A wrong size or a non-finite entry (named).
+        """
         return self.system.momentum(q, dq)[self.dynamic_index]
 
     def discrete_state(self, q, dq) -> np.ndarray:
         """The exact Legendre transform ``[q, qdot] -> x = [q, p, v]``: ``p = dL/dqdot`` on the
-        dynamic rows, ``v = qdot`` on the kinematic rows."""
+        dynamic rows, ``v = qdot`` on the kinematic rows.
+
+        Parameters
+        ----------
+        q, dq : array_like, shape (n,)
+            The continuous state.
+
+        Returns
+        -------
+        x : ndarray, shape (nx,)
+
+        Raises
+        ------
+        ValueError
+            A wrong size or a non-finite entry (named).
+        """
         names = self.system.config_names
         q = check_vector("q", q, self.nq, names)
         dq = check_vector("qdot", dq, self.nq, names)
@@ -251,7 +355,22 @@ class MidpointVI:
         return x
 
     def discrete_states(self, Q, dQ) -> np.ndarray:
-        """:meth:`discrete_state` of each row of ``Q`` and ``dQ`` (knots, n): (knots, nx)."""
+        """:meth:`discrete_state` of each row of ``Q`` and ``dQ``.
+
+        Parameters
+        ----------
+        Q, dQ : array_like, shape (knots, n)
+            Positions and velocities.
+
+        Returns
+        -------
+        X : ndarray, shape (knots, nx)
+
+        Raises
+        ------
+        ValueError
+            Shapes that differ or are wrong; a non-finite entry (named).
+        """
         Q = float_stack("positions", Q, (None, self.nq))
         dQ = float_stack("velocities", dQ, Q.shape)
         X = np.empty((Q.shape[0], self.nx))
@@ -261,7 +380,22 @@ class MidpointVI:
 
     def continuous_state(self, x):
         """The inverse transform ``x = [q, p, v] -> (q, qdot)``: ``M_dd qdot_dyn = p - M_dk v``.
-        Raises :class:`SingularMatrixError` if ``M_dd`` is singular at ``q``."""
+
+        Parameters
+        ----------
+        x : array_like, shape (nx,)
+
+        Returns
+        -------
+        q, dq : ndarray, shape (n,)
+
+        Raises
+        ------
+        ValueError
+            A wrong size or a non-finite entry (named).
+        SingularMatrixError
+            ``M_dd`` is singular at ``q``.
+        """
         q, p, v = self.split_state(x)
         dq = np.empty(self.nq)
         data, der = self.system.workspace.get()
@@ -272,8 +406,22 @@ class MidpointVI:
         return q.copy(), dq
 
     def state_jacobian(self, q, dq) -> np.ndarray:
-        """``d[q, p, v] / d[q, qdot]`` (2n x 2n) at ``(q, qdot)``: maps a continuous-state
-        perturbation (or weight) to the discrete state."""
+        """``d[q, p, v] / d[q, qdot]`` at ``(q, qdot)``: maps a continuous-state perturbation (or
+        weight) to the discrete state.
+
+        Parameters
+        ----------
+        q, dq : array_like, shape (n,)
+
+        Returns
+        -------
+        ndarray, shape (2n, 2n)
+
+        Raises
+        ------
+        ValueError
+            A wrong size or a non-finite entry (named).
+        """
         names = self.system.config_names
         q = check_vector("q", q, self.nq, names)
         dq = check_vector("qdot", dq, self.nq, names)
@@ -287,30 +435,76 @@ class MidpointVI:
         """The discrete Legendre transform ``p_k = D2 L_d(q_k-1, q_k)`` (dynamic rows).
 
         ``discrete_momentum(q, q)`` is the momentum of the discrete rest state (see
-        :meth:`rest_state`): ``dt/2 L_q(q, 0)``, not the continuous ``dL/d dq (q, 0) = 0``."""
+        :meth:`rest_state`): ``dt/2 L_q(q, 0)``, not the continuous ``dL/d dq (q, 0) = 0``.
+
+        Parameters
+        ----------
+        q_prev, q : array_like, shape (n,)
+            ``q_k-1`` and ``q_k``.
+
+        Returns
+        -------
+        p : ndarray, shape (nd,)
+
+        Raises
+        ------
+        ValueError
+            A wrong size or a non-finite entry (named).
+        """
         Q = np.stack([check_vector("q_prev", q_prev, self.nq), check_vector("q", q, self.nq)])
         return self.discrete_momenta(Q, np.zeros(self.nd))[1]
 
     def rest_state(self, q) -> np.ndarray:
-        """The discrete state at rest at ``q``: ``x = [q, D2 L_d(q, q), 0]``, the fixed point of
-        the one-step map under :meth:`rest_input` (when :func:`core.holding_inputs` reports a
-        zero residual).
+        """The discrete state at rest at ``q``: ``x = [q, D2 L_d(q, q), 0]``, the fixed point of the
+        one-step map under :meth:`rest_input` (when :func:`core.holding_inputs` reports a zero
+        residual).
 
         With ``q_k = q_k+1 = q`` the DEL equations give ``p_k+1 = D2 L_d(q, q) = dt/2 L_q(q, 0)``
         and ``D1 L_d + D2 L_d = dt L_q(q, 0)``, so ``p_k = p_k+1`` exactly when
-        ``L_q + B u = Dh^T lam / dt``: the continuous static balance. ``vi.state(q,
-        vi.momentum(q, 0))`` (``p = 0``) is *not* at rest: it starts a step late by half a
-        step of gravity and drifts. Stepping reproduces the fixed point to the DEL solve's
-        ``tolerance`` (its Newton iteration starts from ``q + dt M^-1 p``). ``q`` must satisfy
-        the holonomic constraints (ValueError)."""
+        ``L_q + B u = Dh^T lam / dt``: the continuous static balance.
+        ``vi.state(q, vi.momentum(q, 0))`` (``p = 0``) is *not* at rest: it starts a step late by
+        half a step of gravity and drifts. Stepping reproduces the fixed point to the DEL solve's
+        ``tolerance`` (its Newton iteration starts from ``q + dt M^-1 p``).
+
+        Parameters
+        ----------
+        q : array_like, shape (n,)
+            A configuration on the holonomic constraints.
+
+        Returns
+        -------
+        x : ndarray, shape (nx,)
+
+        Raises
+        ------
+        ValueError
+            A wrong size or non-finite entry; ``q`` off the holonomic constraints
+            (:meth:`core.System.check_configuration`).
+        """
         q = check_vector("q", q, self.nq, self.system.config_names)
         self.system.check_configuration(q, what="the rest state")
         return self.state(q, self.discrete_momentum(q, q))
 
     def rest_input(self, q, u=None) -> np.ndarray:
-        """The discrete input that keeps :meth:`rest_state` fixed: ``[u, q_kinematic]`` with
-        ``u`` the force inputs (None: :func:`core.holding_inputs`, whose residual is then
-        not checked: call it yourself to know whether the system can hold ``q``)."""
+        """The discrete input that keeps :meth:`rest_state` fixed: ``[u, q_kinematic]``.
+
+        Parameters
+        ----------
+        q : array_like, shape (n,)
+            The configuration.
+        u : array_like, shape (m,), optional
+            The force inputs (None: :func:`core.holding_inputs`, whose residual is then not checked:
+            call it yourself to know whether the system can hold ``q``).
+
+        Returns
+        -------
+        ndarray, shape (nu,)
+
+        Raises
+        ------
+        ValueError
+            A wrong size or non-finite entry; with ``u`` None, ``q`` off the holonomic constraints.
+        """
         q = check_vector("q", q, self.nq, self.system.config_names)
         if u is None:
             from .equilibrium import holding_inputs
@@ -319,8 +513,24 @@ class MidpointVI:
         return np.concatenate([u, q[self.kinematic_index]])
 
     def discrete_momenta(self, Q, p0) -> np.ndarray:
-        """Momenta along configurations ``Q`` (knots, n): ``p_0`` given, then
-        ``p_k = D2 L_d(q_k-1, q_k)``. Returns (knots, nd)."""
+        """Momenta along configurations: ``p_0`` given, then ``p_k = D2 L_d(q_k-1, q_k)``.
+
+        Parameters
+        ----------
+        Q : array_like, shape (knots, n)
+            The configurations.
+        p0 : array_like, shape (nd,)
+            The first momentum.
+
+        Returns
+        -------
+        P : ndarray, shape (knots, nd)
+
+        Raises
+        ------
+        ValueError
+            A wrong shape or a non-finite entry (named).
+        """
         Q = float_stack("configurations", Q, (None, self.nq))
         P = np.empty((Q.shape[0], self.nd))
         P[0] = check_vector("p0", p0, self.nd)
@@ -330,12 +540,29 @@ class MidpointVI:
 
     # ---------------------------------------------------------------- the tracking law
     def feedback(self, q, dq, x_ref, u_ref, K, x_out=None, u_out=None):
-        """``u = u_ref - K (x - x_ref)`` with ``x = discrete_state(q, dq)``, in one compiled
-        call (the 1 kHz path of a controller). Returns ``(u, x)``, or ``(None, x)`` if an entry
-        of ``u`` is not finite. The arguments are not checked: pass float64 arrays of the right
-        sizes (``K`` is (nu, nx)); ``x_out``, ``u_out`` receive the results if given.
-        ``x_ref``, ``u_ref``, ``K`` reach the kernel read-only (a gain schedule's are; numba
-        types read-only arrays apart, so one compiled law serves both kinds)."""
+        """``u = u_ref - K (x - x_ref)`` with ``x = discrete_state(q, dq)``, in one compiled call
+        (the 1 kHz path of a controller).
+
+        The arguments are not checked: pass float64 arrays of the right sizes. ``x_ref``, ``u_ref``,
+        ``K`` reach the kernel read-only (a gain schedule's are; numba types read-only arrays apart,
+        so one compiled law serves both kinds).
+
+        Parameters
+        ----------
+        q, dq : ndarray, shape (n,)
+            The measured continuous state.
+        x_ref : ndarray, shape (nx,)
+        u_ref : ndarray, shape (nu,)
+        K : ndarray, shape (nu, nx)
+        x_out, u_out : ndarray, shapes (nx,), (nu,), optional
+            Receive the results if given.
+
+        Returns
+        -------
+        u : ndarray, shape (nu,), or None
+            None if an entry of ``u`` is not finite.
+        x : ndarray, shape (nx,)
+        """
         x = np.empty(self.nx) if x_out is None else x_out
         u = np.empty(self.nu) if u_out is None else u_out
         data, der = self.system.workspace.get()
@@ -445,10 +672,43 @@ class MidpointVI:
             return False
 
     def step(self, x, u=None, multipliers: bool = False):
-        """The one-step map ``x_k+1 = f(x_k, u_k)`` (``u`` None: zeros); with ``multipliers``
-        also ``lam_k``, the holonomic constraint multipliers of the step. A stack ``x`` of shape
-        ``(N, nx)`` with ``u`` of shape ``(N, nu)`` gives the ``(N, nx)`` next states, each the
-        single call's, computed in parallel chunks."""
+        """The one-step map ``x_k+1 = f(x_k, u_k)``: the forced, constrained DEL equations
+        (:mod:`core.del_solve`), on the dynamic variables::
+
+            p_k + D1 L_d(q_k, q_k+1) + F_d^- - Dh(q_k)^T lam_k = 0,    h(q_k+1) = 0,
+            p_k+1 = D2 L_d(q_k, q_k+1),
+
+        solved for ``q_k+1`` by Newton's method; the kinematic variables move to ``rho_k+1`` with
+        ``v_k+1 = (rho_k+1 - q_k,kin) / dt``.
+
+        Parameters
+        ----------
+        x : array_like, shape (nx,) or (N, nx)
+            ``[q_k, p_k, v_k]``. A stack of states with ``u`` of shape ``(N, nu)`` gives the
+            ``(N, nx)`` next states, each the single call's, computed in parallel chunks.
+        u : array_like, shape (nu,) or (N, nu), optional
+            ``[force inputs, rho_k+1]`` (None: zeros).
+        multipliers : bool
+            Also return ``lam_k`` (one state only).
+
+        Returns
+        -------
+        x_next : ndarray, shape (nx,) or (N, nx)
+        lam : ndarray, shape (nh,)
+            With ``multipliers``: the holonomic constraint multipliers of the step.
+
+        Raises
+        ------
+        ValueError
+            A wrong size or a non-finite entry (named); ``multipliers`` with a stack.
+        IntegratorError
+            The DEL solve failed: Newton's method did not converge (``residual``, ``iterations``),
+            its Jacobian is singular, or the state or inputs are too large for the system and ``dt``
+            (an overflow, naming the largest entry). The first failing state of a stack raises the
+            single call's error, naming it.
+        ResourceLimitError
+            A stack whose states would pass :data:`core.validation.STACK_MEMORY_LIMIT`.
+        """
         if (type(x) is not np.ndarray or x.ndim == 2) and np.ndim(x) == 2:
             if multipliers:
                 raise ValueError("step(multipliers=True) takes one state, not a stack")
@@ -485,14 +745,41 @@ class MidpointVI:
         return X1
 
     def closed_loop(self, x0, X_ref, U_ref, K, linearize: bool = True):
-        """The closed loop from ``x0`` under the time-varying law ``u_k = U_ref[k] - K[k] (x_k -
-        X_ref[k])`` and its exact linearization: ``(X, U, A, B)``, ``X`` (N+1, nx), ``U`` (N, nu),
-        ``A`` (N, nx, nx), ``B`` (N, nx, nu), each step linearized from its own solve, in one
-        compiled call. ``U_ref`` is (N, nu), ``K`` (N, nu, nx), ``X_ref`` (N, nx) or (N+1, nx) (its
-        first N rows are used). What a re-plan needs: the trajectory the robot is predicted to
-        follow from its measured state, and the linearization along it (``linearize=False``:
-        ``A`` and ``B`` are None). A failed step raises the single call's error, naming the
-        step."""
+        """The closed loop from ``x0`` under the time-varying law
+        ``u_k = U_ref[k] - K[k] (x_k - X_ref[k])`` and its exact linearization, each step linearized
+        from its own solve, in one compiled call. What a re-plan needs: the trajectory the robot is
+        predicted to follow from its measured state, and the linearization along it.
+
+        Parameters
+        ----------
+        x0 : array_like, shape (nx,)
+            The measured state.
+        X_ref : array_like, shape (N, nx) or (N+1, nx)
+            The reference states (the first N rows are used).
+        U_ref : array_like, shape (N, nu)
+            The reference inputs.
+        K : array_like, shape (N, nu, nx)
+            The gains.
+        linearize : bool
+            Also linearize (False: ``A`` and ``B`` are None).
+
+        Returns
+        -------
+        X : ndarray, shape (N+1, nx)
+        U : ndarray, shape (N, nu)
+        A : ndarray, shape (N, nx, nx), or None
+        B : ndarray, shape (N, nx, nu), or None
+
+        Raises
+        ------
+        ValueError
+            A wrong shape or a non-finite entry (named), of the arguments or of an input the law
+            computed (naming the step).
+        IntegratorError
+            A failed step raises the single call's error (:meth:`step_linearize`'s, or
+            :meth:`step`'s without ``linearize``; a :class:`SingularStepError` for a singular step),
+            naming the step.
+        """
         U_ref = float_stack("U_ref", U_ref, (None, self.nu))
         N = U_ref.shape[0]
         X_ref = float_stack("X_ref", X_ref, (None, self.nx))
@@ -513,8 +800,28 @@ class MidpointVI:
         return (X, U, A, B) if linearize else (X, U, None, None)
 
     def simulate(self, q0, p0, u_sequence):
-        """Simulate ``N = len(u_sequence)`` steps; returns ``(Q, P, LAM)`` of shapes (N+1, n),
-        (N+1, nd) and (N, nh). Raises :class:`IntegratorError` naming the failing step."""
+        """Simulate ``N = len(u_sequence)`` steps of :meth:`step` from ``(q0, p0)``.
+
+        Parameters
+        ----------
+        q0 : array_like, shape (n,)
+        p0 : array_like, shape (nd,)
+        u_sequence : array_like, shape (N, nu)
+
+        Returns
+        -------
+        Q : ndarray, shape (N+1, n)
+        P : ndarray, shape (N+1, nd)
+        LAM : ndarray, shape (N, nh)
+            The holonomic constraint multipliers of each step.
+
+        Raises
+        ------
+        ValueError
+            A wrong shape or a non-finite entry (named).
+        IntegratorError
+            Naming the failing step.
+        """
         model = self.system.model
         U = float_stack("u_sequence", u_sequence, (None, self.nu))
         q0 = check_vector("q0", q0, self.nq, self.system.config_names)
@@ -532,12 +839,31 @@ class MidpointVI:
         return Q, P, LAM
 
     def inverse_dynamics(self, Q, p0):
-        """``(U, P, residual)`` along configurations ``Q`` (N+1, n): the least-squares inputs
-        that make the forced DEL equations hold (the kinematic columns of ``U`` are the next
-        configurations), the momenta ``P`` (N+1, nd) from ``p0`` by the discrete Legendre
-        transform, and the DEL residual of each step relative to its terms (0 where exactly
-        feasible). Holonomic constraint forces are not modelled: constrained systems leave a
-        residual."""
+        """The least-squares inputs that make the forced DEL equations hold along configurations
+        ``Q``.
+
+        The kinematic columns of ``U`` are the next configurations; the momenta ``P`` follow from
+        ``p0`` by the discrete Legendre transform. Holonomic constraint forces are not modelled:
+        constrained systems leave a residual.
+
+        Parameters
+        ----------
+        Q : array_like, shape (N+1, n)
+            At least 2 knots.
+        p0 : array_like, shape (nd,)
+
+        Returns
+        -------
+        U : ndarray, shape (N, nu)
+        P : ndarray, shape (N+1, nd)
+        residual : ndarray, shape (N,)
+            The DEL residual of each step relative to its terms (0 where exactly feasible).
+
+        Raises
+        ------
+        ValueError
+            A wrong shape, fewer than 2 knots, a non-finite entry (named).
+        """
         Q = float_stack("configurations", Q, (None, self.nq))
         if Q.shape[0] < 2:
             raise ValueError(f"configurations must have at least 2 knots, got {Q.shape[0]}")
@@ -613,10 +939,33 @@ class MidpointVI:
                 step=step, matrix="Dh M^-1 Dh^T", measure=float(conds[1]))
 
     def linearize(self, x, u=None):
-        """Exact first-order linearization ``(A, B)`` of the one-step map at ``(x, u)``. A stack
-        ``x`` of shape ``(N, nx)`` with ``u`` of shape ``(N, nu)`` (None: zeros) gives ``A`` of
-        shape ``(N, nx, nx)`` and ``B`` of shape ``(N, nx, nu)``, each row the single call's,
-        computed in parallel chunks (the kernels of :meth:`linearize_trajectory`)."""
+        """Exact first-order linearization ``(A, B)`` of the one-step map at ``(x, u)``:
+        ``A = dx_k+1/dx_k``, ``B = dx_k+1/du_k``.
+
+        Parameters
+        ----------
+        x : array_like, shape (nx,) or (N, nx)
+            A stack of states with ``u`` of shape ``(N, nu)`` gives stacks, each row the single
+            call's, computed in parallel chunks (the kernels of :meth:`linearize_trajectory`).
+        u : array_like, shape (nu,) or (N, nu), optional
+            None: zeros.
+
+        Returns
+        -------
+        A : ndarray, shape (nx, nx) or (N, nx, nx)
+        B : ndarray, shape (nx, nu) or (N, nx, nu)
+
+        Raises
+        ------
+        ValueError
+            A wrong size or a non-finite entry (named).
+        IntegratorError
+            The DEL solve failed (as in :meth:`step`); for stacks, naming the step.
+        SingularStepError
+            The one-step map is singular: the scale-aware measure of ``M_k+1`` or of
+            ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` reaches ``condition_limit`` (Sec. VII); for stacks,
+            naming the step.
+        """
         if (type(x) is not np.ndarray or x.ndim == 2) and np.ndim(x) == 2:
             X = float_stack("x", x, (None, self.nx))
             U = (np.zeros((X.shape[0], self.nu)) if u is None
@@ -630,17 +979,72 @@ class MidpointVI:
         return A, B
 
     def linearize2(self, x, u=None, costate=None):
-        """``(A, B, H)`` with ``H[i, a, b] = d2 x_k+1,i / dz_a dz_b``, ``z = [x, u]``.
+        """Exact second-order linearization: ``(A, B, H)`` with
+        ``H[i, a, b] = d2 x_k+1,i / dz_a dz_b``, ``z = [x, u]``.
 
         With ``costate`` (a vector ``λ`` over ``x_k+1``'s entries): ``(A, B, W)`` with
-        ``W[a, b] = Σ_i λ_i H[i, a, b]``, the second-order term of ``λᵀ f(z)`` that a Newton or
-        DDP step needs, computed without forming ``H`` (one contraction instead of ``nx``, and
-        the Lagrangian's third derivatives only along one direction): memory ``O(nz²)``."""
+        ``W[a, b] = Σ_i λ_i H[i, a, b]``, the second-order term of ``λᵀ f(z)`` that a Newton or DDP
+        step needs, computed without forming ``H`` (one contraction instead of ``nx``, and the
+        Lagrangian's third derivatives only along one direction): memory ``O(nz²)``.
+
+        Parameters
+        ----------
+        x : array_like, shape (nx,)
+        u : array_like, shape (nu,), optional
+            None: zeros.
+        costate : array_like, shape (nx,), optional
+            ``λ``.
+
+        Returns
+        -------
+        A : ndarray, shape (nx, nx)
+        B : ndarray, shape (nx, nu)
+        H or W : ndarray, shape (nx, nz, nz) or (nz, nz)
+            ``nz = nx + nu``.
+
+        Raises
+        ------
+        ValueError
+            A wrong size or a non-finite entry (named).
+        IntegratorError
+            The DEL solve failed (as in :meth:`step`).
+        SingularStepError
+            The one-step map is singular: the scale-aware measure of ``M_k+1`` or of
+            ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` reaches ``condition_limit`` (Sec. VII).
+        ResourceLimitError
+            Without ``costate``: ``H`` and its work arrays would pass
+            :data:`core.validation.SECOND_ORDER_MEMORY_LIMIT`.
+        """
         return self._linearize(x, u, True, costate)[4:]
 
     def step_linearize(self, x, u=None, second_order: bool = False):
-        """One step and its exact linearization from the same solve: ``(x_next, A, B)``, or
-        ``(x_next, A, B, H)`` with ``second_order``."""
+        """One step and its exact linearization from the same solve.
+
+        Parameters
+        ----------
+        x : array_like, shape (nx,)
+        u : array_like, shape (nu,), optional
+            None: zeros.
+        second_order : bool
+            Also ``H`` (as :meth:`linearize2`).
+
+        Returns
+        -------
+        (x_next, A, B) or (x_next, A, B, H) : tuple of ndarray
+            Shapes (nx,), (nx, nx), (nx, nu), (nx, nz, nz).
+
+        Raises
+        ------
+        ValueError
+            A wrong size or a non-finite entry (named).
+        IntegratorError
+            The DEL solve failed (as in :meth:`step`).
+        SingularStepError
+            The one-step map is singular: the scale-aware measure of ``M_k+1`` or of
+            ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` reaches ``condition_limit`` (Sec. VII).
+        ResourceLimitError
+            With ``second_order``, as :meth:`linearize2`.
+        """
         q, q1, p1, rho, A, B, H = self._linearize(x, u, second_order)
         x1 = np.concatenate([q1, p1, (rho - q[self.kinematic_index]) / self.dt])
         return (x1, A, B, H) if second_order else (x1, A, B)
@@ -648,13 +1052,44 @@ class MidpointVI:
     def linearize_trajectory(self, X, U, second_order: bool = False, costates=None, *,
                              threads: int | None = None, progress=None):
         """:func:`core.linearize_trajectory` of this integrator (the same signature without the
-        system; that function hands a MidpointVI's stacks here): every knot ``X[k]`` (``X`` of
-        shape (N+1, nx), ``U`` (N, nu)) solved and linearized in compiled code, ``threads``
-        chunks in parallel (default numba's thread count; ``threads=1``: one serial call without
-        the GIL and numba's threading layer). With ``progress`` (True: a bar on stderr; or
-        ``progress(done, N)``) in about 50 blocks, the same kernels and results, reported after
-        each. Returns ``(A, B)``, ``(A, B, H)`` or, with ``costates``, ``(A, B, W)`` (see
-        :meth:`linearize2`)."""
+        system; that function hands a MidpointVI's stacks here): every knot ``X[k]`` solved and
+        linearized in compiled code.
+
+        Parameters
+        ----------
+        X : array_like, shape (N+1, nx)
+        U : array_like, shape (N, nu)
+        second_order : bool
+            Also ``H`` (N, nx, nz, nz), as :meth:`linearize2`.
+        costates : array_like, shape (N, nx), optional
+            With ``second_order``: ``W[k] = Σ_i costates[k, i] H_k[i]`` (N, nz, nz) in place of
+            ``H`` (see :meth:`linearize2`).
+        threads : int, optional
+            Chunks in parallel (default numba's thread count; ``threads=1``: one serial call without
+            the GIL and numba's threading layer).
+        progress : True or callable, optional
+            A bar on stderr (True) or ``progress(done, N)``: the work in about 50 blocks, the same
+            kernels and results, reported after each.
+
+        Returns
+        -------
+        (A, B) or (A, B, H) or (A, B, W) : tuple of ndarray
+            Shapes (N, nx, nx), (N, nx, nu), then ``H`` or ``W``; ``nz = nx + nu``.
+
+        Raises
+        ------
+        ValueError
+            A wrong shape or a non-finite entry (named); ``costates`` without ``second_order``.
+        IntegratorError
+            The DEL solve failed (as in :meth:`step`); for stacks, naming the step.
+        SingularStepError
+            The one-step map is singular: the scale-aware measure of ``M_k+1`` or of
+            ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` reaches ``condition_limit`` (Sec. VII); for stacks,
+            naming the step.
+        ResourceLimitError
+            The ``H`` stack would pass :data:`core.validation.SECOND_ORDER_MEMORY_LIMIT`, or the
+            ``W`` stack :data:`core.validation.STACK_MEMORY_LIMIT`.
+        """
         X = float_stack("X", X, (None, self.nx))
         U = float_stack("U", U, (X.shape[0] - 1, self.nu))
         N, nz = U.shape[0], self.nx + self.nu
@@ -758,17 +1193,28 @@ class MidpointVI:
 
     # ---------------------------------------------------------------- compilation
     def warm_up(self, processes: int = 1, part: str = "all", second_order: bool = True) -> None:
-        """Compile (or load from numba's cache) every kernel this integrator and its system
-        use, by running each once at ``q = 0``. Without it the first call of each compiles
-        (seconds to minutes on a cold cache); a controller calls it before it starts.
+        """Compile (or load from numba's cache) every kernel this integrator and its system use, by
+        running each once at ``q = 0``. Without it the first call of each compiles (seconds to
+        minutes on a cold cache); a controller calls it before it starts.
 
-        ``processes=2``: the integrator's kernels compile in a second process (``python -m
-        core.warmup``, on a small model of its own: a kernel's types do not depend on the
-        model) while this one compiles the continuous ones, then load from the cache here
-        (only when the cache is cold: a warm one just loads).
-        ``part``: ``"continuous"``, ``"discrete"`` or ``"all"``. ``second_order=False`` leaves the
-        second-order linearization out (its memory grows as ``n³``: warm it up on a small model,
-        whose kernels are the same)."""
+        Parameters
+        ----------
+        processes : int
+            ``processes=2`` (any value > 1): the integrator's kernels compile in a second process
+            (``python -m core.warmup``, on a small model of its own: a kernel's types do not depend
+            on the model) while this one compiles the continuous ones, then load from the cache here
+            (only with ``part="all"`` and when the cache is cold: a warm one just loads).
+        part : {"all", "continuous", "discrete"}
+            The kernels to warm up.
+        second_order : bool
+            False leaves the second-order linearization out (its memory grows as ``n³``: warm it up
+            on a small model, whose kernels are the same).
+
+        Raises
+        ------
+        ValueError
+            An unknown ``part``.
+        """
         if part not in ("all", "continuous", "discrete"):
             raise ValueError(f"warm_up: part must be 'all', 'continuous' or 'discrete', got {part!r}")
         cold = processes > 1 and part == "all" and not is_cached(second_order)
@@ -801,7 +1247,8 @@ class MidpointVI:
         self.system.lagrangian_derivatives(q, dq, 3)     # (last: no controller or service needs it)
 
     def _warm_up_discrete(self, second_order: bool = True) -> None:
-        """DEL inverse dynamics, steps, first- and second-order linearizations, simulation."""
+        """DEL inverse dynamics, steps, first- and second-order linearizations, simulation, the
+        closed loop."""
         n = self.nq
         Q = np.zeros((3, n))
         U, P, _ = self.inverse_dynamics(Q, np.zeros(self.nd))
@@ -821,4 +1268,9 @@ class MidpointVI:
         try:
             self.simulate(Q[0], P[0], U)
         except IntegratorError:
+            pass
+        try:        # the closed loop of a re-plan (mechnode's replan_period), linearized and not
+            for linearize in (True, False):
+                self.closed_loop(X[0], X[:2], U, np.zeros((2, self.nu, self.nx)), linearize=linearize)
+        except (IntegratorError, SingularMatrixError):
             pass
