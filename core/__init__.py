@@ -87,8 +87,37 @@ def __getattr__(name):
 
 
 def from_sympy(method, *args, **kwargs):
-    """A fast numeric :class:`Linearizer` from a SymPy ``KanesMethod``/``LagrangesMethod`` (same
-    arguments as ``method.to_linearizer``); needs the ``mechnode[sympy]`` extra."""
+    """A fast numeric linearizer from a SymPy ``KanesMethod``/``LagrangesMethod``; needs the
+    ``mechnode[sympy]`` extra. What it generates, and how it differs from SymPy's linearizer:
+    ``core/sympy_bridge.py``.
+
+    Parameters
+    ----------
+    method : KanesMethod, LagrangesMethod or sympy.physics.mechanics.Linearizer
+        The equations (a ``sympy.physics.mechanics.Linearizer`` is used as it is).
+    *args, **kwargs
+        The same arguments as ``method.to_linearizer``, and the keyword ``backend``
+        (``"python"``, the default, or ``"numba"``).
+
+    Returns
+    -------
+    core.sympy_bridge.SympyLinearizer
+        Its ``linearize`` takes the arguments of SymPy's, with a numeric operating point; its
+        ``linearizer`` is the numeric :class:`Linearizer` doing the work.
+
+    Raises
+    ------
+    ImportError
+        SymPy is not installed.
+    ValueError
+        An unknown ``backend``.
+    TypeError
+        ``method`` is none of these, or ``to_linearizer`` arguments come with a
+        ``sympy.physics.mechanics.Linearizer``.
+    LinearizerError
+        The SymPy equations do not fit the general form (e.g. dynamic symbols that are none of
+        its variables, or a part that depends on variables its form does not allow).
+    """
     from .sympy_bridge import from_sympy as _from_sympy
     return _from_sympy(method, *args, **kwargs)
 

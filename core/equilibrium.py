@@ -94,19 +94,46 @@ def _rank_check(J: np.ndarray, free, held, rows: str, system, what: str) -> None
 
 
 def satisfy_constraints(system, q, fixed=(), tol: float = 1e-12, max_iter: int = 50) -> np.ndarray:
-    """``q`` moved onto the holonomic constraints ``h(q) = 0``, the coordinates in ``fixed``
-    (names or indices) held exactly (trep's ``satisfy_constraints``).
+    """``q`` moved onto the holonomic constraints ``h(q) = 0``, the coordinates in ``fixed`` held
+    exactly (trep's ``satisfy_constraints``).
 
     Gauss-Newton with least-norm steps in the free coordinates ``f``:
     ``q_f <- q_f - Dh_f(q)^+ h(q)`` (``Dh_f`` the columns of the free coordinates), halved
     while a step does not reduce ``|h|``. Converged when every ``|h_r| <= tol`` (or when the
     step has shrunk to rounding level: ``h`` is then as small as float64 allows at this
-    scale). Returns a new array; a system without holonomic constraints returns a copy of ``q``.
+    scale).
 
-    Raises :class:`SingularMatrixError` when ``Dh_f`` lacks full row rank (``fixed`` leaves too
-    few free coordinates, or holds one the constraints need) and :class:`EquilibriumError`
-    (``.residual``: the largest ``|h_r|``) when it does not converge within ``max_iter``
-    iterations or stalls (the constraints cannot be met with these coordinates held).
+    Parameters
+    ----------
+    system : System
+        Not one with a quaternion floating base.
+    q : array_like, shape (nq,)
+        The configuration to start from.
+    fixed : str, int or sequence of str or int
+        Names or indices of the coordinates held (default none).
+    tol : float
+        Largest ``|h_r|`` accepted, > 0.
+    max_iter : int
+        Most Gauss-Newton iterations, >= 1.
+
+    Returns
+    -------
+    ndarray, shape (nq,)
+        A new array; a system without holonomic constraints returns a copy of ``q``.
+
+    Raises
+    ------
+    SingularMatrixError
+        ``Dh_f`` lacks full row rank (``fixed`` leaves too few free coordinates, or holds one the
+        constraints need).
+    EquilibriumError
+        No convergence within ``max_iter`` iterations, or a stall (the constraints cannot be met
+        with these coordinates held); ``.residual`` is the largest ``|h_r|``.
+    ValueError
+        ``q`` of the wrong length or not finite, ``tol`` or ``max_iter`` out of range, or an
+        unknown, out-of-range or repeated entry of ``fixed``.
+    ModelError
+        ``system`` has a quaternion floating base.
     """
     what = "satisfy_constraints"
     refuse(system, what)
@@ -159,11 +186,37 @@ def _constraint_rows(system, q) -> np.ndarray:
 
 def project_velocity(system, q, dq, fixed=()) -> np.ndarray:
     """``dq`` moved onto the constraint tangent space ``{Dh(q) dq = 0, A_v(q) dq = 0}`` by the
-    least-norm change of the free velocities, those of ``fixed`` (names or indices) unchanged:
+    least-norm change of the free velocities, those of ``fixed`` unchanged.
+
     ``dq_f <- dq_f - C_f^+ C dq`` with ``C = [Dh; A_v]`` and ``C_f`` its free columns (the
-    orthogonal projection of ``dq`` when nothing is fixed). ``q`` should satisfy the
-    constraints (see :func:`satisfy_constraints`). Returns a new array; raises
-    :class:`SingularMatrixError` when ``C_f`` lacks full row rank."""
+    orthogonal projection of ``dq`` when nothing is fixed).
+
+    Parameters
+    ----------
+    system : System
+        Not one with a quaternion floating base.
+    q : array_like, shape (nq,)
+        The configuration; it should satisfy the constraints (see :func:`satisfy_constraints`).
+    dq : array_like, shape (nq,)
+        The velocity to project.
+    fixed : str, int or sequence of str or int
+        Names or indices of the coordinates whose velocities are held (default none).
+
+    Returns
+    -------
+    ndarray, shape (nq,)
+        A new array (a copy of ``dq`` for a system without constraints).
+
+    Raises
+    ------
+    SingularMatrixError
+        ``C_f`` lacks full row rank.
+    ValueError
+        ``q`` or ``dq`` of the wrong length or not finite, or an unknown, out-of-range or
+        repeated entry of ``fixed``.
+    ModelError
+        ``system`` has a quaternion floating base.
+    """
     what = "project_velocity"
     refuse(system, what)
     names = system.config_names
@@ -179,18 +232,42 @@ def project_velocity(system, q, dq, fixed=()) -> np.ndarray:
 
 
 def holding_inputs(system, q, tol: float | None = None):
-    """Inputs that hold ``q`` at rest: ``(u, residual)`` with ``u`` (``system.nu``, in
-    :attr:`System.input_names` order) making ``dq = 0``, ``ddq = 0`` a solution of the
-    constrained dynamics when ``residual`` is zero (the kinematic variables held:
-    their accelerations zero).
+    """Inputs that hold ``q`` at rest: ``u`` making ``dq = 0``, ``ddq = 0`` a solution of the
+    constrained dynamics when ``residual`` is zero (the kinematic variables held: their
+    accelerations zero).
 
     Static balance on the dynamic rows, constraint forces free (module docstring):
     ``u`` is the least-norm minimizer of ``|N^T (L_q(q, 0) + B(q) u)|`` over the motions ``N``
-    the constraints allow, and ``residual`` that minimum, the 2-norm of the generalized force
-    (N, N m) no input can cancel: > 0 when an underactuated system cannot hold ``q``. By default
-    such a ``q`` is *returned* with its residual (``u`` then the least-squares best); with
-    ``tol`` a residual above ``tol`` raises :class:`EquilibriumError` (``.residual``).
-    ``q`` must satisfy the holonomic constraints (ValueError otherwise)."""
+    the constraints allow, and ``residual`` that minimum. By default a ``q`` that the inputs
+    cannot hold is *returned* with its residual (``u`` then the least-squares best).
+
+    Parameters
+    ----------
+    system : System
+        Not one with a quaternion floating base.
+    q : array_like, shape (nq,)
+        The configuration; it must satisfy the holonomic constraints.
+    tol : float, optional
+        With it (> 0), a residual above ``tol`` raises :class:`EquilibriumError`.
+
+    Returns
+    -------
+    u : ndarray, shape (nu,)
+        The inputs, in :attr:`System.input_names` order.
+    residual : float
+        The 2-norm of the generalized force (N, N m) no input can cancel: > 0 when an
+        underactuated system cannot hold ``q``.
+
+    Raises
+    ------
+    EquilibriumError
+        With ``tol``: ``residual > tol`` (``.residual``).
+    ValueError
+        ``q`` off the holonomic constraints, of the wrong length or not finite; a ``tol`` that
+        is not a positive number.
+    ModelError
+        ``system`` has a quaternion floating base.
+    """
     refuse(system, "holding_inputs")
     names = system.config_names
     q = check_vector("q", q, system.nq, names)

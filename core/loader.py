@@ -25,7 +25,19 @@ _TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "
 
 @dataclass(frozen=True)
 class ModelText:
-    """A model argument read, not parsed (:func:`read_model`)."""
+    """A model argument read, not parsed (:func:`read_model`).
+
+    Attributes
+    ----------
+    text : str
+        The model's YAML or URDF text.
+    origin : str
+        The file read, or ``"YAML text (N characters)"`` / ``"URDF text (N characters)"``.
+    urdf : bool
+        URDF (XML) rather than YAML.
+    path : str or None
+        The file read; None for text.
+    """
     text: str                # the model's YAML or URDF text
     origin: str              # the file read, or "YAML text (N characters)" / "URDF text (N characters)"
     urdf: bool               # URDF (XML) rather than YAML
@@ -54,12 +66,30 @@ def _check_size(size: int, what: str) -> None:
 
 
 def read_model(source) -> ModelText:
-    """Read what a model argument names, at most :data:`MAX_MODEL_BYTES` (checked before
-    anything is read or parsed); nothing is parsed, built or executed. Model text
-    (:func:`is_model_text`) is taken as it is; anything else names a file: the path as given
-    (absolute, or relative to the working directory), then a model packaged with core
-    (:func:`core.model_names`). URDF: a ``.urdf`` file or text starting with ``<``; YAML
-    otherwise. A :class:`ModelError` names the argument and where it was looked for."""
+    """Read what a model argument names; nothing is parsed, built or executed.
+
+    Model text (:func:`is_model_text`) is taken as it is; anything else names a file: the path
+    as given (absolute, or relative to the working directory), then a model packaged with core
+    (:func:`core.model_names`). URDF: a ``.urdf`` file, a file or text starting with ``<``;
+    YAML otherwise.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or bytes
+        A file name or model text; bytes are UTF-8 model text. At most :data:`MAX_MODEL_BYTES`,
+        checked before anything is read or parsed.
+
+    Returns
+    -------
+    ModelText
+
+    Raises
+    ------
+    ModelError
+        Not a non-empty string, path or bytes; bytes that are not UTF-8; text or a file above
+        the size limit; a file that cannot be read; or nothing found (the message names the
+        argument and where it was looked for).
+    """
     from .data import model_file, model_names
     if isinstance(source, os.PathLike):
         source = os.fspath(source)
@@ -95,14 +125,10 @@ def read_model(source) -> ModelText:
 
 
 def load_system(source, *, inertia: str = "warn", locked=None, **urdf_options) -> System:
-    """Build a :class:`System` from a model argument (:func:`read_model`: a YAML or URDF file, a
-    model packaged with core such as ``"cartpole.yaml"``, YAML or URDF text), a
-    :class:`ModelText` already read, or a dict. URDF goes to :func:`core.load_urdf`, which
-    alone takes ``urdf_options`` (``floating_base``, ``actuated``, ``mimic``, ...). ``locked``
-    (``{variable: value}``) freezes variables (:meth:`System.lock`; in YAML, together with the
-    model's own ``locked``, a variable locked at two values is an error). ``inertia`` is the
-    inertia policy (``"warn"``, ``"strict"`` or ``"repair"``, :mod:`core.inertia`). A model
-    read from a file or text names it (its ``origin``) in every error.
+    """Build a :class:`System` from a model description.
+
+    URDF goes to :func:`core.load_urdf`, which alone takes ``urdf_options``. A YAML model read
+    from a file or text names it (its ``origin``) in every :class:`ModelError`.
 
     Minimal example::
 
@@ -114,6 +140,33 @@ def load_system(source, *, inertia: str = "warn", locked=None, **urdf_options) -
           - {type: distance, frame1: A, frame2: C, distance: 1.0}
         inputs:
           - {type: torque, config: theta1}
+
+    Parameters
+    ----------
+    source : str, os.PathLike, bytes, ModelText or dict
+        A model argument (:func:`read_model`: a YAML or URDF file, a model packaged with core
+        such as ``"cartpole.yaml"``, YAML or URDF text), a :class:`ModelText` already read, or
+        a dict (the YAML mapping).
+    inertia : str
+        The inertia policy: ``"warn"``, ``"strict"`` or ``"repair"`` (:mod:`core.inertia`).
+    locked : dict, optional
+        ``{variable: value}``: variables frozen (:meth:`System.lock`); in YAML, together with
+        the model's own ``locked``, a variable locked at two values is an error.
+    **urdf_options
+        For a URDF model only: :func:`core.load_urdf`'s ``floating_base``, ``actuated``,
+        ``mimic``, ...
+
+    Returns
+    -------
+    System
+        Compiled (a malformed model fails here, at load time).
+
+    Raises
+    ------
+    ModelError
+        A malformed model, an unreadable argument (:func:`read_model`) or a bad option
+        (``urdf_options`` with a YAML or dict model, an unknown inertia policy, a variable locked
+        at two values), naming the element.
     """
     if isinstance(source, dict):
         spec, origin = source, None
@@ -221,12 +274,31 @@ def _mapping(spec: dict, key: str) -> dict:
 
 
 def read_yaml(text: str, where: str = "model"):
-    """The plain data of the YAML ``text`` (mappings, lists, strings, numbers): PyYAML's safe
-    loader, which constructs no objects of its own, after a scan of its events that refuses
-    what could exhaust the host before anything is built: more than :data:`MAX_MODEL_BYTES`,
-    nesting deeper than :data:`MAX_YAML_DEPTH` (deep nesting exhausts Python's stack) and
-    aliases (``*name``: shared references that expand into huge arrays). Every problem is a
-    :class:`ModelError` naming ``where`` and the line."""
+    """The plain data of the YAML ``text`` (mappings, lists, strings, numbers).
+
+    PyYAML's safe loader, which constructs no objects of its own, after a scan of its events
+    that refuses what could exhaust the host before anything is built: more than
+    :data:`MAX_MODEL_BYTES`, nesting deeper than :data:`MAX_YAML_DEPTH` (deep nesting exhausts
+    Python's stack) and aliases (``*name``: shared references that expand into huge arrays).
+
+    Parameters
+    ----------
+    text : str
+        The YAML text.
+    where : str
+        What the text is, for the messages.
+
+    Returns
+    -------
+    object
+        What ``yaml.safe_load`` returns for ``text``.
+
+    Raises
+    ------
+    ModelError
+        Every problem (not a string, too large, too deep, aliases, not valid YAML), naming
+        ``where`` and the line where there is one.
+    """
     import yaml  # imported on use: loading the library needs no YAML parser
     if not isinstance(text, str):
         raise ModelError(f"{where}: expected YAML text, got {type(text).__name__}")

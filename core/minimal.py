@@ -104,15 +104,24 @@ __all__ = ["MinimalInfo", "linearize_minimal", "velocity_constraint"]
 class MinimalInfo:
     """What :func:`linearize_minimal` chose and the maps back to all coordinates.
 
-    * ``independent_coordinates`` / ``dependent_coordinates``: names, model order;
-    * ``independent_speeds`` / ``dependent_speeds``: names ``"d" + coordinate``, model order;
-    * ``C0`` (n x (n-l)): ``dq = C0 dq_i``; ``C1`` (n x n) and ``C2`` (n x (n-l-nv)):
-      ``d(dq) = C1 dq + C2 d(dq_i)`` (so ``d(dq) = C1 C0 dq_i + C2 d(dq_i)``);
-    * ``T`` (2n x p): ``[dq; d(dq)] = T x_i`` for the minimal state ``x_i``;
-    * ``state_index``: positions of the minimal state's entries in the full state ``[q, dq]``
-      (the paper's ``P'``: ``A = A_full[state_index] @ T``);
-    * ``condition_coordinates``, ``condition_speeds``: ``||(J P_d)^-1 J||_2`` of the holonomic
-      Jacobian and of the velocity rows for the dependent choice (1 when nothing is dependent).
+    Attributes
+    ----------
+    independent_coordinates, dependent_coordinates : tuple of str
+        Names, model order.
+    independent_speeds, dependent_speeds : tuple of str
+        Names ``"d" + coordinate``, model order.
+    C0 : ndarray, shape (n, n - l)
+        ``dq = C0 dq_i``.
+    C1, C2 : ndarray, shapes (n, n) and (n, n - l - nv)
+        ``d(dq) = C1 dq + C2 d(dq_i)`` (so ``d(dq) = C1 C0 dq_i + C2 d(dq_i)``).
+    T : ndarray, shape (2n, p)
+        ``[dq; d(dq)] = T x_i`` for the minimal state ``x_i``.
+    state_index : ndarray of int
+        Positions of the minimal state's entries in the full state ``[q, dq]`` (the paper's
+        ``P'``: ``A = A_full[state_index] @ T``).
+    condition_coordinates, condition_speeds : float
+        ``||(J P_d)^-1 J||_2`` of the holonomic Jacobian and of the velocity rows for the
+        dependent choice (1 when nothing is dependent).
     """
 
     independent_coordinates: tuple

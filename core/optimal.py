@@ -76,23 +76,31 @@ def _linear_response(A, B, K, kff):
 class DiscreteSystem(Protocol):
     """What :func:`optimize_trajectory` needs from a discrete dynamic system (duck-typed).
 
-    Attributes:
-        nx: state dimension; nu: input dimension.
-
-    Methods:
-        step(x, u) -> x_next, shape ``(nx,)``.
-        linearize(x, u) -> ``(A, B)`` with shapes ``(nx, nx)``, ``(nx, nu)``.
-        linearize2(x, u) -> ``(A, B, H)`` with ``H`` of shape ``(nx, nz, nz)``, ``z = [x, u]``,
-            ``H[i, a, b] = ∂²x_next_i / ∂z_a ∂z_b`` (only the second-order method calls it).
-
     ``step`` may signal failure (e.g. a diverging implicit solve) by raising ``ArithmeticError``
     or ``numpy.linalg.LinAlgError`` or by returning non-finite values; during a line search
-    that just rejects the trial step.
+    that just rejects the trial step. A :class:`core.MidpointVI` has both optional members.
 
-    Optional: ``linearize_trajectory(X, U, second_order, costates, *, threads, progress)``, the
-    stacks of :func:`linearize_trajectory` computed by the system itself (that function uses it
-    when present); ``constrained``, True when not every state is admissible (then
-    ``optimize_ic`` is refused). A :class:`~core.MidpointVI` has both.
+    Attributes
+    ----------
+    nx : int
+        State dimension.
+    nu : int
+        Input dimension.
+    constrained : bool, optional
+        True when not every state is admissible (then ``optimize_ic`` is refused).
+
+    Methods
+    -------
+    step(x, u)
+        ``x_next``, shape ``(nx,)``.
+    linearize(x, u)
+        ``(A, B)`` with shapes ``(nx, nx)``, ``(nx, nu)``.
+    linearize2(x, u)
+        ``(A, B, H)`` with ``H`` of shape ``(nx, nz, nz)``, ``z = [x, u]``,
+        ``H[i, a, b] = ∂²x_next_i / ∂z_a ∂z_b`` (only the second-order method calls it).
+    linearize_trajectory(X, U, second_order, costates, *, threads, progress)
+        Optional: the stacks of :func:`linearize_trajectory` computed by the system itself
+        (that function uses it when present).
     """
     nx: int
     nu: int
@@ -109,14 +117,34 @@ class DiscreteSystem(Protocol):
 class TrajectoryOptimizationResult:
     """Result of :func:`optimize_trajectory`.
 
-    ``history`` holds one dict per iterate ``i = 0 .. iterations``: ``iteration``, ``cost``
-    (J at iterate i), ``gradient_norm`` (‖∂J/∂u‖ at iterate i), ``step`` (line-search step length
-    that produced iterate i; 0 for i = 0), ``model`` (quadratic model of the direction that
-    produced iterate i: ``newton``, ``newton_indefinite``, ``newton_reversed``, ``gauss_newton``
-    or ``identity``, see :func:`optimize_trajectory`),
-    ``backtracks`` and
-    ``slope`` (directional derivative of J along the direction computed at iterate i; NaN if none
-    was computed).
+    Attributes
+    ----------
+    x : ndarray, shape (N+1, nx)
+        The last iterate's states (a rollout of the system; with ``optimize_ic``, ``x[0]`` is
+        the optimized initial state).
+    u : ndarray, shape (N, nu)
+        The last iterate's inputs.
+    cost : float
+        ``J`` at the last iterate.
+    gradient_norm : float
+        ``‖∂J/∂u‖`` at the last iterate (with ``optimize_ic``, ``∂J/∂x_0`` included).
+    iterations : int
+        The number of accepted steps.
+    converged : bool
+        The stopping rule ``stop`` was met (else ``message`` says why the iteration stopped).
+    message : str
+        Why the iteration stopped.
+    method : str
+        The ``method`` option.
+    history : list of dict
+        One dict per iterate ``i = 0 .. iterations``: ``iteration``, ``cost`` (J at iterate i),
+        ``gradient_norm`` (‖∂J/∂u‖ at iterate i), ``step`` (line-search step length that
+        produced iterate i; 0 for i = 0), ``model`` (quadratic model of the direction that
+        produced iterate i: ``newton``, ``newton_indefinite``, ``newton_reversed``,
+        ``gauss_newton`` or ``identity``, see :func:`optimize_trajectory`; ``""`` for i = 0),
+        ``backtracks`` (step shrinks of the line search that produced iterate i; 0 for i = 0)
+        and ``slope`` (directional derivative of J along the direction computed at iterate i;
+        NaN if none was computed).
     """
     x: np.ndarray
     u: np.ndarray
@@ -443,8 +471,29 @@ def linearize_trajectory(system, x, u, second_order: bool = False, costates=None
 
 
 def trajectory_cost(x, u, x_ref, u_ref, Q, R, Q_N=None) -> float:
-    """``½Σ_{k<N}[δx_kᵀQ_kδx_k + δu_kᵀR_kδu_k] + ½δx_NᵀQ_Nδx_N`` with ``δx = x − x_ref``,
-    ``δu = u − u_ref``; shapes ``x, x_ref (N+1, nx)``, ``u, u_ref (N, nu)``; Q, R as in tvlqr."""
+    """The tracking cost of a trajectory,
+    ``½Σ_{k<N}[δx_kᵀQ_kδx_k + δu_kᵀR_kδu_k] + ½δx_NᵀQ_Nδx_N`` with ``δx = x − x_ref``,
+    ``δu = u − u_ref``.
+
+    Parameters
+    ----------
+    x, x_ref : array_like, shape (N+1, nx)
+        States and reference states.
+    u, u_ref : array_like, shape (N, nu)
+        Inputs and reference inputs.
+    Q, R, Q_N : array_like
+        Weights, shapes as in :func:`tvlqr`; here ``R`` need only be positive semi-definite.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        A shape, a non-finite entry, a weight that is not symmetric positive semi-definite, or
+        a ``Q_N`` given or missing as :func:`tvlqr` refuses it.
+    """
     u_ref = float_array("u_ref", u_ref)
     x_ref = float_array("x_ref", x_ref)
     u = float_array("u", u)
@@ -462,8 +511,38 @@ def trajectory_cost(x, u, x_ref, u_ref, Q, R, Q_N=None) -> float:
 
 def cost_and_gradient(system, x0, u, x_ref, u_ref, Q, R, Q_N=None) -> tuple[float, np.ndarray]:
     """Cost ``J(u)`` of :func:`optimize_trajectory` (states from rolling out ``u`` from ``x0``) and
-    its exact gradient ``∂J/∂u`` of shape ``(N, nu)`` by the adjoint (costate) pass
-    (:meth:`TrackingProblem.cost_and_gradient`)."""
+    its exact gradient ``∂J/∂u`` by the adjoint (costate) pass
+    (:meth:`TrackingProblem.cost_and_gradient`): ``λ_N = Q_N δx_N``,
+    ``λ_k = Q_k δx_k + A_kᵀ λ_{k+1}``, ``∂J/∂u_k = R_k δu_k + B_kᵀ λ_{k+1}``.
+
+    Parameters
+    ----------
+    system : DiscreteSystem
+        ``nx``, ``nu``, ``step``, ``linearize``.
+    x0 : array_like, shape (nx,)
+        The initial state.
+    u : array_like, shape (N, nu)
+        The inputs (None: ``u_ref``).
+    x_ref, u_ref : array_like, shapes (N+1, nx), (N, nu)
+        The reference.
+    Q, R, Q_N : array_like
+        Weights, as for :func:`trajectory_cost`.
+
+    Returns
+    -------
+    J : float
+        The cost.
+    g : ndarray, shape (N, nu)
+        ``∂J/∂u``.
+
+    Raises
+    ------
+    TypeError
+        ``system`` lacks one of ``nx``, ``nu``, ``step``, ``linearize``.
+    ValueError
+        A shape, a non-finite entry, a weight (as :class:`TrackingProblem`), or a linearization
+        that is not finite (:func:`linearize_trajectory`).
+    """
     return TrackingProblem(system, x0, x_ref, u_ref, Q, R, Q_N).cost_and_gradient(u)
 
 

@@ -145,23 +145,38 @@ def tvlqr(A, B, Q, R, Q_N=None) -> tuple[np.ndarray, np.ndarray]:
     (The paper prints ``… B_kᵀ P_{k+1} B_k`` as the last factor of K_k; it must be ``A_k``.)
     About a reference trajectory apply it as ``u_k = u_ref,k − K_k (x_k − x_ref,k)``.
 
-    Args:
-        A: ``(N, nx, nx)`` state Jacobians.
-        B: ``(N, nx, nu)`` input Jacobians.
-        Q: ``(nx, nx)`` for every step, ``(N, nx, nx)`` one per step ``k < N``, or
-            ``(N+1, nx, nx)`` where ``Q[N]`` is the terminal weight (then ``Q_N`` must be None).
-        R: ``(nu, nu)`` or ``(N, nu, nu)``, symmetric positive definite (a scalar when nu = 1).
-        Q_N: ``(nx, nx)`` terminal weight. If None: ``Q[N]`` when Q has N+1 entries, ``Q`` when Q
-            is a single matrix; required when Q has exactly N entries.
+    Parameters
+    ----------
+    A : array_like, shape (N, nx, nx)
+        State Jacobians (``N >= 1``).
+    B : array_like, shape (N, nx, nu)
+        Input Jacobians (``nu >= 1``).
+    Q : array_like, shape (nx, nx), (N, nx, nx) or (N+1, nx, nx)
+        Symmetric positive semi-definite state weights: one for every step, one per step
+        ``k < N``, or one per step with ``Q[N]`` the terminal weight (then ``Q_N`` must be None).
+        A scalar when ``nx = 1``.
+    R : array_like, shape (nu, nu) or (N, nu, nu)
+        Symmetric positive definite input weights (a scalar when ``nu = 1``).
+    Q_N : array_like, shape (nx, nx), optional
+        Symmetric positive semi-definite terminal weight. If None: ``Q[N]`` when ``Q`` has N+1
+        entries, ``Q`` when it is a single matrix; required when ``Q`` has exactly N entries.
 
-    Returns:
-        ``(K, P)``: gains ``(N, nu, nx)`` and Riccati matrices ``(N+1, nx, nx)``.
+    Returns
+    -------
+    K : ndarray, shape (N, nu, nx)
+        The gains.
+    P : ndarray, shape (N+1, nx, nx)
+        The Riccati matrices (``P[N] = Q_N``).
 
-    Raises:
-        ValueError: a wrong shape, non-finite or non-symmetric argument, a Q or Q_N that is not
-            positive semi-definite or an R that is not positive definite (named in the message
-            with its smallest eigenvalue).
-        RiccatiError: ``R_k + B_kᵀ P_{k+1} B_k`` is singular/not positive definite (names step k).
+    Raises
+    ------
+    ValueError
+        A wrong shape, a non-finite or non-symmetric argument, a ``Q`` or ``Q_N`` that is not
+        positive semi-definite or an ``R`` that is not positive definite (named in the message
+        with its smallest eigenvalue); ``Q_N`` given with a ``Q`` of N+1 entries, or missing
+        with a ``Q`` of N entries.
+    RiccatiError
+        ``R_k + B_kᵀ P_{k+1} B_k`` is singular or not positive definite (names the step ``k``).
     """
     A, B = dynamics_stack(A, B)
     N, nx, nu = B.shape
@@ -193,17 +208,33 @@ def tracking_step(A, B, X, U, X_ref, U_ref, Q, R, Q_N=None):
     trajectory is, the feed-forward moved towards the reference (with the nonlinear step
     instead of the linearization, the trajectory then followed is not ``X + dX`` exactly).
 
-    Args:
-        A, B: ``(N, nx, nx)``, ``(N, nx, nu)`` along ``(X, U)``.
-        X, X_ref: ``(N+1, nx)``; U, U_ref: ``(N, nu)``.
-        Q, R, Q_N: as for :func:`tvlqr`.
+    Parameters
+    ----------
+    A, B : array_like, shapes (N, nx, nx), (N, nx, nu)
+        The linearization along ``(X, U)``.
+    X, X_ref : array_like, shape (N+1, nx)
+        The trajectory's states and the reference states.
+    U, U_ref : array_like, shape (N, nu)
+        The trajectory's inputs and the reference inputs.
+    Q, R, Q_N : array_like
+        Weights, as for :func:`tvlqr`.
 
-    Returns:
-        ``(K, kff, dX, dU)``: gains ``(N, nu, nx)``, feed-forward ``(N, nu)``, the step's states
-        ``(N+1, nx)`` (``dX[0] = 0``) and inputs ``(N, nu)``.
+    Returns
+    -------
+    K : ndarray, shape (N, nu, nx)
+        The gains.
+    kff : ndarray, shape (N, nu)
+        The feed-forward.
+    dX : ndarray, shape (N+1, nx)
+        The step's states (``dX[0] = 0``).
+    dU : ndarray, shape (N, nu)
+        The step's inputs.
 
-    Raises:
-        ValueError, RiccatiError: as :func:`tvlqr`.
+    Raises
+    ------
+    ValueError, RiccatiError
+        As :func:`tvlqr`; ``ValueError`` also for a shape or a non-finite entry of ``X``, ``U``,
+        ``X_ref``, ``U_ref``.
     """
     A, B = dynamics_stack(A, B)
     N, nx, nu = B.shape
@@ -249,8 +280,30 @@ def _stabilizing_solution(solve, who: str, equation: str, A, B, Q, R) -> np.ndar
 def dlqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
     """Infinite-horizon discrete LQR about a fixed point (``scipy.linalg.solve_discrete_are``).
 
-    Returns ``(K, P)`` with ``K = (R + BᵀPB)⁻¹ BᵀPA`` of shape ``(nu, nx)`` for ``u = −K x`` and
-    ``P`` the stabilizing solution of the discrete algebraic Riccati equation.
+    Parameters
+    ----------
+    A : array_like, shape (nx, nx)
+    B : array_like, shape (nx, nu)
+        With ``nu >= 1``.
+    Q : array_like, shape (nx, nx)
+        Symmetric positive semi-definite (a scalar when ``nx = 1``).
+    R : array_like, shape (nu, nu)
+        Symmetric positive definite (a scalar when ``nu = 1``).
+
+    Returns
+    -------
+    K : ndarray, shape (nu, nx)
+        ``K = (R + BᵀPB)⁻¹ BᵀPA``, for ``u = −K x``.
+    P : ndarray, shape (nx, nx)
+        The stabilizing solution of the discrete algebraic Riccati equation (symmetrized).
+
+    Raises
+    ------
+    ValueError
+        A wrong shape, a non-finite or non-symmetric argument, a ``Q`` that is not positive
+        semi-definite or an ``R`` that is not positive definite (named in the message).
+    numpy.linalg.LinAlgError
+        SciPy finds no stabilizing DARE solution (is ``(A, B)`` stabilizable?).
     """
     A, B, Q, R = _fixed_point_problem(A, B, Q, R)
     P = _stabilizing_solution(scipy.linalg.solve_discrete_are, "dlqr", "DARE", A, B, Q, R)
@@ -263,12 +316,30 @@ def lqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
     (``scipy.linalg.solve_continuous_are``; python-control's ``lqr``, Drake's
     ``LinearQuadraticRegulator``), e.g. for :meth:`core.System.linearize`'s ``(A, B)``.
 
-    Minimizes ``∫ xᵀQx + uᵀRu dt``. Returns ``(K, P)`` with ``K = R⁻¹ BᵀP`` of shape
-    ``(nu, nx)`` for ``u = −K x`` and ``P`` the stabilizing solution of the continuous algebraic
-    Riccati equation ``AᵀP + PA − PBR⁻¹BᵀP + Q = 0`` (every eigenvalue of ``A − BK`` has a
-    negative real part). The same checks as :func:`dlqr`; a pair without a stabilizing
-    solution (not stabilizable, or modes on the imaginary axis that ``Q`` does not see) raises
-    ``numpy.linalg.LinAlgError``.
+    Minimizes ``∫ xᵀQx + uᵀRu dt``; ``P`` is the stabilizing solution of the continuous
+    algebraic Riccati equation ``AᵀP + PA − PBR⁻¹BᵀP + Q = 0`` (every eigenvalue of ``A − BK``
+    has a negative real part).
+
+    Parameters
+    ----------
+    A, B, Q, R : array_like
+        As for :func:`dlqr` (the same checks).
+
+    Returns
+    -------
+    K : ndarray, shape (nu, nx)
+        ``K = R⁻¹ BᵀP``, for ``u = −K x``.
+    P : ndarray, shape (nx, nx)
+        The stabilizing CARE solution (symmetrized).
+
+    Raises
+    ------
+    ValueError
+        As :func:`dlqr`.
+    numpy.linalg.LinAlgError
+        No stabilizing solution: SciPy's solve fails, its solution is not finite, or ``A − BK``
+        has an eigenvalue with a non-negative real part (the pair is not stabilizable, or has
+        modes on the imaginary axis that ``Q`` does not see).
     """
     A, B, Q, R = _fixed_point_problem(A, B, Q, R)
     P = _stabilizing_solution(scipy.linalg.solve_continuous_are, "lqr", "CARE", A, B, Q, R)
@@ -286,8 +357,20 @@ def lqr(A, B, Q, R) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Controllability(NamedTuple):
-    """Result of :func:`controllability`. ``matrix`` is the controllability matrix
-    ``[B, AB, …, A^{n-1}B]`` (single pair) or the reachability Gramian (stacks)."""
+    """Result of :func:`controllability`.
+
+    Attributes
+    ----------
+    rank : int
+        The numerical rank of ``matrix`` (the tolerance is :func:`controllability`'s ``rtol``).
+    smallest_singular_value : float
+        The smallest (the nx-th) singular value of ``matrix``.
+    controllable : bool
+        ``rank == nx``.
+    matrix : ndarray, shape (nx, nx·nu) or (nx, nx)
+        The controllability matrix ``[B, AB, …, A^{nx-1}B]`` (single pair) or the reachability
+        Gramian (stacks).
+    """
     rank: int
     smallest_singular_value: float
     controllable: bool
@@ -296,13 +379,31 @@ class Controllability(NamedTuple):
 
 def controllability(A, B, rtol: float | None = None) -> Controllability:
     """Controllability of ``x_{k+1} = A x_k + B u_k`` (2-D A, B) or reachability over a horizon of
-    ``x_{k+1} = A_k x_k + B_k u_k`` (stacks ``(N, nx, nx)``, ``(N, nx, nu)``).
+    ``x_{k+1} = A_k x_k + B_k u_k`` (stacks).
 
     Single pair: rank and smallest (the nx-th) singular value of ``C = [B, AB, …, A^{nx-1}B]``.
     Stacks: the reachability Gramian ``W = Σ_k Φ(N,k+1) B_k B_kᵀ Φ(N,k+1)ᵀ`` with
     ``Φ(N,k+1) = A_{N-1}⋯A_{k+1}`` (every state reachable at k=N from x_0 = 0 iff W > 0).
-    The rank counts singular values above ``rtol · σ_max`` (default ``rtol = max(shape) · eps``,
-    as ``numpy.linalg.matrix_rank``); ``controllable`` is ``rank == nx``.
+
+    Parameters
+    ----------
+    A : array_like, shape (nx, nx) or (N, nx, nx)
+    B : array_like, shape (nx, nu) or (N, nx, nu)
+        With ``nu >= 1``.
+    rtol : float, optional
+        The rank counts singular values above ``rtol · σ_max`` (default
+        ``rtol = max(shape) · eps``, as ``numpy.linalg.matrix_rank``).
+
+    Returns
+    -------
+    Controllability
+        ``controllable`` is ``rank == nx``.
+
+    Raises
+    ------
+    ValueError
+        A wrong shape (``A`` neither ``(nx, nx)`` nor ``(N, nx, nx)``, ``B`` not matching it) or
+        a non-finite entry.
     """
     A = float_array("A", A)
     B = float_array("B", B)

@@ -24,8 +24,28 @@ def next_state(step: Callable, x: np.ndarray, u: np.ndarray, k: int) -> np.ndarr
 
 
 def simulate_open_loop(step: Callable, x0, u) -> np.ndarray:
-    """States ``x`` of shape ``(N+1, nx)`` from ``x_{k+1} = step(x_k, u_k)`` for ``u`` of shape
-    ``(N, nu)``. Non-finite states are propagated, not raised."""
+    """Simulate ``x_{k+1} = step(x_k, u_k)`` open loop.
+
+    Parameters
+    ----------
+    step : callable
+        ``step(x, u) -> x_next``, of the shape of ``x``.
+    x0 : array_like, shape (nx,)
+        The initial state.
+    u : array_like, shape (N, nu)
+        The inputs.
+
+    Returns
+    -------
+    x : ndarray, shape (N+1, nx)
+        The states. Non-finite states are propagated, not raised.
+
+    Raises
+    ------
+    ValueError
+        ``x0`` not a vector or ``u`` not 2-D, a non-finite entry of ``x0`` or ``u``, or ``step``
+        returning another shape than the state's (naming the step ``k``).
+    """
     x0 = initial_state(x0)
     u = float_array("u", u)
     if u.ndim != 2:
@@ -40,15 +60,32 @@ def simulate_open_loop(step: Callable, x0, u) -> np.ndarray:
 def simulate_closed_loop(step: Callable, x0, x_ref, u_ref, K) -> tuple[np.ndarray, np.ndarray]:
     """Simulate ``x_{k+1} = step(x_k, ū_k)`` with ``ū_k = u_ref[k] − K[k] (x_k − x_ref[k])``.
 
-    Args:
-        step: any callable ``step(x, u) -> x_next`` (e.g. the variational integrator's step).
-        x0: ``(nx,)`` initial state.
-        x_ref: ``(N+1, nx)`` or ``(N, nx)`` reference states (only ``x_ref[:N]`` is used).
-        u_ref: ``(N, nu)`` reference inputs.
-        K: ``(N, nu, nx)`` gains, e.g. from :func:`tvlqr` on the linearization about the reference.
+    Parameters
+    ----------
+    step : callable
+        Any ``step(x, u) -> x_next`` (e.g. the variational integrator's step).
+    x0 : array_like, shape (nx,)
+        The initial state.
+    x_ref : array_like, shape (N+1, nx) or (N, nx)
+        Reference states (only ``x_ref[:N]`` is used).
+    u_ref : array_like, shape (N, nu)
+        Reference inputs.
+    K : array_like, shape (N, nu, nx)
+        Gains, e.g. from :func:`tvlqr` on the linearization about the reference.
 
-    Returns:
-        ``(x, u)``: states ``(N+1, nx)`` and applied inputs ``(N, nu)``.
+    Returns
+    -------
+    x : ndarray, shape (N+1, nx)
+        The states.
+    u : ndarray, shape (N, nu)
+        The applied inputs.
+
+    Raises
+    ------
+    ValueError
+        A shape that does not match (``N``, ``nu`` are taken from ``K``, ``nx`` from ``x0``), a
+        non-finite entry of an argument, or ``step`` returning another shape than the state's
+        (naming the step ``k``).
     """
     x0 = initial_state(x0)
     nx = x0.size

@@ -23,8 +23,23 @@ FORMAT = "mechnode-trajectory-1"
 
 @dataclass(frozen=True)
 class Trajectory:
-    """A loaded trajectory: times ``t`` (N+1,), states ``x`` (N+1, nx), inputs ``u`` (N, nu),
-    the column names, ``dt`` (None for continuous time) and the system's name."""
+    """A loaded trajectory (:func:`load_trajectory`).
+
+    Attributes
+    ----------
+    t : ndarray, shape (N+1,)
+        Times.
+    x : ndarray, shape (N+1, nx)
+        States.
+    u : ndarray, shape (N, nu)
+        Inputs.
+    state_names, input_names : tuple of str
+        The column names of ``x`` and ``u``.
+    dt : float or None
+        The time step; None for continuous time.
+    system : str
+        The system's name.
+    """
     t: np.ndarray
     x: np.ndarray
     u: np.ndarray
@@ -44,9 +59,30 @@ def _layout(model):
 
 
 def save_trajectory(path, model, x, u=None, t=None) -> None:
-    """Write ``x`` (N+1, nx) and ``u`` (N, nu; None: no inputs) of ``model`` (a
-    :class:`~core.MidpointVI` or a :class:`~core.System`) to ``path`` (``.npz``). ``t``
-    defaults to ``k dt`` for an integrator and is required for a continuous system."""
+    """Write a trajectory of ``model`` to an ``.npz`` file: ``t``, ``x``, ``u``, the state and
+    input names, ``dt`` (NaN for continuous time), the system's name and :data:`FORMAT`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.npz`` file.
+    model : MidpointVI or System
+        The model whose state and input names (and ``dt``, system name) are written.
+    x : array_like, shape (N+1, nx)
+        The states.
+    u : array_like, shape (N, nu), optional
+        The inputs; None writes zeros.
+    t : array_like, shape (N+1,), optional
+        The times; defaults to ``k dt`` for an integrator, required for a continuous system.
+
+    Raises
+    ------
+    ValueError
+        A shape that does not fit ``model``'s states and inputs, a missing ``t`` for a
+        :class:`core.System`, or a non-finite entry of ``t``, ``x`` or ``u``.
+    TypeError
+        ``model`` is neither a :class:`core.MidpointVI` nor a :class:`core.System`.
+    """
     states, inputs, dt, name = _layout(model)
     x = np.asarray(x, dtype=float)
     if x.ndim != 2 or x.shape[1] != len(states) or x.shape[0] < 1:
@@ -70,9 +106,28 @@ def save_trajectory(path, model, x, u=None, t=None) -> None:
 
 
 def load_trajectory(path, model=None) -> Trajectory:
-    """Read a file written by :func:`save_trajectory`. With ``model`` (the MidpointVI or System
-    it is for), the state and input names must match it, in order: ValueError names the first
-    column that differs (and a different ``dt``)."""
+    """Read a file written by :func:`save_trajectory` (never unpickling).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.npz`` file.
+    model : MidpointVI or System, optional
+        The model the file is for: its state and input names must match the file's, in order,
+        and its ``dt`` the file's.
+
+    Returns
+    -------
+    Trajectory
+
+    Raises
+    ------
+    ValueError
+        Not a trajectory file (an entry missing), another ``format``, inconsistent shapes;
+        with ``model``: the first column whose name differs, or a different ``dt``.
+    TypeError
+        ``model`` is neither a :class:`core.MidpointVI` nor a :class:`core.System`.
+    """
     with np.load(os.fspath(path), allow_pickle=False) as f:
         missing = [k for k in ("format", "t", "x", "u", "state_names", "input_names", "dt", "system")
                    if k not in f.files]

@@ -115,6 +115,12 @@ def load_urdf(source, *, floating_base=False, actuated=None, mimic: str = "coupl
     max_bytes : int
         Size limit, checked before parsing.
 
+    Returns
+    -------
+    System
+        The robot, compiled (``system.model`` set), named after its ``<robot name>`` (else
+        ``"robot"``).
+
     Raises
     ------
     ModelError

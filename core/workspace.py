@@ -83,8 +83,17 @@ def create_work(model: Model, nk: int = 0):
 
 
 class Workspace:
-    """Thread-local scratch for evaluations of ``model`` (``dyn``, ``kin``: the indices of its
-    dynamic and kinematic variables)."""
+    """Thread-local scratch for evaluations of ``model``: Pinocchio's ``Data``, one per thread,
+    made on first use (the model itself never changes).
+
+    Parameters
+    ----------
+    model : Model
+        The compiled model (:attr:`core.System.model`).
+    dyn, kin : array_like of int, optional
+        Indices of the dynamic and the kinematic configuration variables (default: every
+        variable dynamic, none kinematic).
+    """
 
     def __init__(self, model: Model, dyn=None, kin=None):
         self.model = model

@@ -1,6 +1,7 @@
 """The shape of the code: core's imports form a DAG, the node uses only core's public API, the
 conventions are written once, and one error hierarchy covers every failure."""
 import ast
+import inspect
 import os
 import subprocess
 import sys
@@ -240,3 +241,45 @@ def test_only_the_coupling_calls_the_raw_tree_kernels_it_wraps():
         offences += [f"{module}: from {target} import {name}" for target, name in imported_modules(path)
                      if target in raw and name in wrapped]
     assert not offences, offences
+
+
+#: Public names whose docstring is no numpydoc: exceptions and warnings (their message is the
+#: documentation), and the compiled model record (its fields are described in core.model).
+NO_SECTIONS = {"Model"}
+
+
+def _sections_missing(obj, what: str) -> list[str]:
+    """numpydoc sections missing from ``obj``'s docstring: ``Parameters`` when it takes any
+    (``Attributes`` also for a class), ``Returns`` for a function that returns something."""
+    doc = inspect.getdoc(obj) or ""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return []
+    params = [p for p in sig.parameters if p not in ("self", "cls")]
+    missing = []
+    if params and "Parameters\n----------" not in doc and not (
+            inspect.isclass(obj) and "Attributes\n----------" in doc):
+        missing.append(f"{what}: Parameters")
+    if not inspect.isclass(obj) and sig.return_annotation not in (None, "None") \
+            and "Returns\n-------" not in doc and "Yields\n------" not in doc:
+        missing.append(f"{what}: Returns")
+    return missing
+
+
+def test_public_docstrings_have_numpydoc_sections():
+    """Every function and class of ``core.__all__`` and every public method of ``System`` and
+    ``MidpointVI`` that takes parameters documents them in numpydoc sections (Parameters or, for
+    a class, Attributes; Returns for what returns something)."""
+    missing = []
+    for name in core.__all__:
+        obj = getattr(core, name)
+        if name in NO_SECTIONS or (inspect.isclass(obj) and issubclass(obj, (Exception, Warning))):
+            continue
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            missing += _sections_missing(obj, name)
+    for cls in (core.System, core.MidpointVI):
+        for name, member in vars(cls).items():
+            if not name.startswith("_") and inspect.isfunction(member):
+                missing += _sections_missing(member, f"{cls.__name__}.{name}")
+    assert not missing, "\n".join(missing)

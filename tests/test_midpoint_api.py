@@ -132,9 +132,25 @@ def test_feedback_is_the_tracking_law_on_the_exact_state(arm):
 
 
 def test_the_integrator_is_a_discrete_system(arm):
-    assert isinstance(arm, core.DiscreteSystem)
-    x, lam = arm.step(np.zeros(arm.nx), np.zeros(arm.nu), multipliers=True)
-    assert x.shape == (arm.nx,) and lam.shape == (0,)
+    """A MidpointVI is a core.DiscreteSystem: ``step`` gives the DEL solution (its momentum is
+    the discrete Legendre transform of the two configurations), the same with the
+    multipliers asked for (none: no constraints), and ``linearize`` is ``step``'s derivative."""
+    assert isinstance(arm, core.DiscreteSystem) and not arm.constrained
+    rng = np.random.default_rng(5)
+    x0, u = arm.discrete_state(rng.uniform(-1, 1, arm.nq), rng.uniform(-1, 1, arm.nq)), rng.uniform(-1, 1, arm.nu)
+    x, lam = arm.step(x0, u, multipliers=True)
+    assert lam.shape == (0,)
+    np.testing.assert_array_equal(x, arm.step(x0, u))
+    free = arm.step(x0, np.zeros(arm.nu))          # unforced: p1 = D2 L_d(q0, q1)
+    q0, q1, p1 = x0[:arm.nq], free[:arm.nq], free[arm.nq:arm.nq + arm.nd]
+    np.testing.assert_allclose(p1, arm.discrete_momentum(q0, q1), rtol=1e-9, atol=1e-9)
+    A, B = arm.linearize(x0, u)
+    h = 1e-6
+    for j in range(arm.nx):
+        e = np.zeros(arm.nx)
+        e[j] = h
+        np.testing.assert_allclose((arm.step(x0 + e, u) - arm.step(x0 - e, u)) / (2 * h), A[:, j],
+                                   rtol=1e-6, atol=1e-6)
 
 
 def test_an_overflowing_step_raises_instead_of_returning_nan():

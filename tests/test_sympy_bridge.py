@@ -272,7 +272,12 @@ def test_a_sympy_linearizer_can_be_passed_directly():
     system = cart_pole_kane()
     lin = from_sympy(system.method.to_linearizer())
     assert isinstance(lin, SympyLinearizer)
-    assert lin.linearize(op_point=system.random_point(np.random.default_rng(0)))[0].shape == (4, 4)
+    point = system.random_point(np.random.default_rng(0))
+    # the same linearization as from the method itself (every array the call returns)
+    direct, from_method = lin.linearize(op_point=point), from_sympy(system.method).linearize(op_point=point)
+    assert len(direct) == len(from_method) and direct[0].shape == (4, 4)
+    for ours, theirs in zip(direct, from_method, strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------------------------------- errors
