@@ -240,7 +240,10 @@ class MechNode(LifecycleNode):
                 log.info("warm-up: numba is compiling the kernels of the command path, the schedules and the "
                          "hold (first run; core names and counts each on stderr); configure waits for them, "
                          "the continuous and second-order linearizations follow in the background")
-        seconds = plant.warm_up(team=team) if team is not None else plant.warm_up(processes=1)
+        # with replan_period set now, the re-plan's kernels too (else the first re-plan loads them)
+        replan = float(self.params.value("replan_period")) > 0
+        seconds = (plant.warm_up(team=team, replan=replan) if team is not None
+                   else plant.warm_up(processes=1, replan=replan))
         if plant.compiled_kernels:
             log.info(f"warm-up: compiled the {plant.compiled_kernels} kernels of the command path, the "
                      f"schedules and the hold; configure waited {seconds:.1f} s for them")

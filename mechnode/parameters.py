@@ -274,7 +274,8 @@ def declare_parameters(node, declare=None) -> None:
                     "from the latest accepted state (the closed loop predicted from it, linearized exactly "
                     "along the prediction, the Riccati pass along it; mechnode.replanner); a re-plan that "
                     "takes longer than the period is dropped and counted. 0 = off (the default), else at "
-                    "least 0.001. Applied at activate"))
+                    "least 0.001. Applied at activate; set at configure, the re-plan's kernels load "
+                    "with the warm-up (else the first re-plan loads them and is dropped)"))
     declare("replan_horizon", 0.0, D(
         "replan_horizon",
         description="Seconds of the reference each re-plan covers from the measured state; 0 = the rest "

@@ -60,12 +60,13 @@ def missing_kernels(proc) -> int:
         return 0
 
 
-def load_kernels(vi, hold: bool = True) -> None:
+def load_kernels(vi, hold: bool = True, replan: bool = False) -> None:
     """Run what the node runs before and after activation once on ``vi`` (loads its kernels
     from the cache; compiles what is missing): the command path's feedback law, the Legendre
     transforms, a step, DEL inverse dynamics, the linearization along a trajectory, the Riccati
-    pass, the first-order optimizer and (``hold``) the idle hold's computations. A model
-    singular at ``q = 0`` is loaded all the same."""
+    pass, the first-order optimizer, (``hold``) the idle hold's computations and (``replan``) a
+    re-plan's closed loop and Gauss-Newton step (:mod:`mechnode.replanner`). A model singular at
+    ``q = 0`` is loaded all the same."""
     n, nx, nu = vi.nq, vi.nx, vi.nu
     z = np.zeros(n)
 
@@ -97,6 +98,15 @@ def load_kernels(vi, hold: bool = True) -> None:
             x, u = vi.rest_state(q), vi.rest_input(q, core.holding_inputs(vi.system, q)[0])
             vi.linearize(x[None], u[None])      # (as the hold does: a stack of one)
         attempt(hold_kernels)
+    if replan:
+        def replan_kernels():
+            X, U = np.tile(x, (3, 1)), np.tile(u, (2, 1))
+            Ks = np.zeros((2, nu, nx))
+            Xc, Uc, A, B = vi.closed_loop(x, X[:2], U, Ks)
+            vi.closed_loop(x, X[:2], U, Ks, linearize=False)
+            core.tracking_step(A, B, Xc, Uc, X, U, np.eye(nx), np.eye(nu), np.eye(nx))
+            vi.linearize(x, u)          # (the terminal weight's linearization: mechnode.replan.terminal_for)
+        attempt(replan_kernels)
 #: Most entries of the ``locked_joints`` parameter, and longest entry (characters).
 MAX_LOCKED_JOINTS, MAX_LOCKED_ENTRY = 1000, 256
 
@@ -341,7 +351,7 @@ class Plant:
         :meth:`warm_up`."""
         return start_compiling(CONTROL_PARTS, 2, stderr=stderr)
 
-    def warm_up(self, processes: int = 2, stderr=None, team=None) -> float:
+    def warm_up(self, processes: int = 2, stderr=None, team=None, replan: bool = False) -> float:
         """Load or compile the kernels the node needs before it may activate
         (:data:`CONTROL_PARTS`: command path, schedules, idle hold): what numba's cache lacks
         compiles first on a small model (a kernel's types do not depend on the model) in
@@ -350,15 +360,16 @@ class Plant:
         it runs them on a small model and on this model once (loaded; this model's scratch
         made, its first steps as fast as the next): nothing here allocates more than ``O(n²)``
         with the size of the node's model. The continuous and second-order linearizations are
-        not among them (:meth:`warm_up_rest`). Returns the seconds it took;
+        not among them (:meth:`warm_up_rest`); a re-plan's closed loop is, with ``replan``
+        (compiled here on a cold cache). Returns the seconds it took;
         :attr:`compiled_kernels` is how many were missing."""
         t0 = time.perf_counter()
         if team is None and processes > 1:
             team = start_compiling(CONTROL_PARTS, processes, stderr=stderr)
         #: kernels the cache lacked at warm-up (compiled then)
         self.compiled_kernels = missing_kernels(team) if team is not None else 0
-        load_kernels(core.MidpointVI(core.load_system(WARM_UP_MODEL), self.dt))
-        load_kernels(self.vi, hold=False)
+        load_kernels(core.MidpointVI(core.load_system(WARM_UP_MODEL), self.dt), replan=replan)
+        load_kernels(self.vi, hold=False, replan=replan)
         return time.perf_counter() - t0
 
     @staticmethod

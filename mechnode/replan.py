@@ -33,6 +33,8 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+import numpy as np
+
 import core
 
 from .gains import STATE_Q_P, Schedule, terminal_weight
@@ -106,5 +108,7 @@ def _stepped_plan(plant, x, X, U, kff, K):
 def terminal_for(plant, schedule: Schedule, weights: Weights):
     """The terminal weight for re-plans of ``schedule``: :func:`mechnode.gains.terminal_weight` at
     the reference's last step (the given ``Q_N``, else the DARE solution there)."""
-    A, B = plant.vi.linearize(schedule.x_ref[-2], schedule.u_ref[-2])
+    # (writable copies: a schedule's arrays are read-only, and the integrator's compiled entry
+    # takes writable vectors; anything else goes the checked way, which compiles more kernels)
+    A, B = plant.vi.linearize(np.array(schedule.x_ref[-2]), np.array(schedule.u_ref[-2]))
     return terminal_weight(A[None], B[None], weights)[0]
