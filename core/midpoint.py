@@ -1247,8 +1247,8 @@ class MidpointVI:
         self.system.lagrangian_derivatives(q, dq, 3)     # (last: no controller or service needs it)
 
     def _warm_up_discrete(self, second_order: bool = True) -> None:
-        """DEL inverse dynamics, steps, first- and second-order linearizations, simulation, the
-        closed loop."""
+        """DEL inverse dynamics, steps, first- and second-order linearizations, simulation (a
+        re-plan's closed loop is loaded by mechnode's configure when re-planning is set)."""
         n = self.nq
         Q = np.zeros((3, n))
         U, P, _ = self.inverse_dynamics(Q, np.zeros(self.nd))
@@ -1268,9 +1268,4 @@ class MidpointVI:
         try:
             self.simulate(Q[0], P[0], U)
         except IntegratorError:
-            pass
-        try:        # the closed loop of a re-plan (mechnode's replan_period), linearized and not
-            for linearize in (True, False):
-                self.closed_loop(X[0], X[:2], U, np.zeros((2, self.nu, self.nx)), linearize=linearize)
-        except (IntegratorError, SingularMatrixError):
             pass

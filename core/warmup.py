@@ -54,8 +54,7 @@ PARTS = {
     "optimize": ("optimal._costate_and_gradient", "optimal._linear_response"),
     "continuous": ("dynamics.linearize_at", "dynamics.qdd_at", "dynamics.continuous_dynamics",
                    "legendre.legendre_jacobian"),
-    "discrete": ("del_trajectory.simulate_kernel", "step_entry.linearize_step_at",
-                 "step_entry.closed_loop_entry"),
+    "discrete": ("del_trajectory.simulate_kernel", "step_entry.linearize_step_at"),
     "all": ("del_second_order.second_order", "del_second_order.contracted_second_order"),
 }
 #: part -> parts whose kernels it calls inside its own (taken after them when shared)
