@@ -100,13 +100,16 @@ def test_commands_saturate_at_the_urdf_effort_limit(node):
     h.ref_pub.publish(joint_trajectory(JOINTS, t, np.zeros((t.size, 2))))      # hold q = 0
     h.wait(lambda: h.schedules, "the GainSchedule", timeout=60)
     clock = h.client.get_clock()
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline and len(commands) < 20:
+    # the law's commands here are far from zero; exact zeros are the watchdog's (no state for
+    # state_timeout, when this loop is descheduled on a loaded machine): counted apart
+    law = lambda: [c for c in commands if np.any(c)]  # noqa: E731
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and len(law()) < 20:
         # far from the reference: the law asks for much more than the limits
         h.state_pub.publish(joint_state(JOINTS, [1.2, -1.0], [2.0, -3.0], clock.now().nanoseconds))
         time.sleep(0.02)
-    assert len(commands) >= 10, h.log()[-3000:]
-    u = np.array(commands[-10:])
+    assert len(law()) >= 10, h.log()[-3000:]
+    u = np.array(law()[-10:])
     assert np.all(np.abs(u[:, 0]) <= 3.0 + 1e-12) and np.allclose(np.abs(u[:, 0]), 3.0)
     assert np.all(np.abs(u[:, 1]) <= COMMAND_LIMIT + 1e-12)
     assert math.isclose(abs(u[-1, 1]), COMMAND_LIMIT) or abs(u[-1, 1]) < COMMAND_LIMIT
