@@ -17,8 +17,8 @@ import numpy as np
 from numba import njit
 
 import core
-from core.dynamics import forward_dynamics, linearize_at, linearize_plain, qdd_at
-from core.step_entry import linearize_entry, linearize_step_at, step_at, step_entry
+from core.continuous.dynamics import forward_dynamics, linearize_at, linearize_plain, qdd_at
+from core.discrete.entry import linearize_entry, linearize_step_at, step_at, step_entry
 
 from common import median_us
 

@@ -1,4 +1,5 @@
-"""Control benchmark: the TV-LQR Riccati pass and the trajectory optimizers of core.riccati and core.optimal.
+"""Control benchmark: the TV-LQR Riccati pass and the trajectory optimizers of
+core.control.riccati and core.control.optimal.
 
     .venv/bin/python bench/bench_control.py [--no-start]
 
@@ -26,13 +27,8 @@ from common import median_us, start_time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tests"))
 
-from core import (  # noqa: E402
-    linearize_trajectory,  # noqa: E402
-    optimize_trajectory,
-    riccati,
-    simulation,
-    tvlqr,
-)
+from core import linearize_trajectory, optimize_trajectory, tvlqr
+from core.control import riccati, simulation
 
 NX, NU, N = 80, 20, 100
 PROBLEM_SNIPPET = f"""

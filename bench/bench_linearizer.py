@@ -29,7 +29,7 @@ from sympy.physics.mechanics import KanesMethod, Point, ReferenceFrame, RigidBod
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.examples import sympy_rolling_disc  # noqa: E402
-from core.sympy_bridge import from_sympy  # noqa: E402
+from core.general.sympy_bridge import from_sympy  # noqa: E402
 
 
 # ---------------------------------------------------------------------- systems

@@ -51,8 +51,8 @@ from rclpy.context import Context  # noqa: E402
 
 import core  # noqa: E402
 from core.examples import branched_tree, branched_tree_spec, chain_spec  # noqa: E402
-from mechnode import conversions as cv  # noqa: E402
-from mechnode.node import LATCHED  # noqa: E402
+from mechnode.ros import conversions as cv  # noqa: E402
+from mechnode.ros.node import LATCHED  # noqa: E402
 from mechnode.testing.harness import (  # noqa: E402
     DEFAULT_PARAMS,
     LifecycleClient,
@@ -321,7 +321,7 @@ def section_heavy(b, cart, args):
     compute_gains and runs a plan_trajectory to its optimizer_time_limit."""
     from mechnode_interfaces.srv import ComputeGains, PlanTrajectory
 
-    from mechnode.conversions import matrix_msg
+    from mechnode.ros.conversions import matrix_msg
     from mechnode.testing.harness import start_big_reference
     print("\n4. Command path under heavy requests: JointState at 100 Hz (cart-pole) while the node gets a "
           "1e6-point reference, a 1e5-knot compute_gains and a plan_trajectory (tol 1e-300, runs to "

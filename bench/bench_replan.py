@@ -1,4 +1,4 @@
-"""Re-plan latency (``mechnode.replan``): the closed loop predicted from a measured state under the
+"""Re-plan latency (``mechnode.logic.replan``): the closed loop predicted from a measured state under the
 schedule in force, linearized exactly along the prediction (``core.MidpointVI.closed_loop``, one
 compiled call), and the TV-LQR gains along it, over a 1 s horizon at dt = 0.01 (100 steps), on
 the 7-joint arm of core/data/arm7.urdf, example-robot-data's Panda (gripper locked, as
@@ -12,7 +12,7 @@ reference at random knots, the medians of its two parts (prediction + linearizat
 pass), and the load average; once re-solving the gains only, once with the Gauss-Newton step
 towards the reference (``reference=``: the step's Riccati pass and a second closed loop, counted
 in the second part). The terminal weight is solved once per schedule
-(``mechnode.replan.terminal_for``), as a node re-planning one schedule would. Prints figures
+(``mechnode.logic.replan.terminal_for``), as a node re-planning one schedule would. Prints figures
 only; asserts nothing.
 """
 import argparse
@@ -27,10 +27,10 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import core  # noqa: E402
-from mechnode.gains import gain_schedule  # noqa: E402
-from mechnode.plant import Plant  # noqa: E402
-from mechnode.replan import replan, terminal_for  # noqa: E402
-from mechnode.weights import Weights  # noqa: E402
+from mechnode.logic.gains import gain_schedule  # noqa: E402
+from mechnode.logic.plant import Plant  # noqa: E402
+from mechnode.logic.replan import replan, terminal_for  # noqa: E402
+from mechnode.logic.weights import Weights  # noqa: E402
 
 DT, HORIZON, KNOTS = 0.01, 1.0, 150
 

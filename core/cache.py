@@ -1,9 +1,9 @@
 """Keeping numba's on-disk cache of core's kernels consistent with core's sources.
 
 The kernels are compiled with ``cache=True``: numba stores them beside the sources
-(``core/__pycache__/*.nbi``, ``*.nbc``) and reloads them while the *defining* file is unchanged.
+(``core/<layer>/__pycache__/*.nbi``, ``*.nbc``) and reloads them while the *defining* file is unchanged.
 But a kernel inlines the kernels it calls from other modules, so after an edit of, say,
-``lagrangian.py`` the cached ``del_step`` would still run the old Lagrangian. To rule that out
+``tree/lagrangian.py`` the cached ``del_step`` would still run the old Lagrangian. To rule that out
 once for every kernel, importing ``core`` compares a hash of all of core's sources with the one
 recorded beside the cache; when they differ it deletes core's cache files, so each kernel is
 compiled afresh once, and records the new hash.
@@ -14,8 +14,8 @@ which fire only when a kernel is not in the cache, and prints on stderr which of
 kernels it compiles and how long each took, a whole line when it starts and one when it ends
 (several processes may share one stderr, and a reader of a pipe sees what compiles now)::
 
-    core: compiling core.del_solve.del_step (kernel 2 of ~14) ...
-    core: compiled core.del_solve.del_step in 54.3 s (kernel 2 of ~14; 80 s since the first)
+    core: compiling core.discrete.step.del_step (kernel 2 of ~14) ...
+    core: compiled core.discrete.step.del_step in 54.3 s (kernel 2 of ~14; 80 s since the first)
 
 The count is there when the caller said how many kernels to expect (:func:`expect`, as
 :func:`core.warmup.run_shared` does for a team of processes, which then count together); a
@@ -48,15 +48,32 @@ NO_KERNELS = ("cache.py", "warmup.py")
 TAG_VARIABLE, PROGRESS_VARIABLE = "MECHNODE_COMPILE_TAG", "MECHNODE_COMPILE_PROGRESS"
 
 
+def source_files() -> list[str]:
+    """core's ``*.py`` files (its sub-packages' too) but :data:`NO_KERNELS`, as paths relative to
+    :data:`SOURCE_DIR`, sorted."""
+    found = []
+    for base, dirs, files in os.walk(SOURCE_DIR):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        rel = os.path.relpath(base, SOURCE_DIR)
+        found += [os.path.normpath(os.path.join(rel, name)) for name in files
+                  if name.endswith(".py") and not (rel == "." and name in NO_KERNELS)]
+    return sorted(found)
+
+
 def source_hash() -> str:
-    """SHA-1 of the names and contents of core's ``*.py`` files (but :data:`NO_KERNELS`)."""
+    """SHA-1 of the names and contents of core's ``*.py`` files (:func:`source_files`)."""
     digest = hashlib.sha1()
-    for name in sorted(os.listdir(SOURCE_DIR)):
-        if name.endswith(".py") and name not in NO_KERNELS:
-            digest.update(name.encode())
-            with open(os.path.join(SOURCE_DIR, name), "rb") as fh:
-                digest.update(fh.read())
+    for name in source_files():
+        digest.update(name.encode())
+        with open(os.path.join(SOURCE_DIR, name), "rb") as fh:
+            digest.update(fh.read())
     return digest.hexdigest()
+
+
+def cache_dirs() -> list[str]:
+    """numba's cache directories of core's kernels: the ``__pycache__`` beside each source."""
+    return sorted({os.path.join(SOURCE_DIR, os.path.dirname(name), "__pycache__") for name in source_files()}
+                  | {CACHE_DIR})
 
 
 def drop_stale_kernels() -> bool:
@@ -73,9 +90,11 @@ def drop_stale_kernels() -> bool:
         pass
     try:
         os.makedirs(CACHE_DIR, exist_ok=True)
-        for name in os.listdir(CACHE_DIR):
-            if name.endswith((".nbi", ".nbc")):
-                os.remove(os.path.join(CACHE_DIR, name))
+        for directory in cache_dirs():
+            if os.path.isdir(directory):
+                for name in os.listdir(directory):
+                    if name.endswith((".nbi", ".nbc")):
+                        os.remove(os.path.join(directory, name))
         tmp = f"{STAMP}.{os.getpid()}"
         with open(tmp, "w", encoding="ascii") as fh:
             fh.write(current + "\n")

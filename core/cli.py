@@ -95,7 +95,7 @@ CONVENTION = {
 
 def controllability_rank(A, B) -> int:
     """Rank of ``[B, AB, ..., A^(n-1) B]`` (:func:`core.controllability`); 0 without inputs."""
-    from .riccati import controllability
+    from core.control.riccati import controllability
     if A.shape[0] == 0 or B.ndim != 2 or B.shape[1] == 0:
         return 0
     return controllability(A, B).rank
@@ -105,7 +105,7 @@ def controllability_rank(A, B) -> int:
 def load_model(model: str, floating_base=False, actuated=None):
     """The :class:`core.System` of ``model`` (:func:`core.read_model`: a YAML or URDF file, a
     packaged model's name, or model text); ``--floating-base`` and ``--actuated`` only for URDF."""
-    from .loader import load_system, read_model
+    from core.io.loader import load_system, read_model
     read = read_model(model)
     options = {k: v for k, v in (("floating_base", floating_base), ("actuated", actuated)) if v}
     if options and not read.urdf:
@@ -193,7 +193,7 @@ def linearize(system, q=None, dq=None, u=None, *, discrete: bool = False, dt: fl
     dq = _vector("--dq", dq, system.velocity_names)
     t0 = time.perf_counter()
     if discrete:
-        from .midpoint import MidpointVI
+        from core.discrete.midpoint import MidpointVI
         if dt is None or not (dt > 0 and math.isfinite(dt)):
             raise UsageError(f"--dt: the time step must be a positive number, got {dt}")
         vi = MidpointVI(system, dt)
@@ -362,7 +362,7 @@ def main(argv=None) -> int:
             print(f"mechnode-linearize: cannot load {args.model}: {type(exc).__name__}: {exc}",
                   file=sys.stderr)
             return 1
-        from .errors import CoreError
+        from core.errors import CoreError
         try:
             r = linearize(system, args.q, args.dq, args.u, discrete=args.discrete, dt=args.dt,
                           second_order=args.second_order, minimal=args.minimal,

@@ -89,7 +89,7 @@ class NonFiniteError(CoreError, ArithmeticError):
 
 
 class EquilibriumError(CoreError, ArithmeticError):
-    """A consistent configuration or a static equilibrium was not found (:mod:`core.equilibrium`):
+    """A consistent configuration or a static equilibrium was not found (:mod:`core.continuous.equilibrium`):
     Gauss-Newton did not reach ``h(q) = 0``, or no input holds the configuration; ``residual``
     says how far off (the largest ``|h_r|``, or the unbalanced generalized force)."""
 
@@ -112,7 +112,7 @@ class ModelWarning(UserWarning):
 class InertiaWarning(ModelWarning):
     """A body's inertia is not physical beyond round-off (a negative principal moment, or one
     larger than the sum of the other two) and was loaded as written or repaired, as the inertia
-    policy says (:mod:`core.inertia`); the message names the body and its principal moments."""
+    policy says (:mod:`core.model.inertia`); the message names the body and its principal moments."""
 
 
 class LinearizerError(CoreError, ValueError):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .loader import load_system
-from .system import System
+from core.io.loader import load_system
+from core.system import System
 
 
 def chain_spec(n: int, length: float = 1.0, mass: float = 1.0, gravity: float = 9.8) -> dict:

@@ -12,9 +12,9 @@ of the configuration variable that drives it. A frame with only an offset is a c
 The orderings of variables, inputs and constraint rows are those of :mod:`core.conventions`.
 
 Pinocchio-style separation: :class:`System` is what the robot is (names, elements); its compiled
-:class:`Model` (:mod:`core.model`) is an immutable record of arrays that the kernels read;
-per-evaluation scratch lives in its :class:`Workspace` (:mod:`core.workspace`). The numeric
-methods are thin calls into :mod:`core.dynamics` and :mod:`core.minimal`.
+:class:`Model` (:mod:`core.model.record`) is an immutable record of arrays that the kernels read;
+per-evaluation scratch lives in its :class:`Workspace` (:mod:`core.tree.workspace`). The numeric
+methods are thin calls into :mod:`core.continuous.dynamics` and :mod:`core.continuous.minimal`.
 """
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ from typing import Any, cast
 
 import numpy as np
 
-from . import dynamics, floating, minimal, stacked
-from .errors import ModelError
-from .inertia import MergedBody, check_inertia, check_policy
-from .linalg import tree_index
-from .model import (
+from core.base.linalg import tree_index
+from core.continuous import dynamics, floating, minimal, stacked
+from core.errors import ModelError
+from core.model.inertia import MergedBody, check_inertia, check_policy
+from core.model.record import (
     HC_COINCIDE,
     HC_DISTANCE,
     HC_PLANE,
@@ -45,7 +45,7 @@ from .model import (
     WORLD,
     Model,
 )
-from .workspace import Workspace
+from core.tree.workspace import Workspace
 
 TRANSFORM_KINDS = {"tx": KIND_TX, "ty": KIND_TY, "tz": KIND_TZ,
                    "rx": KIND_RX, "ry": KIND_RY, "rz": KIND_RZ}
@@ -125,7 +125,7 @@ class System:
     name : str
         The system's name (shown by ``repr``).
     inertia : {"warn", "strict", "repair"}
-        The inertia policy of :meth:`add_frame` (:mod:`core.inertia`), kept as
+        The inertia policy of :meth:`add_frame` (:mod:`core.model.inertia`), kept as
         :attr:`inertia_policy`.
 
     Raises
@@ -136,7 +136,7 @@ class System:
 
     def __init__(self, gravity=(0.0, 0.0, -9.81), name: str = "system", *, inertia: str = "warn"):
         self.name = name
-        #: the inertia policy of :meth:`add_frame` (:mod:`core.inertia`): ``"warn"``, ``"strict"``
+        #: the inertia policy of :meth:`add_frame` (:mod:`core.model.inertia`): ``"warn"``, ``"strict"``
         #: or ``"repair"``
         self.inertia_policy = check_policy(inertia)
         self.gravity = np.array([_number(g, f"gravity[{i}]") for i, g in enumerate(gravity)]) \
@@ -619,7 +619,7 @@ class System:
         ``<prefix>_qx, _qy, _qz, _qw`` (its orientation, a unit quaternion), six velocities
         ``<prefix>_vx, _vy, _vz, _wx, _wy, _wz`` (its spatial velocity in its own frame). The
         conventions, and what the linearization means on this configuration space, are in
-        :mod:`core.floating`; :attr:`nv` counts the velocities (``nq = nv + 1``), :meth:`integrate`
+        :mod:`core.continuous.floating`; :attr:`nv` counts the velocities (``nq = nv + 1``), :meth:`integrate`
         and :meth:`difference` move on it. Every other frame must descend from ``frame`` (the
         dynamics are computed in its frame); constraints and kinematic variables are refused, as are
         the integrator (:class:`MidpointVI`) and the node (use the Euler chart of
@@ -685,7 +685,7 @@ class System:
         ValueError
             ``q`` has the wrong size or a non-finite entry.
         """
-        from .validation import check_vector
+        from core.validation import check_vector
         model = self.model
         q = check_vector("q", q, self.nq, self._config_names)
         if self._chart is not None:            # (the chart's variables: the base's six, then the joints)
@@ -809,20 +809,20 @@ class System:
 
     # ----------------------------------------------------------------------------- numerics
     def qdd(self, q, dq, u=None):
-        """Accelerations of the constrained, forced dynamics (see :mod:`core.dynamics`)::
+        """Accelerations of the constrained, forced dynamics (see :mod:`core.continuous.dynamics`)::
 
             M(q) ddq + L_vq dq - L_q = F(q, dq, u) + A(q)^T lam,    A(q) ddq + b(q, dq) = 0
 
         on the dynamic rows, ``lam`` eliminated; on the rows of the kinematic variables ``ddq``
         repeats their accelerations from ``u``. With a quaternion base, ``dv/dt`` for the velocity
-        ``dq = v`` (:mod:`core.floating`). The state is not checked against the constraints.
+        ``dq = v`` (:mod:`core.continuous.floating`). The state is not checked against the constraints.
 
         Parameters
         ----------
         q, dq : array_like, shape (n,) or (N, n)
             The state (:attr:`config_names` order); with a quaternion base ``q`` has ``nq`` entries
             (a unit quaternion) and ``dq`` is the velocity ``v`` (``nv`` entries). Stacks of ``N``
-            states are computed in parallel (:mod:`core.stacked`).
+            states are computed in parallel (:mod:`core.continuous.stacked`).
         u : array_like, shape (m + nk,) or (N, nu), optional
             :attr:`continuous_input_names`: the force inputs, then the accelerations of the
             kinematic variables (None: zeros). A stack's ``u`` has :attr:`nu` columns, the force
@@ -888,15 +888,15 @@ class System:
                   residual_limit: float | None = 1e-6):
         """Exact continuous linearization ``d/dt δx = A δx + B δu`` of
         ``d/dt [q, dq] = f(q, dq, u)``, constraints included (the multipliers eliminated as
-        functions of the state; see :func:`core.dynamics.linearize`). With a quaternion base, in the
+        functions of the state; see :func:`core.continuous.dynamics.linearize`). With a quaternion base, in the
         tangent space: ``A`` is ``2 nv x 2 nv`` for ``[δ, v]`` (:attr:`state_names`,
-        :mod:`core.floating`).
+        :mod:`core.continuous.floating`).
 
         Parameters
         ----------
         q, dq : array_like, shape (n,) or (N, n)
             The state ``x = [q, dq]`` (with a quaternion base, ``q`` of ``nq`` entries and the
-            velocity ``v``). Stacks of ``N`` states are linearized in parallel (:mod:`core.stacked`;
+            velocity ``v``). Stacks of ``N`` states are linearized in parallel (:mod:`core.continuous.stacked`;
             not with ``multipliers``).
         u : array_like, shape (m + nk,) or (N, m + nk), optional
             :attr:`continuous_input_names`: the force inputs, then the accelerations of the
@@ -945,13 +945,13 @@ class System:
         return dynamics.linearize(self, q, dq, u, multipliers, residual_limit)
 
     def linearize2(self, q, dq, u=None, *, residual_limit: float | None = 1e-6):
-        """Exact continuous linearization to second order (:func:`core.dynamics.linearize2`):
+        """Exact continuous linearization to second order (:func:`core.continuous.dynamics.linearize2`):
         ``A, B`` as :meth:`linearize` and::
 
             H[i, a, b] = d2 xdot_i / dz_a dz_b,    z = [q, dq, u],
 
         symmetric in ``a, b``, constraints included. With a quaternion base, in the tangent space
-        (``z = [δ, v, u]``, :mod:`core.floating`).
+        (``z = [δ, v, u]``, :mod:`core.continuous.floating`).
 
         Parameters
         ----------
@@ -995,7 +995,7 @@ class System:
     def linearize_minimal(self, q, dq, u=None, independent=None, condition_limit: float = 1e8, *,
                           residual_limit: float = 1e-6):
         """Linearization in independent coordinates and speeds (Peterson, Gede & Hubbard; see
-        :mod:`core.minimal`): ``x_i' = A x_i + B u`` for the state
+        :mod:`core.continuous.minimal`): ``x_i' = A x_i + B u`` for the state
         ``x_i = [independent q, independent dq]``, each group in model order,
         ``p = (n - nh) + (n - nh - nv)`` entries for ``nh`` holonomic and ``nv`` velocity
         constraints.
@@ -1092,7 +1092,7 @@ class System:
 
     def constraint(self, q, order: int = 0):
         """Holonomic constraint values ``h(q)`` (and ``Dh``, ``D2h`` with ``order`` 1, 2), rows in
-        the order of the constraints (:mod:`core.constraints`).
+        the order of the constraints (:mod:`core.tree.constraints`).
 
         Parameters
         ----------
@@ -1146,7 +1146,7 @@ class System:
 
     def lagrangian_derivatives(self, q, dq, order: int = 2):
         """Derivatives of the Lagrangian ``L = KE - V`` up to third order (see
-        :mod:`core.lagrangian` for the index order).
+        :mod:`core.tree.lagrangian` for the index order).
 
         Parameters
         ----------
@@ -1213,7 +1213,7 @@ class System:
     def integrate(self, q, v) -> np.ndarray:
         """``q ⊕ v``: the configuration reached from ``q`` along the velocity ``v`` held for unit
         time (``q + v``; with a quaternion base, the base pose ``g exp(v^)``, see
-        :mod:`core.floating`).
+        :mod:`core.continuous.floating`).
 
         Parameters
         ----------
@@ -1230,7 +1230,7 @@ class System:
             A wrong size or non-finite entry; with a quaternion base, a quaternion whose norm is off
             1.
         """
-        from .validation import check_vector
+        from core.validation import check_vector
         v = check_vector("v", v, self.nv, self.velocity_names)
         if self._free_flyer:
             return floating.integrate(floating.configuration(self, q), v)
@@ -1254,7 +1254,7 @@ class System:
             A wrong size or non-finite entry; with a quaternion base, a quaternion whose norm is off
             1.
         """
-        from .validation import check_vector
+        from core.validation import check_vector
         if self._free_flyer:
             return floating.difference(floating.configuration(self, q0), floating.configuration(self, q1))
         return check_vector("q1", q1, self.nq, self._config_names) - check_vector("q0", q0, self.nq,
@@ -1314,7 +1314,7 @@ class System:
 
     @property
     def workspace(self) -> Workspace:
-        """Per-thread scratch for evaluations of :attr:`model` (see :mod:`core.workspace`)."""
+        """Per-thread scratch for evaluations of :attr:`model` (see :mod:`core.tree.workspace`)."""
         if self._model is None:
             self.compile()
         return cast(Workspace, self._workspace)      # (set by compile)
@@ -1522,7 +1522,7 @@ def _kernel_bodies(frames: list[dict], parent, qindex) -> dict:
     """The model's per-frame bodies (``frame_mass``, ``frame_com``, ``frame_inertia``), with the
     body of every frame rigidly fixed to its parent frame (a constant offset and transform: no
     variable, e.g. a locked one) merged exactly into the parent's body
-    (:class:`core.inertia.MergedBody`), leaves first so that chains of such frames collapse. The
+    (:class:`core.model.inertia.MergedBody`), leaves first so that chains of such frames collapse. The
     kernels then skip the emptied frames, which cost as much as a moving body in every recursion
     (a frame per centre of mass in a hand-built model, a locked joint's links). The frames
     themselves stay: constraints, inputs and springs may refer to them."""
@@ -1787,7 +1787,7 @@ def _compile(system: System) -> _Compiled:
 
 def _coupling(mimic: dict, joint_names: list[str], frames: list[dict], vc: list):
     """``(mimic_src, mimic_mul, mimic_off, joint_names, config_names)``: the affine map from the
-    configuration variables to the joint coordinates (see :mod:`core.model`); the variables are
+    configuration variables to the joint coordinates (see :mod:`core.model.record`); the variables are
     the joint coordinates that mimic nothing, in their order. ``mimic``: the couplings that
     are not locked."""
     driving = {f["value"] for f in frames if isinstance(f["value"], str)}

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .errors import ResourceLimitError
+from core.errors import ResourceLimitError
 
 __all__ = ["check_vector", "weight_matrix", "too_large"]
 
@@ -28,7 +28,7 @@ SECOND_ORDER_MEMORY_LIMIT = 2 * 1024 ** 3
 
 
 #: Largest memory (bytes) the results of one call on a stack of states may take
-#: (:mod:`core.stacked`), checked before anything is allocated.
+#: (:mod:`core.continuous.stacked`), checked before anything is allocated.
 STACK_MEMORY_LIMIT = 2 * 1024 ** 3
 
 

@@ -42,20 +42,20 @@ import time
 
 import numpy as np
 
-#: part -> the entry kernels it calls (``module.function``), in the order it calls them
+#: part -> the entry kernels it calls (``layer.module.function`` under ``core``), in the order it calls them
 PARTS = {
-    "state": ("dynamics.lagrangian_kernel", "dynamics.input_matrix_kernel", "legendre.legendre",
-              "legendre.inverse_legendre", "tracking.feedback"),
-    "step": ("step_entry.step_at", "del_trajectory.solve_each"),  # (del_step: inside both)
-    "hold": ("dynamics.constraint_kernel", "del_inverse.discrete_momenta"),
-    "inverse": ("del_inverse.del_inverse_dynamics",),
-    "linearize": ("del_trajectory.linearize_chunk",),
-    "lqr": ("riccati.lq_riccati",),
-    "optimize": ("optimal._costate_and_gradient", "optimal._linear_response"),
-    "continuous": ("dynamics.linearize_at", "dynamics.qdd_at", "dynamics.continuous_dynamics",
-                   "legendre.legendre_jacobian"),
-    "discrete": ("del_trajectory.simulate_kernel", "step_entry.linearize_step_at"),
-    "all": ("del_second_order.second_order", "del_second_order.contracted_second_order"),
+    "state": ("continuous.dynamics.lagrangian_kernel", "continuous.dynamics.input_matrix_kernel",
+              "discrete.legendre.legendre", "discrete.legendre.inverse_legendre", "discrete.tracking.feedback"),
+    "step": ("discrete.entry.step_at", "discrete.trajectory.solve_each"),  # (del_step: inside both)
+    "hold": ("continuous.dynamics.constraint_kernel", "discrete.inverse.discrete_momenta"),
+    "inverse": ("discrete.inverse.del_inverse_dynamics",),
+    "linearize": ("discrete.trajectory.linearize_chunk",),
+    "lqr": ("control.riccati.lq_riccati",),
+    "optimize": ("control.optimal._costate_and_gradient", "control.optimal._linear_response"),
+    "continuous": ("continuous.dynamics.linearize_at", "continuous.dynamics.qdd_at",
+                   "continuous.dynamics.continuous_dynamics", "discrete.legendre.legendre_jacobian"),
+    "discrete": ("discrete.trajectory.simulate_kernel", "discrete.entry.linearize_step_at"),
+    "all": ("discrete.second_order.second_order", "discrete.second_order.contracted_second_order"),
 }
 #: part -> parts whose kernels it calls inside its own (taken after them when shared)
 AFTER = {"optimize": ("step", "linearize", "lqr", "inverse"), "inverse": ("state",),
@@ -72,15 +72,15 @@ CONTROL_PARTS = ("step", "state", "linearize", "inverse", "lqr", "hold", "optimi
 
 
 def _tiny():
-    from .examples import chain
-    from .midpoint import MidpointVI
+    from core.discrete.midpoint import MidpointVI
+    from core.examples import chain
     return MidpointVI(chain(2), 0.01)
 
 
 def _run(part: str, vi) -> None:
-    from .equilibrium import holding_inputs, satisfy_constraints
-    from .optimal import optimize_trajectory
-    from .riccati import tvlqr
+    from core.continuous.equilibrium import holding_inputs, satisfy_constraints
+    from core.control.optimal import optimize_trajectory
+    from core.control.riccati import tvlqr
     n, nx, nu = vi.nq, vi.nx, vi.nu
     z = np.zeros(n)
     if part == "state":
@@ -123,7 +123,7 @@ def _run(part: str, vi) -> None:
 def run(parts, vi=None) -> None:
     """Run ``parts`` (names of :data:`PARTS`) in this process, in order, on ``vi`` (default: a
     two-link chain). A part whose kernels are singular at its state is compiled all the same."""
-    from .errors import CoreError
+    from core.errors import CoreError
     vi = _tiny() if vi is None else vi
     for part in parts:
         try:
@@ -133,7 +133,8 @@ def run(parts, vi=None) -> None:
 
 
 def kernel(name: str):
-    """The dispatcher ``core.<module>.<function>`` named by ``name`` (``module.function``)."""
+    """The dispatcher ``core.<module>.<function>`` named by ``name`` (``module.function``, the
+    module dotted: ``discrete.entry.step_at``)."""
     module, function = name.rsplit(".", 1)
     return getattr(importlib.import_module(f"core.{module}"), function)
 
@@ -141,7 +142,7 @@ def kernel(name: str):
 def pending(parts) -> list:
     """The entry kernels of ``parts`` that numba's cache does not hold yet (their names):
     empty on a warm cache."""
-    from .cache import is_cached
+    from core.cache import is_cached
     out = []
     for part in parts:
         for name in PARTS[part]:
@@ -192,7 +193,7 @@ def start_worker(directory: str | None, parts, tag: str, nice: int = 0, stderr=N
     """``python -m core.warmup [--work DIR] PARTS`` (with ``directory``: a team member; its
     compile messages tagged ``tag`` on ``stderr``, default this process's; ``nice``: its
     niceness increment); None if it cannot start."""
-    from .cache import SOURCE_DIR, compile_environment
+    from core.cache import SOURCE_DIR, compile_environment
     env = compile_environment(tag)
     work_args = ["--work", directory] if directory else []
 
@@ -211,7 +212,7 @@ def run_shared(parts, processes: int = 2, vi=None, stderr=None) -> float:
     kernels missing from the cache need that: on a warm cache everything runs here, loading).
     Returns the seconds it took. The others' compile messages go to ``stderr`` (default: this
     process's)."""
-    from . import cache
+    from core import cache
     t0 = time.perf_counter()
     todo = pending(parts)
     if processes < 2 or not todo:
@@ -238,7 +239,7 @@ def team_main(parts, processes: int) -> int:
     long it took (stderr); silent on a warm cache. Prints the number of missing kernels on stdout
     first. What a caller that may import only core's public API (the mechnode node) starts,
     then waits for. A tag already in ``MECHNODE_COMPILE_TAG`` is kept when ``N`` is 1."""
-    from . import cache
+    from core import cache
     todo = pending(parts)
     print(len(todo), flush=True)        # (stdout: how many were missing, for the caller)
     if not todo:

@@ -1,4 +1,4 @@
 """``python -m mechnode --ros-args --params-file config/cartpole_params.yaml``"""
-from .cli import main
+from mechnode.cli import main
 
 raise SystemExit(main())

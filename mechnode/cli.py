@@ -16,12 +16,12 @@ import argparse
 import sys
 import time
 
-from .middleware import middleware_environment
+from mechnode.ros.middleware import middleware_environment
 
 
 def _config_epilog() -> str:
     """Where the parameter files shipped with mechnode are (mechnode.paths, the one lookup)."""
-    from .paths import config_dir
+    from mechnode.paths import config_dir
     try:
         return f"parameter files shipped with mechnode: {config_dir()}"
     except FileNotFoundError as exc:
@@ -49,7 +49,7 @@ def main(argv=None) -> int:
         sys.setswitchinterval(args.switch_interval)
     middleware_environment()
     rclpy.init(args=argv)  # rclpy's SIGINT/SIGTERM handlers shut the context down
-    from .node import MechNode
+    from mechnode.ros.node import MechNode
 
     try:
         node = MechNode()

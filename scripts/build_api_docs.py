@@ -53,8 +53,8 @@ def main(argv: list[str]) -> int:
     if problems:
         print(f"API reference: {len(problems)} warning(s); failing", file=sys.stderr)
         return 1
-    if not (out / "core.html").is_file() or not (out / "mechnode" / "node.html").is_file():
-        print(f"API reference: core.html or mechnode/node.html missing in {out}", file=sys.stderr)
+    if not (out / "core.html").is_file() or not (out / "mechnode" / "ros" / "node.html").is_file():
+        print(f"API reference: core.html or mechnode/ros/node.html missing in {out}", file=sys.stderr)
         return 1
     print(f"API reference: {pages} pages in {out} ({time.monotonic() - t0:.1f} s)")
     return 0

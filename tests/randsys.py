@@ -545,11 +545,11 @@ def random_system(seed: int, *, n_frames=(3, 15), constraints=None, velocity_con
 
 
 def force_terms(system, q, dq, u, order: int) -> list:
-    """The library's generalized force at ``(q, dq, u)`` (``core.forces.generalized_force``) up
+    """The library's generalized force at ``(q, dq, u)`` (``core.tree.forces.generalized_force``) up
     to ``order``: ``[F, Fq, Fv, Fu, Fqq, Fqv, Fqu]`` (at order 0 only ``F`` is filled)."""
-    from core.forces import generalized_force
-    from core.kinematics import create_data
-    from core.lagrangian import prepare
+    from core.tree.forces import generalized_force
+    from core.tree.kinematics import create_data
+    from core.tree.lagrangian import prepare
     model = system.model
     n, m = model.nq, model.nu
     q, dq, u = (np.asarray(x, float) for x in (q, dq, u))

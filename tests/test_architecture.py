@@ -92,21 +92,64 @@ def find_cycle(graph):
 
 def test_core_imports_form_a_dag():
     graph = core_graph()
-    assert "core.model" in graph and "core.system" in graph
+    assert "core.model.record" in graph and "core.system" in graph
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
     # the compiled record is a leaf: it imports only the StructRef helpers and core's njit
-    assert graph["core.model"] == {"core.structs", "core.jit"}
-    assert graph["core.jit"] == set()
+    assert graph["core.model.record"] == {"core.base.records", "core.base.jit"}
+    assert graph["core.base.jit"] == set()
+
+
+#: core's layers, leaves first (docs/design.md's module map): a module imports only modules of
+#: its own layer or of layers before it
+CORE_LAYERS = (
+    ("core.errors", "core.validation", "core.conventions", "core.progress", "core.cache", "core.data"),
+    ("core.base",), ("core.model",), ("core.tree",), ("core.continuous",), ("core.system",), ("core.io",),
+    ("core.discrete",), ("core.control",), ("core.general",),
+    ("core.examples", "core.warmup", "core.demo", "core.cli", "core"),
+)
+
+
+def core_layer(module):
+    """The index in :data:`CORE_LAYERS` of ``module`` (a package's modules are in its layer)."""
+    found = [i for i, layer in enumerate(CORE_LAYERS)
+             for prefix in layer if module == prefix or (prefix != "core" and module.startswith(prefix + "."))]
+    assert len(found) == 1, f"{module}: in no layer or in several: {found}"
+    return found[0]
+
+
+def test_core_layers_import_only_the_layers_below():
+    offences = [f"{a} (layer {core_layer(a)}) imports {b} (layer {core_layer(b)})"
+                for a, edges in core_graph().items() for b in edges if core_layer(b) > core_layer(a)]
+    assert not offences, offences
+    # the check can fail: an algorithm importing the façade above it would be an offence
+    assert core_layer("core.system") > core_layer("core.continuous.dynamics")
 
 
 def test_mechnode_imports_form_a_dag_and_core_never_imports_it():
     graph = package_graph(MECHNODE)
-    assert "mechnode.node" in graph and "mechnode.demo" in graph
-    assert "mechnode.middleware" in graph["mechnode.cli"]
+    assert "mechnode.ros.node" in graph and "mechnode.demo" in graph
+    assert "mechnode.ros.middleware" in graph["mechnode.cli"]
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
     upward = [f"{os.path.relpath(p, ROOT)}: {t}" for p in python_files(CORE) for t, _ in imported_modules(p)
               if t and (t == "mechnode" or t.startswith("mechnode."))]
     assert not upward, upward
+
+
+def test_the_node_logic_is_ros_free():
+    """mechnode.logic never imports mechnode.ros (or the node's entry points), and importing every
+    module of it loads no ROS 2 package: the node's logic runs and is tested without ROS."""
+    graph = package_graph(MECHNODE)
+    logic = sorted(m for m in graph if m.startswith("mechnode.logic"))
+    assert len(logic) >= 10, logic
+    offences = [f"{m} imports {t}" for m in logic for t in graph[m] if not t.startswith("mechnode.logic")
+                and t not in ("mechnode.errors", "mechnode.paths")]
+    assert not offences, offences
+    code = ("import sys; " + "; ".join(f"import {m}" for m in logic) +
+            "; ros = sorted(m for m in sys.modules if m.split('.')[0] in ('rclpy', 'rosidl_runtime_py', "
+            "'std_msgs', 'sensor_msgs', 'trajectory_msgs', 'mechnode_interfaces', 'builtin_interfaces')"
+            " or m.startswith('mechnode.ros')); print(ros); assert not ros, ros")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_the_cycle_check_can_fail():
@@ -169,7 +212,7 @@ def test_one_error_hierarchy():
     assert issubclass(core.RiccatiError, core.SingularMatrixError)
     assert issubclass(core.SingularMatrixError, np.linalg.LinAlgError)
     assert issubclass(core.IntegratorError, ArithmeticError)
-    from core.linearizer import SingularMatrixError as linearizer_singular
+    from core.general.linearizer import SingularMatrixError as linearizer_singular
     assert linearizer_singular is core.SingularMatrixError
     codes = {name: getattr(errors, name) for name in dir(errors) if name.isupper()}
     assert len(set(codes.values())) == len(codes), codes
@@ -201,6 +244,16 @@ def test_stale_kernels_are_dropped_when_a_source_changes(tmp_path, monkeypatch):
     assert not cache.drop_stale_kernels() and stale.exists()       # unchanged sources: kept
     (tmp_path / "a.py").write_text("x = 2\n")
     assert cache.drop_stale_kernels() and not stale.exists()       # a source changed: dropped
+    # a layer's sub-package: its kernels are cached beside it, and dropped when any source changes
+    (tmp_path / "layer" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "layer" / "b.py").write_text("y = 1\n")
+    inner = tmp_path / "layer" / "__pycache__" / "b.g-1.py311.nbi"
+    inner.write_text("index")
+    assert cache.drop_stale_kernels() and not inner.exists()       # a new source: dropped
+    inner.write_text("index")
+    assert not cache.drop_stale_kernels() and inner.exists()
+    (tmp_path / "a.py").write_text("x = 3\n")
+    assert cache.drop_stale_kernels() and not inner.exists()       # another layer's source changed
 
 
 def test_no_private_core_names_in_the_node():
@@ -227,16 +280,16 @@ def test_the_module_map_has_one_row_per_python_file():
 
 
 def test_only_the_coupling_calls_the_raw_tree_kernels_it_wraps():
-    """core.coupling's ``coupled_<name>`` wraps the tree kernel ``<name>`` (of the joints) for
+    """core.tree.coupling's ``coupled_<name>`` wraps the tree kernel ``<name>`` (of the joints) for
     the variables; any other module that imported the raw kernel would be wrong on mimic models."""
-    from core import coupling
+    from core.tree import coupling
     wrapped = {name[len("coupled_"):] for name in dir(coupling) if name.startswith("coupled_")}
     assert {"prepare", "gradient_hessian", "generalized_force", "holonomic", "mass_matrix"} <= wrapped
-    raw = {f"core.{m}" for m in ("kinematics", "lagrangian", "forces", "constraints", "rnea")}
+    raw = {f"core.tree.{m}" for m in ("kinematics", "lagrangian", "forces", "constraints", "rnea")}
     offences = []
     for path in python_files(CORE):
         module = os.path.splitext(os.path.relpath(path, ROOT))[0].replace(os.sep, ".")
-        if module in raw | {"core.coupling"}:
+        if module in raw | {"core.tree.coupling"}:
             continue
         offences += [f"{module}: from {target} import {name}" for target, name in imported_modules(path)
                      if target in raw and name in wrapped]
@@ -244,7 +297,7 @@ def test_only_the_coupling_calls_the_raw_tree_kernels_it_wraps():
 
 
 #: Public names whose docstring is no numpydoc: exceptions and warnings (their message is the
-#: documentation), and the compiled model record (its fields are described in core.model).
+#: documentation), and the compiled model record (its fields are described in core.model.record).
 NO_SECTIONS = {"Model"}
 
 

@@ -18,7 +18,7 @@ import pytest
 from urdfref import PinocchioRobot, relative_error
 
 import core
-from core.urdf import rpy_rotation
+from core.io.urdf import rpy_rotation
 
 ARM7 = Path(__file__).resolve().parents[1] / "core" / "data" / "arm7.urdf"
 JOINTS = [f"arm_joint{i}" for i in range(1, 8)]

@@ -18,8 +18,8 @@ import pytest
 
 import core
 from core import ModelError
-from core.del_solve import sparse_newton
-from core.dynamics import _dynamics
+from core.continuous.dynamics import _dynamics
+from core.discrete.step import sparse_newton
 
 from randsys import (
     Reference,

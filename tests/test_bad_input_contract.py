@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 import core
 import core.validation
-from core.dynamics import continuous_dynamics, forward_dynamics, linearize_at, qdd_at
-from core.kinematics import create_data
-from core.lagrangian import create_derivs, prepare, third_order
-from core.step_entry import step_at
+from core.continuous.dynamics import continuous_dynamics, forward_dynamics, linearize_at, qdd_at
+from core.discrete.entry import step_at
+from core.tree.kinematics import create_data
+from core.tree.lagrangian import create_derivs, prepare, third_order
 
 CARTPOLE = core.load_system("cartpole.yaml")
 VI = core.MidpointVI(CARTPOLE, 0.01)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import core
-from core import lagrangian as lg
+from core.tree import lagrangian as lg
 
 from randsys import assert_close, fd, fd2_along, fd_along, random_system
 
@@ -149,7 +149,7 @@ def test_holonomic_constraints_included(case):
 def test_constraint_fourth_derivatives():
     """``Q4[r] = D4h_r(v, v, ., .)`` and ``T3[r] = D3h_r`` against finite differences of the exact
     ``D2h`` (distance, plane and coincide rows)."""
-    from core import constraints
+    from core.tree import constraints
     kinds = set()
     for s, q, dq, _ in _constrained(3, 6):
         model, n, nh = s.model, s.nq, s.model.nh

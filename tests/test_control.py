@@ -1,5 +1,5 @@
-"""Tests for core.riccati, core.simulation and core.optimal: TV-LQR, DARE, controllability, simulation
-and trajectory optimization.
+"""Tests for core.control.riccati, core.control.simulation and core.control.optimal: TV-LQR, DARE,
+controllability, simulation and trajectory optimization.
 
 The optimizer tests use :class:`RK4Pendulum`, a damped torque-driven pendulum discretized by the
 classical Runge-Kutta 4 scheme with a zero-order-hold input. Its exact first and second
@@ -23,7 +23,6 @@ from core import (
     linearize_trajectory,
     load_system,
     lqr,
-    optimal,
     optimize_trajectory,
     simulate_closed_loop,
     simulate_open_loop,
@@ -31,8 +30,9 @@ from core import (
     trajectory_cost,
     tvlqr,
 )
+from core.control import optimal
+from core.control.optimal import METHODS, PROJECTIONS
 from core.errors import RiccatiError
-from core.optimal import METHODS, PROJECTIONS
 
 
 # ================================================================================ test system
@@ -309,7 +309,7 @@ def test_tvlqr_rejects_bad_arguments(args, message):
 
 def _riccati(A, B, Q, R, Q_N):
     """The backward pass itself (what tvlqr runs after validating the weights)."""
-    from core.riccati import lq_riccati
+    from core.control.riccati import lq_riccati
     N, nx, nu = B.shape
     K, P = np.empty((N, nu, nx)), np.empty((N + 1, nx, nx))
     status = lq_riccati(A, B, Q[None], R[None], np.zeros((1, nu, nx)), np.zeros((1, nx)),

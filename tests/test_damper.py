@@ -16,7 +16,7 @@ import pytest
 
 import core
 from core import ModelError
-from core.del_solve import sparse_newton
+from core.discrete.step import sparse_newton
 
 from randsys import (
     Reference,

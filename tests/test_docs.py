@@ -113,15 +113,15 @@ def test_a_broken_block_fails_naming_file_and_line(tmp_path):
 
 
 def test_node_conventions_rendered_in_the_guide():
-    """The node's additions to the conventions (``mechnode.services.NODE_CONVENTIONS``, written
+    """The node's additions to the conventions (``mechnode.ros.services.NODE_CONVENTIONS``, written
     once there) appear verbatim in the guide; read from the source, so no ROS is needed."""
     import ast
-    tree = ast.parse((ROOT / "mechnode" / "services.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "mechnode" / "ros" / "services.py").read_text(encoding="utf-8"))
     values = [ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
               and any(getattr(t, "id", None) == "NODE_CONVENTIONS" for t in node.targets)]
     assert len(values) == 1
     guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
-    assert values[0] in guide, "docs/guide.md: render mechnode/services.py NODE_CONVENTIONS verbatim"
+    assert values[0] in guide, "docs/guide.md: render mechnode/ros/services.py NODE_CONVENTIONS verbatim"
 
 
 def heading_anchors(path: Path) -> set[str]:

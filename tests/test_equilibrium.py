@@ -1,12 +1,12 @@
-"""Consistent states and equilibria (core.equilibrium, MidpointVI.rest_state): projections onto
+"""Consistent states and equilibria (core.continuous.equilibrium, MidpointVI.rest_state): projections onto
 the constraints, inputs that hold a configuration, the integrator's discrete rest state."""
 import numpy as np
 import pytest
 
 import core
 from core import EquilibriumError, SingularMatrixError, holding_inputs, project_velocity, satisfy_constraints
+from core.continuous.minimal import velocity_constraint
 from core.examples import chain, marionette, marionette_rest_state
-from core.minimal import velocity_constraint
 
 from randsys import random_system
 

@@ -1,5 +1,5 @@
 """The quaternion floating base (``load_urdf(floating_base="quaternion")``,
-``System.set_free_flyer``; :mod:`core.floating`).
+``System.set_free_flyer``; :mod:`core.continuous.floating`).
 
 * Against Pinocchio's free-flyer models (``JointModelFreeFlyer`` root) on every robot of
   ``example-robot-data`` that can float (the legged robots and humanoids among them): ``qdd``,
@@ -30,7 +30,7 @@ from urdfref import (
 )
 
 import core
-from core import floating
+from core.continuous import floating
 
 from randsys import assert_close, fd
 
@@ -126,7 +126,7 @@ def test_second_order_against_finite_differences(name):
 
 
 def test_chart_coefficients_expand_the_product_of_exponentials():
-    """The constants of :class:`core.floating._Chart` (jets over the base's (δ, v)) against the
+    """The constants of :class:`core.continuous.floating._Chart` (jets over the base's (δ, v)) against the
     chart g(ξ) = Π exp(ξ_i ê_i) they expand, by differences: ξ(δ) with exp(δ^) = g(ξ(δ)), the body
     Jacobian J(ξ(δ)) and dJ/dt ξ̇ with ξ̇ = J⁻¹ v, at δ ~ 1e-2 (their errors must be third order)."""
     c = floating.chart()

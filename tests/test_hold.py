@@ -1,11 +1,11 @@
-"""The node's idle hold law (ROS-free): :func:`mechnode.gains.hold_schedule`."""
+"""The node's idle hold law (ROS-free): :func:`mechnode.logic.gains.hold_schedule`."""
 import numpy as np
 import pytest
 
 import core
-from mechnode.gains import HoldError, hold_schedule
-from mechnode.plant import Plant
-from mechnode.weights import Weights
+from mechnode.logic.gains import HoldError, hold_schedule
+from mechnode.logic.plant import Plant
+from mechnode.logic.weights import Weights
 
 ARM_POSE = [0.15, 0.3, 0.6, -0.4, -1.2, 0.5, 0.2]
 

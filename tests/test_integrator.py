@@ -103,7 +103,7 @@ def _random_vi_system(rng, wrench=True):
     # choose the configuration first, then close the loop and cut the string to fit it
     q = rng.normal(size=s.nq) * 0.4
     q[s.config_index("hand_y")] = 0.2
-    from core.kinematics import create_data, forward_kinematics
+    from core.tree.kinematics import create_data, forward_kinematics
     data = create_data(s.model)
     forward_kinematics(s.model, q, np.zeros_like(q), data)
 
@@ -308,8 +308,8 @@ def test_linearize_trajectory_matches_pointwise():
 def test_first_order_with_and_without_the_solves_constraint_jacobian():
     """del_linearize takes Dh(q_k+1) from the DEL solve (linearize does) or evaluates it
     itself (given an empty array): the same A and B either way."""
-    from core.del_first_order import del_linearize
-    from core.del_solve import del_step
+    from core.discrete.first_order import del_linearize
+    from core.discrete.step import del_step
     s, q, rng = random_vi_system(3)
     vi = core.MidpointVI(s, 0.01, tolerance=1e-13)
     x, u = consistent_state(vi, q, rng)
@@ -610,7 +610,7 @@ def test_tree_newton_path_matches_the_dense_path(seed):
     """The DEL solve with the tree-patterned Newton matrix (tree LU, more Newton steps) and
     the dense one (pivoted LU, chord steps) reach the same step, and the first order from it
     (tree LU inverse of M_k+1 or the dense one) agrees to round-off."""
-    from core.del_solve import sparse_newton
+    from core.discrete.step import sparse_newton
     out = []
     for frame_spring in (False, True):
         s, q, dq, u = bushy_system(seed, frame_spring)

@@ -35,9 +35,9 @@ def test_params_files_are_ros2_parameter_files_for_the_node(rel):
     assert key.split("/")[-1] == "mechnode" and set(body) == {"ros__parameters"}
     params = body["ros__parameters"]
     from mechnode.demo import SCENARIOS
-    from mechnode.joint_map import JointMap
-    from mechnode.plant import Plant, parse_locked_joints
-    from mechnode.weights import Weights
+    from mechnode.logic.joint_map import JointMap
+    from mechnode.logic.plant import Plant, parse_locked_joints
+    from mechnode.logic.weights import Weights
     # arm7_params.yaml and panda_params.yaml take their model from robot_description: the demo
     # publishes arm7.urdf or example-robot-data's panda.urdf there
     scenario = next((s for s in SCENARIOS.values() if s.params == os.path.basename(rel)), None)
@@ -48,7 +48,7 @@ def test_params_files_are_ros2_parameter_files_for_the_node(rel):
         assert dict(scenario.locked) == plant.locked
     JointMap(plant.config_names, params.get("joint_map", []))
     Weights.from_values(plant, params["Q"], params["R"], params.get("Q_N", ()))
-    from mechnode.limits import Limits
+    from mechnode.logic.limits import Limits
     limits = Limits.for_plant(plant, plant.config_names, params["state_position_limit"],
                               params["state_velocity_limit"], params["command_limit"],
                               params["state_timeout"], params["stamp_tolerance"],

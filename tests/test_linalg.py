@@ -1,4 +1,4 @@
-"""The small factorizations of core.linalg, checked against numpy on random matrices: the tree
+"""The small factorizations of core.base.linalg, checked against numpy on random matrices: the tree
 Cholesky (``M = L^T L`` without fill-in) on random trees whose indices are not parents-first,
 and the pivots it names when the matrix is singular; the unpivoted tree LU of non-symmetric
 matrices with that pattern, and where it gives up to the pivoted dense LU."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.linalg import (
+from core.base.linalg import (
     cholesky_checked,
     cholesky_solve,
     lu_checked,
@@ -159,7 +159,7 @@ def test_dense_cholesky_solve_agrees():
 
 def test_add_product_on_views_matches_numpy():
     """C += alpha A B on strided views (as the Schur-complement blocks use it)."""
-    from core.linalg import add_product
+    from core.base.linalg import add_product
     rng = np.random.default_rng(4)
     big = rng.normal(size=(9, 9))
     A, B = big[:6, 6:], big[6:, :5]           # 6 x 3 and 3 x 5 views of one matrix
@@ -171,7 +171,7 @@ def test_add_product_on_views_matches_numpy():
 
 
 def test_norm1_matches_numpy_and_keeps_nan():
-    from core.linalg import norm1
+    from core.base.linalg import norm1
     rng = np.random.default_rng(5)
     A = rng.normal(size=(7, 4))
     assert norm1(A) == pytest.approx(np.abs(A).sum(axis=0).max(), rel=1e-15)
@@ -184,7 +184,7 @@ def test_runs_match_numpy():
     run of a row of M + M^T (the O + O^T of the second-order expansion)."""
     from numba import njit
 
-    from core.linalg import add_run, copy_run, symmetric_run
+    from core.base.linalg import add_run, copy_run, symmetric_run
 
     @njit
     def runs(dst, src, M):  # (inline="always" helpers: called from jitted code)

@@ -1,4 +1,4 @@
-"""core.linearizer.Linearizer with hand-written numeric callables (no SymPy).
+"""core.general.linearizer.Linearizer with hand-written numeric callables (no SymPy).
 
 The main system is Crist's non-minimal pendulum (GSoC 2014 post): a particle of mass m at
 (q1, q2) on a massless rod of length L, gravity g along +q1, written with Lagrange's method:
@@ -16,7 +16,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from core.linearizer import Linearizer, LinearizerError, SingularMatrixError
+from core.general.linearizer import Linearizer, LinearizerError, SingularMatrixError
 
 L, MASS, G = 2.0, 3.0, 9.81
 PARAMS = np.array([L, MASS, G])
@@ -359,6 +359,6 @@ def test_the_core_linearizer_and_the_bridge_module_do_not_import_sympy():
     import subprocess
     import sys
 
-    code = ("import sys, core.linearizer, core.sympy_bridge; "
+    code = ("import sys, core.general.linearizer, core.general.sympy_bridge; "
             "assert 'sympy' not in sys.modules, 'sympy imported'")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -120,7 +120,7 @@ def test_feedback_is_the_tracking_law_on_the_exact_state(arm):
     assert u_bad is None
     # a gain schedule's read-only arrays: the same law, and the same compiled kernel (one
     # compilation less on a cold cache)
-    from core.tracking import feedback
+    from core.discrete.tracking import feedback
     compiled = len(feedback.signatures)
     frozen = [a.copy() for a in (x_ref, u_ref, K)]
     for a in frozen:
@@ -172,7 +172,7 @@ def test_warm_up_parts_and_the_second_process():
     import sys
 
     from core.cache import is_cached
-    from core.del_second_order import second_order
+    from core.discrete.second_order import second_order
 
     vi = core.MidpointVI(chain(2), 0.01)
     vi.warm_up(part="continuous")
@@ -203,7 +203,7 @@ def test_warm_up_parts_shared_by_a_team(tmp_path):
     assert warmup.work(str(tmp_path), parts) == []          # all taken (and done): nothing left
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lqr.done", "lqr.taken", "state.done", "state.taken"]
     assert warmup.run_shared(warmup.CONTROL_PARTS) < 60.0
-    from mechnode.plant import CONTROL_PARTS, REST_PARTS  # (the node names them: core's public API only)
+    from mechnode.logic.plant import CONTROL_PARTS, REST_PARTS  # (the node names them: core's public API only)
     assert CONTROL_PARTS == warmup.CONTROL_PARTS and set(REST_PARTS) <= set(warmup.PARTS)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     team = subprocess.run([sys.executable, "-m", "core.warmup", "--team", "2", *CONTROL_PARTS], cwd=root,
@@ -220,7 +220,7 @@ def _marionette_points(vi, q, count=3):
 
 
 def test_the_direct_entries_equal_the_checked_path(puppet):
-    """step and linearize on plain vectors run the entry kernels (core.step_entry); lists,
+    """step and linearize on plain vectors run the entry kernels (core.discrete.entry); lists,
     read-only arrays and step_linearize take the checked path: the same numbers."""
     vi, q = puppet
     xs, us = _marionette_points(vi, q)

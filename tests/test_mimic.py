@@ -1,5 +1,5 @@
 """Mimic joints coupled (``load_urdf(mimic="couple")``, :meth:`core.System.add_mimic`,
-:mod:`core.coupling`): a mimic joint's value is ``multiplier q + offset`` of the joint it follows,
+:mod:`core.tree.coupling`): a mimic joint's value is ``multiplier q + offset`` of the joint it follows,
 with no coordinate of its own.
 
 References: the coupled system is the independent one (``mimic="independent"``) restricted to
@@ -192,17 +192,17 @@ def test_add_mimic_on_a_system():
 
 
 def test_the_node_plant_loads_panda_coupled():
-    """The node's model parameter or ``/robot_description`` text (mechnode.plant, ROS-free):
+    """The node's model parameter or ``/robot_description`` text (mechnode.logic.plant, ROS-free):
     Panda with its default mimic handling, fully actuated, its gains from the exact
     linearization."""
-    from mechnode.plant import Plant
+    from mechnode.logic.plant import Plant
     with open(PANDA) as fh:
         text = fh.read()
     for plant in (Plant.load(PANDA, 0.01), Plant.from_text(text, 0.01)):
         assert plant.config_names == [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1"]
         assert plant.fully_actuated and plant.nx == 16 and plant.nu == 8
     # joint_states carry the mimic joint too: known, not read, not reported as unknown
-    from mechnode.joint_map import JointMap
+    from mechnode.logic.joint_map import JointMap
     assert plant.mimic_names == ["panda_finger_joint2"]
     names = plant.config_names + ["panda_finger_joint2"]
     q, _, unknown = JointMap(plant.config_names, (), plant.mimic_names).state(names, np.arange(9.0), np.zeros(9))
@@ -316,13 +316,13 @@ def test_state_transforms_inverse_dynamics_and_holding_inputs_on_panda():
 
 
 def test_the_node_plant_locks_the_panda_gripper():
-    """The node's ``locked_joints`` parameter (mechnode.plant, ROS-free): Panda's gripper left
+    """The node's ``locked_joints`` parameter (mechnode.logic.plant, ROS-free): Panda's gripper left
     to its own driver. The arm keeps 7 variables and 7 inputs; JointStates may carry the finger
     joints (ignored, not reported as unknown) or omit them; the same locks apply to a YAML model,
     and malformed entries are refused naming them."""
     from mechnode.errors import InputError
-    from mechnode.joint_map import JointMap
-    from mechnode.plant import ModelSpecError, Plant, parse_locked_joints
+    from mechnode.logic.joint_map import JointMap
+    from mechnode.logic.plant import ModelSpecError, Plant, parse_locked_joints
     locked = parse_locked_joints(["panda_finger_joint1 = 0.04"])
     assert locked == {"panda_finger_joint1": 0.04}
     with open(PANDA) as fh:

@@ -1,10 +1,10 @@
-"""Minimal linearization (core.minimal, Peterson, Gede & Hubbard) against independent references.
+"""Minimal linearization (core.continuous.minimal, Peterson, Gede & Hubbard) against independent references.
 
 What is checked, on the seed's constrained double pendulum, a four-bar linkage, a planar skate
 (knife edge: a velocity constraint) and randomized constrained trees (tests/randsys.py):
 
 * at equilibria (dq = 0, the input holding the configuration): the constraint-consistent subspace
-  computed here from finite differences of the constraint rows (not from core.minimal) is
+  computed here from finite differences of the constraint rows (not from core.continuous.minimal) is
   invariant under the full-coordinate A; the minimal A is similar to the full A restricted to it
   (same eigenvalues), the full A has only the extra zero eigenvalues of the constraint residuals,
   and the two linear systems (scipy expm, with a constant input) have the same trajectories from
@@ -27,7 +27,7 @@ import scipy.linalg
 from scipy.optimize import linear_sum_assignment
 
 import core
-from core.minimal import MinimalInfo, linearize_minimal, velocity_constraint
+from core.continuous.minimal import MinimalInfo, linearize_minimal, velocity_constraint
 
 from randsys import assert_close, build_system, fd, random_system
 

@@ -56,7 +56,7 @@ def test_read_model_is_the_one_resolver_of_model_arguments(tmp_path, monkeypatch
     node resolve through it."""
     import os
 
-    from core.loader import MAX_MODEL_BYTES
+    from core.io.loader import MAX_MODEL_BYTES
     packaged = core.read_model("cartpole.yaml")
     assert (packaged.path, packaged.origin, packaged.urdf) == (core.model_file("cartpole.yaml"),) * 2 + (False,)
     assert core.read_model("arm7.urdf").urdf
@@ -299,9 +299,9 @@ MODEL_ERRORS = {
 
 
 def test_inertia_policy_for_yaml_and_python():
-    """The policy of :mod:`core.inertia` for YAML/dict and Python models: round-off loads
+    """The policy of :mod:`core.model.inertia` for YAML/dict and Python models: round-off loads
     silently, a defect warns (default), is refused (strict) or repaired (repair)."""
-    from core.inertia import inertia_violations, nearest_physical
+    from core.model.inertia import inertia_violations, nearest_physical
     bad = {"frames": _frames(dict(name="c", parent="b", rx="phi", mass=1.0, inertia=[1.0, -1.0, 1.0]))}
     with pytest.warns(core.InertiaWarning, match=r"frame 'c'.inertia: inertia is not physical: principal "
                       r"moments \[-1, 1, 1\] are not all non-negative.*loaded as written"):

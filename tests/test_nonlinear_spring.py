@@ -12,8 +12,8 @@ import pytest
 
 import core
 from core import ModelError
-from core.kinematics import create_data
-from core.lagrangian import create_derivs, prepare, third_order
+from core.tree.kinematics import create_data
+from core.tree.lagrangian import create_derivs, prepare, third_order
 
 from randsys import Reference, assert_close, fd, random_system
 

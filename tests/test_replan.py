@@ -1,4 +1,4 @@
-"""Re-planning from the measured state (mechnode.replan, ROS-free) and the closed-loop prediction
+"""Re-planning from the measured state (mechnode.logic.replan, ROS-free) and the closed-loop prediction
 it runs on (core.MidpointVI.closed_loop): the prediction is the step-by-step closed loop, its
 linearization the integrator's, the gains the library's TV-LQR along it, and the schedule swaps
 in without a jump."""
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import core
-from mechnode.gains import gain_schedule, schedule_in_qdot
-from mechnode.plant import Plant
-from mechnode.replan import replan, window
-from mechnode.weights import Weights
+from mechnode.logic.gains import gain_schedule, schedule_in_qdot
+from mechnode.logic.plant import Plant
+from mechnode.logic.replan import replan, window
+from mechnode.logic.weights import Weights
 
 DT = 0.01
 

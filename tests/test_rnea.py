@@ -1,8 +1,8 @@
-"""The Newton-Euler kernels of core.rnea, checked directly (the continuous linearization tests
+"""The Newton-Euler kernels of core.tree.rnea, checked directly (the continuous linearization tests
 in test_derivatives check them again through A and B).
 
 * ``newton_euler`` equals the Euler-Lagrange form ``M ddq + L_vq dq - L_q`` built from the
-  independent composite-bracket derivatives of core.lagrangian (springs removed);
+  independent composite-bracket derivatives of core.tree.lagrangian (springs removed);
 * ``mass_matrix`` equals ``L_vv``;
 * ``articulated_body`` (O(n) forward dynamics) inverts ``newton_euler``;
 * ``inverse_dynamics_derivatives`` equals central finite differences of ``newton_euler``
@@ -13,16 +13,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.kinematics import body_inertias, composites_from_bodies, create_data, forward_kinematics
-from core.lagrangian import spring_potential_derivatives
-from core.rnea import (
+from core.tree.kinematics import body_inertias, composites_from_bodies, create_data, forward_kinematics
+from core.tree.lagrangian import spring_potential_derivatives
+from core.tree.rnea import (
     add_joint_accelerations,
     articulated_body,
     inverse_dynamics_derivatives,
     mass_matrix,
     newton_euler,
 )
-from core.workspace import create_work
+from core.tree.workspace import create_work
 
 from randsys import assert_close, fd, random_system
 

@@ -1,4 +1,4 @@
-"""The node's ROS-free logic (mechnode.plant, .joint_map, .resampling, .feasibility, .weights,
+"""The node's ROS-free logic (mechnode.logic.plant, .joint_map, .resampling, .feasibility, .weights,
 .gains, .schedule): exact state conversion, joint mapping by name, reference resampling,
 feasibility (DEL inverse dynamics / optimizer), gain schedules equal to the library's TV-LQR,
 knot lookup and the control law. No rclpy here."""
@@ -13,19 +13,19 @@ import yaml
 import core
 from core.examples import chain, chain_spec
 from mechnode.errors import InputError
-from mechnode.feasibility import discrete_reference, make_feasible
-from mechnode.gains import STATE_Q_QDOT, gain_schedule, schedule_in_qdot
-from mechnode.joint_map import JointMap
-from mechnode.plant import (
+from mechnode.logic.feasibility import discrete_reference, make_feasible
+from mechnode.logic.gains import STATE_Q_QDOT, gain_schedule, schedule_in_qdot
+from mechnode.logic.joint_map import JointMap
+from mechnode.logic.plant import (
     MAX_MODEL_BYTES,
     ModelSpecError,
     Plant,
     check_model_spec,
     load_model,
 )
-from mechnode.resampling import Reference, resample
-from mechnode.schedule import Options, schedule_from_reference
-from mechnode.weights import Weights, weight_matrix
+from mechnode.logic.resampling import Reference, resample
+from mechnode.logic.schedule import Options, schedule_from_reference
+from mechnode.logic.weights import Weights, weight_matrix
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DT = 0.01
@@ -59,9 +59,9 @@ def smooth(s):
 
 # ------------------------------------------------------------------------------ separation
 def test_importing_the_ros_free_modules_imports_no_rclpy():
-    code = ("import sys, core, mechnode.plant, mechnode.errors, mechnode.joint_map, "
-            "mechnode.resampling, mechnode.feasibility, mechnode.weights, mechnode.gains, "
-            "mechnode.schedule, mechnode.lfc, mechnode.replan; "
+    code = ("import sys, core, mechnode.logic.plant, mechnode.errors, mechnode.logic.joint_map, "
+            "mechnode.logic.resampling, mechnode.logic.feasibility, mechnode.logic.weights, mechnode.logic.gains, "
+            "mechnode.logic.schedule, mechnode.logic.lfc, mechnode.logic.replan; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('rclpy', 'rcl_interfaces')]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=600)
@@ -83,7 +83,7 @@ def test_model_parameter_never_runs_code(tmp_path):
     """A model value that is neither a file nor YAML model text is refused without importing or
     calling anything: python:module.function(args) specs are gone."""
     marker = tmp_path / "ran"
-    code = (f"import sys; from mechnode.plant import load_model, check_model_spec, ModelSpecError\n"
+    code = (f"import sys; from mechnode.logic.plant import load_model, check_model_spec, ModelSpecError\n"
             f"for spec in [\"python:os.system('touch {marker}')\", 'python:core.examples.chain(3)',\n"
             f"             'python:colorsys.rgb_to_hsv(1, 2, 3)', 'no_such_model.yaml', 'just words']:\n"
             f"    for fn in (check_model_spec, load_model):\n"
@@ -381,7 +381,7 @@ def test_weight_validation():
 def test_lfc_form_is_our_law_to_first_order(model, in_qdot, request):
     """tau = u_ff + K_lfc (z_ref - z) equals F_u times our law u(z) at the reference, and its
     Jacobian is our law's (central differences of the exact law, in [q, qdot])."""
-    from mechnode.lfc import lfc_effort, lfc_schedule
+    from mechnode.logic.lfc import lfc_effort, lfc_schedule
     plant = request.getfixturevalue(model)
     n, N = plant.n, 30
     rng = np.random.default_rng(3)
@@ -422,7 +422,7 @@ def test_lfc_form_is_our_law_to_first_order(model, in_qdot, request):
 
 
 def test_lfc_form_refuses_models_without_joint_efforts():
-    from mechnode.lfc import check_lfc_model
+    from mechnode.logic.lfc import check_lfc_model
     spec = {"name": "m", "frames": [{"name": "a", "parent": "world", "tx": "x", "mass": 1.0}],
             "inputs": [{"type": "force", "frame": "a", "axis": "x", "name": "push"}]}
     with pytest.raises(InputError, match=r"needs joint torque/force inputs; \['push'\] act on frames"):

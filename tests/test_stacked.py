@@ -1,5 +1,5 @@
 """Many states in one call (``System.qdd`` / ``System.linearize`` on ``(N, n)`` stacks,
-:mod:`core.stacked`): every row equals the single call at that state, on plain trees (the
+:mod:`core.continuous.stacked`): every row equals the single call at that state, on plain trees (the
 parallel kernel), constrained and coupled systems and the quaternion base (point by point);
 bad stacks are refused naming what is wrong."""
 import numba

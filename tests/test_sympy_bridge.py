@@ -1,4 +1,4 @@
-"""core.sympy_bridge.from_sympy against SymPy's own Linearizer.
+"""core.general.sympy_bridge.from_sympy against SymPy's own Linearizer.
 
 The systems (tests/sympy_systems.py) are SymPy 1.14's test_linearize.py systems, plus a double
 pendulum and a cart-pole with an input (so that B is not empty) and a spherical pendulum (three
@@ -33,8 +33,8 @@ from sympy_systems import (  # noqa: E402
     spherical_pendulum,
 )
 
-from core.linearizer import LinearizerError  # noqa: E402
-from core.sympy_bridge import SympyLinearizer, from_sympy  # noqa: E402
+from core.general.linearizer import LinearizerError  # noqa: E402
+from core.general.sympy_bridge import SympyLinearizer, from_sympy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RTOL = 1e-10

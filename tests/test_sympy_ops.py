@@ -37,10 +37,10 @@ from sympy_systems import (  # noqa: E402
     rolling_disc_lagrange,
 )
 
-import core.sympy_bridge as bridge  # noqa: E402
+import core.general.sympy_bridge as bridge  # noqa: E402
 from core.examples import sympy_rolling_disc  # noqa: E402
-from core.linearizer import LinearizerError  # noqa: E402
-from core.sympy_bridge import from_sympy  # noqa: E402
+from core.general.linearizer import LinearizerError  # noqa: E402
+from core.general.sympy_bridge import from_sympy  # noqa: E402
 
 RTOL = 1e-10
 t = dynamicsymbols._t

@@ -1,4 +1,4 @@
-"""Trajectories to and from .npz (core.trajectory_io): a round trip keeps every number and name,
+"""Trajectories to and from .npz (core.io.trajectory): a round trip keeps every number and name,
 a file is checked against the model it is loaded for, and nothing in a file is unpickled."""
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_a_file_for_another_model_is_refused_naming_the_column(cartpole, tmp_pat
 
 def test_nothing_in_a_file_is_unpickled(tmp_path):
     path = tmp_path / "evil.npz"
-    np.savez(path, format=np.array(core.trajectory_io.FORMAT), t=np.zeros(1), x=np.zeros((1, 1)),
+    np.savez(path, format=np.array(core.io.trajectory.FORMAT), t=np.zeros(1), x=np.zeros((1, 1)),
              u=np.zeros((0, 0)), state_names=np.array([object()], dtype=object), input_names=np.array([]),
              dt=np.array(0.1), system=np.array("s"))
     with pytest.raises(ValueError, match="pickle"):

@@ -1,4 +1,4 @@
-"""URDF import (:mod:`core.urdf`): cross-checks against Pinocchio on real robot files and on
+"""URDF import (:mod:`core.io.urdf`): cross-checks against Pinocchio on real robot files and on
 seeded random URDFs, the hand-built equivalent, limits and inputs, the floating base, mimic
 joints, and a corpus of malformed files (``tests/urdf_corpus/``).
 
@@ -18,7 +18,7 @@ import pytest
 from urdfref import ROBOTS, PinocchioRobot, hand_built, random_urdf, relative_error, robot_path
 
 import core
-from core.inertia import inertia_violations
+from core.model.inertia import inertia_violations
 
 from randsys import assert_close, fd
 
@@ -136,7 +136,7 @@ def test_small_robot_by_hand():
     # the axis (1, 1, 0) is normalized: q = angle in radians about it
     q = np.array([0.3, 0.1])
     R_upper = s.links["upper"][1]
-    from core.kinematics import create_data, forward_kinematics
+    from core.tree.kinematics import create_data, forward_kinematics
     data = create_data(s.model)
     forward_kinematics(s.model, q, np.zeros(2), data)
     a = np.array([1.0, 1.0, 0.0]) / math.sqrt(2)
@@ -189,8 +189,8 @@ def test_floating_base_coordinates_and_singular_orientation():
     s = core.load_urdf(TWO_LINKS, floating_base="euler")
     assert s.config_names[:6] == ["root_x", "root_y", "root_z", "root_yaw", "root_pitch", "root_roll"]
     assert s.input_names == ["shoulder", "rail"]
-    from core.kinematics import create_data, forward_kinematics
-    from core.urdf import rpy_rotation
+    from core.io.urdf import rpy_rotation
+    from core.tree.kinematics import create_data, forward_kinematics
     q = np.array([0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.0, 0.0])
     data = create_data(s.model)
     forward_kinematics(s.model, q, np.zeros(8), data)

@@ -23,7 +23,7 @@ import sysconfig
 import numpy as np
 
 import core
-from core.urdf import FLOATING_BASE, _parse, _tree, rpy_rotation
+from core.io.urdf import FLOATING_BASE, _parse, _tree, rpy_rotation
 
 ROBOTS = {
     "panda": ("panda_description/urdf/panda.urdf", {"mimic": "independent"}),

@@ -228,7 +228,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     file's); ``push``: ``(t, impulse)``, an impulse on the simulated robot's momenta at ``t``
     seconds of the reference (:meth:`~mechnode.testing.sim.SimRobot.push`);
     ``node_status_out``: a dict given the node's last diagnostics values."""
-    from ..testing.harness import PARAMS_DIR, ros_environment
+    from mechnode.testing.harness import PARAMS_DIR, ros_environment
 
     scenario = SCENARIOS[robot]
     params_file = params_file or os.path.join(PARAMS_DIR, scenario.params)
@@ -251,11 +251,11 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory
 
-    from .. import conversions as cv
-    from ..joint_map import JointMap
-    from ..plant import Plant, read_model_text
-    from ..testing.harness import LifecycleClient, Spinner, call, node_command, stop_process, wait_for
-    from ..testing.sim import SimRobot
+    from mechnode.logic.joint_map import JointMap
+    from mechnode.logic.plant import Plant, read_model_text
+    from mechnode.ros import conversions as cv
+    from mechnode.testing.harness import LifecycleClient, Spinner, call, node_command, stop_process, wait_for
+    from mechnode.testing.sim import SimRobot
 
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -271,7 +271,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
     late_start = None
     try:
         if in_process:
-            from ..node import MechNode
+            from mechnode.ros.node import MechNode
             node_inproc = MechNode(context=ctx, cli_args=["--ros-args", "--params-file", params_file,
                                                           "-r", f"__ns:={namespace}"] + (
                 [] if replan_period is None else ["-p", f"replan_period:={float(replan_period)}"]))
@@ -294,7 +294,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             description_pub.publish(String(data=text))
             log(f"robot description published: {os.path.basename(model_file)} ({len(text)} characters) on "
                 f"{description_pub.topic_name}" + (f" (from {model_file})" if os.path.isabs(model_file) else ""))
-        node_status = {}       # the node's latest DiagnosticStatus values (mechnode.diagnostics)
+        node_status = {}       # the node's latest DiagnosticStatus values (mechnode.ros.diagnostics)
         ours = f"{node_fqn.rsplit('/', 1)[-1]}: "                   # the node's status name
         manager.create_subscription(DiagnosticArray, "/diagnostics", lambda m: node_status.update(
             {kv.key: kv.value for st in m.status if st.name.startswith(ours) for kv in st.values}), 10)

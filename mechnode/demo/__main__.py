@@ -1,6 +1,6 @@
 """``python -m mechnode.demo``: the README's main job (see :mod:`mechnode.demo`)."""
 import sys
 
-from . import main
+from mechnode.demo import main
 
 sys.exit(main())

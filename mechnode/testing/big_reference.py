@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     from rclpy.duration import Duration
     from trajectory_msgs.msg import JointTrajectory
 
-    from ..qos import LATCHED
+    from mechnode.ros.qos import LATCHED
     raw = reference_bytes(args.joints.split(","), args.points)
     rclpy.init()
     node = rclpy.create_node("big_reference")

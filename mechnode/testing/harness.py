@@ -13,7 +13,7 @@ import threading
 import time
 from typing import IO, TYPE_CHECKING, cast
 
-from ..paths import config_dir
+from mechnode.paths import config_dir
 
 if TYPE_CHECKING:
     from rclpy.executors import Executor

@@ -1,8 +1,8 @@
 """A simulated robot for demos and tests: the variational integrator as the plant, over ROS 2.
 
-:class:`SimRobot` steps a :class:`mechnode.plant.Plant` in real time, publishes
+:class:`SimRobot` steps a :class:`mechnode.logic.plant.Plant` in real time, publishes
 ``sensor_msgs/JointState`` (position and velocity of every joint, named through a
-:class:`~mechnode.joint_map.JointMap`) and applies the latest ``std_msgs/Float64MultiArray``
+:class:`~mechnode.logic.joint_map.JointMap`) and applies the latest ``std_msgs/Float64MultiArray``
 command (the force inputs, as an effort forward_command_controller would). Kinematic variables,
 if any, are held. With ``start_on_command`` it holds its initial state (still publishing it) until
 the first command arrives — a robot held by its brakes until the controller takes over.
@@ -58,7 +58,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from .. import conversions as cv
+from mechnode.ros import conversions as cv
 
 #: Queue depth of the command subscription: every command is delivered (and counted), the
 #: latest one applied. Compatible with the node's COMMAND_QOS publisher (reliable, volatile).

@@ -42,8 +42,8 @@ def main(argv=None) -> int:
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from ..conversions import joint_state
-    from ..qos import COMMAND_QOS
+    from mechnode.ros.conversions import joint_state
+    from mechnode.ros.qos import COMMAND_QOS
 
     joints = args.joints.split(",")
     q = [float(v) for v in args.positions.split(",")]

@@ -97,7 +97,7 @@ class NodeProcess:
         from std_msgs.msg import Float64MultiArray
         from trajectory_msgs.msg import JointTrajectory
 
-        from mechnode.qos import COMMAND_QOS, LATCHED
+        from mechnode.ros.qos import COMMAND_QOS, LATCHED
         self.schedules = []
         self.client.create_subscription(Float64MultiArray, f"{self.ns}/effort_controller/commands",
                                         on_command, COMMAND_QOS)

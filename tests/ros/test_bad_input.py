@@ -55,7 +55,7 @@ def _setup_io(h):
 
 
 def _reference(names=JOINTS, times=None, positions=None):
-    from mechnode.conversions import joint_trajectory
+    from mechnode.ros.conversions import joint_trajectory
     t = np.linspace(0, 2.0, 21) if times is None else np.asarray(times, dtype=float)
     if positions is None:
         positions = np.stack([0.5 * np.sin(t), 0.5 + 0.1 * t], 1)
@@ -64,7 +64,7 @@ def _reference(names=JOINTS, times=None, positions=None):
 
 def _send_state(h, names, pos, vel, stamp=None):
     """A JointState stamped now (the node refuses unstamped and stale states)."""
-    from mechnode.conversions import joint_state
+    from mechnode.ros.conversions import joint_state
     stamp = h.client.get_clock().now().nanoseconds if stamp is None else stamp
     h.state_pub.publish(joint_state(names, pos, vel, stamp))
 
@@ -102,7 +102,7 @@ def _reject_reference(h, msg, pattern):
 def test_valid_reference_by_inverse_dynamics(node):
     """Baseline: a good reference gives a schedule (fully actuated: DEL inverse dynamics) whose
     inputs reproduce the reference exactly, and states then become commands."""
-    from mechnode.conversions import matrix_from_msg, tensor_from_msg
+    from mechnode.ros.conversions import matrix_from_msg, tensor_from_msg
     node.ref_pub.publish(_reference())
     node.wait(lambda: node.schedules, "the GainSchedule", timeout=60)
     s = node.schedules[-1]
@@ -134,7 +134,7 @@ def test_non_monotonic_trajectory(node):
 
 
 def test_malformed_trajectories(node):
-    from mechnode.conversions import float_array
+    from mechnode.ros.conversions import float_array
     msg = _reference()
     msg.points[3].positions = float_array([0.1])
     _reject_reference(node, msg, "point 3 has 1 positions")
@@ -213,7 +213,7 @@ def test_wrong_sized_compute_gains_and_plan_requests(node):
     from mechnode_interfaces.msg import Matrix
     from mechnode_interfaces.srv import ComputeGains, PlanTrajectory
 
-    from mechnode.conversions import matrix_msg
+    from mechnode.ros.conversions import matrix_msg
     X = np.tile([0.0, 0.5, 0.0, 0.0], (11, 1))
     broken = Matrix(rows=11, cols=4, data=array.array("d", np.zeros(40).tobytes()))
     cases = [

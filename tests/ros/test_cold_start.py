@@ -1,7 +1,7 @@
 """A cold numba cache shows on the console: what compiles, how far, how long.
 
 A fresh ``NUMBA_CACHE_DIR`` holding every kernel but one of those the node needs before it may
-activate (``core.riccati.lq_riccati``, a few seconds to compile): the node compiles it from its
+activate (``core.control.riccati.lq_riccati``, a few seconds to compile): the node compiles it from its
 start (two processes; configure waits for them) and says so, counted (``kernel 1 of ~1``);
 with the ``mechnode`` command on its own stderr (the console), with ``python -m mechnode.demo``
 relayed from the node's process to the demo's stdout (``node | core: ...``), besides the node's
@@ -19,31 +19,43 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MISSING = "riccati.lq_riccati"
+MISSING = "riccati.lq_riccati"          # (numba names a cache file module.function)
+MISSING_DIR = os.path.join("control", "__pycache__")
+KERNEL = "control.riccati.lq_riccati"
 
 
-def _cache_dir(env) -> str:
-    """numba's cache directory of core's kernels under ``env``'s NUMBA_CACHE_DIR."""
-    code = "import core.riccati as m; print(m.lq_riccati._cache._cache_path)"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+def _cache_dirs(env) -> dict:
+    """numba's cache directory of core's kernels under ``env``'s NUMBA_CACHE_DIR, for each of
+    core's ``__pycache__`` directories (one per layer: numba keeps a directory per source directory)."""
+    code = ("import os, sys, core, core.warmup\n"
+            "for m in [m for n, m in list(sys.modules.items()) if n == 'core' or n.startswith('core.')]:\n"
+            "    for k in vars(m).values():\n"
+            "        path = getattr(getattr(k, '_cache', None), '_cache_path', None)\n"
+            "        if path and hasattr(k, 'py_func'):\n"
+            "            src = os.path.join(os.path.dirname(k.py_func.__code__.co_filename), '__pycache__')\n"
+            "            print(src + '|' + path)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
                          check=True)
-    return out.stdout.strip().splitlines()[-1]
+    found = dict(line.split("|") for line in out.stdout.splitlines() if "|" in line)
+    assert len(found) >= 5, found        # (base, model, tree, continuous, discrete, control)
+    return found
 
 
 @pytest.fixture
 def almost_warm(tmp_path):
-    """(env) with a NUMBA_CACHE_DIR that lacks only core.riccati.lq_riccati."""
-    from core import cache, warmup
-    from mechnode.plant import REST_PARTS
+    """(env) with a NUMBA_CACHE_DIR that lacks only core.control.riccati.lq_riccati."""
+    from core import warmup
+    from mechnode.logic.plant import REST_PARTS
     warmup.run(warmup.CONTROL_PARTS + REST_PARTS)     # the default cache warm (loads, if it is)
     assert warmup.pending(warmup.CONTROL_PARTS + REST_PARTS) == []
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
-    target = _cache_dir(env)
-    os.makedirs(target, exist_ok=True)
-    for name in os.listdir(cache.CACHE_DIR):
-        if name.endswith((".nbi", ".nbc")) and not name.startswith(f"{MISSING}-"):
-            shutil.copy2(os.path.join(cache.CACHE_DIR, name), target)
+    for source, target in _cache_dirs(env).items():
+        os.makedirs(target, exist_ok=True)
+        for name in os.listdir(source):
+            missing = source.endswith(MISSING_DIR) and name.startswith(f"{MISSING}-")
+            if name.endswith((".nbi", ".nbc")) and not missing:
+                shutil.copy2(os.path.join(source, name), target)
     return env
 
 
@@ -70,7 +82,7 @@ def test_the_node_command_shows_what_compiles_on_its_console(almost_warm, tmp_pa
             proc.wait()
     text = "\n".join(lines)
     assert re.search(r"^core: the numba cache lacks 1 kernels", text, re.M), text
-    kernel = re.escape(f"core.{MISSING}")
+    kernel = re.escape(f"core.{KERNEL}")
     assert re.search(rf"core(\[\d/2\])?: compiling {kernel} \(kernel 1 of ~1\) \.\.\.", text), text
     assert re.search(rf"core(\[\d/2\])?: compiled {kernel} in \d+\.\d s \(kernel 1 of ~1; ", text), text
     assert re.search(r"warm-up: compiled the 1 kernels of the command path, the schedules and the hold; "
@@ -86,9 +98,9 @@ def test_the_demo_relays_the_nodes_compile_lines(almost_warm, rclpy_mod, ifaces,
                             context_domain=int(os.environ["ROS_DOMAIN_ID"]))
     text = "\n".join(lines)
     assert status == 0, text
-    assert re.search(rf"^node \| core(\[\d/2\])?: compiling core\.{re.escape(MISSING)} \(kernel 1 of ~1\) \.\.\.$",
+    assert re.search(rf"^node \| core(\[\d/2\])?: compiling core\.{re.escape(KERNEL)} \(kernel 1 of ~1\) \.\.\.$",
                      text, re.M), text
-    assert re.search(rf"^node \| core(\[\d/2\])?: compiled core\.{re.escape(MISSING)} in ", text, re.M), text
+    assert re.search(rf"^node \| core(\[\d/2\])?: compiled core\.{re.escape(KERNEL)} in ", text, re.M), text
     assert re.search(r"^node \| core: the numba cache lacks 1 kernels", text, re.M), text
     assert re.search(r"^node \| warm-up: compiled the 1 kernels", text, re.M), text
     # only progress is relayed: the node's other log lines stay in its log

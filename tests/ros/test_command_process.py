@@ -32,7 +32,7 @@ JOINTS = ["cart_joint", "pole_joint"]
 
 
 def _reference():
-    from mechnode.conversions import joint_trajectory
+    from mechnode.ros.conversions import joint_trajectory
     t = np.arange(0.0, 30.0 + 1e-9, 0.5)
     return joint_trajectory(JOINTS, t, np.zeros((t.size, 2)))     # 30 s holding upright
 
@@ -80,7 +80,7 @@ class StateStream:
     """JointState at 100 Hz, stamped now, from this process's executor thread."""
 
     def __init__(self, h):
-        from mechnode.conversions import joint_state
+        from mechnode.ros.conversions import joint_state
         clock = h.client.get_clock()
         self._timer = h.client.create_timer(0.01, lambda: h.state_pub.publish(
             joint_state(JOINTS, [0.0, 0.02], [0.0, 0.0], clock.now().nanoseconds)))

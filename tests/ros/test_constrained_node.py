@@ -61,7 +61,7 @@ def node(rclpy_mod, ifaces, tmp_path_factory):
 
 
 def _arr(m):
-    from mechnode.conversions import matrix_from_msg
+    from mechnode.ros.conversions import matrix_from_msg
     return matrix_from_msg(m)
 
 

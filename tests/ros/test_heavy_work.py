@@ -56,7 +56,7 @@ def _setup_io(h):
 def _reference(seconds=2.0, step=0.1, shift=0.3, swing=0.0):
     """The cart moves by ``shift`` sin(t) and the pole swings by ``swing`` sin(5 t): an
     infeasible reference the optimizer works on until its time limit."""
-    from mechnode.conversions import joint_trajectory
+    from mechnode.ros.conversions import joint_trajectory
     t = np.arange(0.0, seconds + 1e-9, step)
     return joint_trajectory(JOINTS, t, np.stack([shift * np.sin(t), swing * np.sin(5 * t)], 1))
 
@@ -160,7 +160,7 @@ def test_huge_reference_is_refused_before_conversion_and_commands_keep_flowing(n
 def test_a_point_longer_than_its_joint_names_is_refused(node):
     from rclpy.serialization import serialize_message
 
-    from mechnode.conversions import joint_trajectory
+    from mechnode.ros.conversions import joint_trajectory
     h = node
     msg = joint_trajectory(JOINTS, [0.0, 1.0], [[0.0, 0.0], [0.1, 0.0]])
     msg.points[1].effort = [0.0] * 1000
@@ -172,7 +172,7 @@ def test_a_point_longer_than_its_joint_names_is_refused(node):
 def test_a_burst_of_requests_is_answered_in_full(node):
     from mechnode_interfaces.srv import ComputeGains, GetModel, Linearize, PlanTrajectory
 
-    from mechnode.conversions import matrix_msg
+    from mechnode.ros.conversions import matrix_msg
     h = node
     X = np.zeros((401, 2))
     X[:, 0] = np.linspace(0.0, 0.3, 401)
@@ -206,7 +206,7 @@ def test_a_burst_of_requests_is_answered_in_full(node):
 def test_heavy_requests_are_bounded_and_do_not_block_others(node):
     from mechnode_interfaces.srv import ComputeGains, Linearize, PlanTrajectory
 
-    from mechnode.conversions import matrix_msg
+    from mechnode.ros.conversions import matrix_msg
     h = node
     X = np.zeros((301, 4))
     r = h.call(PlanTrajectory, "plan_trajectory",

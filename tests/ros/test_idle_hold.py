@@ -38,7 +38,7 @@ def _node(rclpy_mod, tmp_path, name, **params):
 
 
 def _robot(h, start_on_command):
-    from mechnode.plant import Plant
+    from mechnode.logic.plant import Plant
     from mechnode.testing.sim import SimRobot
     plant = Plant.load("arm7.urdf", 0.01)
     plant.warm_up()
@@ -71,8 +71,8 @@ def _watch(robot, seconds):
 
 
 def test_hold_before_the_first_reference_then_track_then_hold_the_end(rclpy_mod, ifaces, tmp_path):
-    from mechnode import conversions as cv
     from mechnode.demo import arm_reference_points
+    from mechnode.ros import conversions as cv
     h = _node(rclpy_mod, tmp_path, "hold", idle_after_schedule=True)
     robot = None
     try:
@@ -101,7 +101,7 @@ def test_hold_before_the_first_reference_then_track_then_hold_the_end(rclpy_mod,
         # a reference takes over: tracking, then (idle_after_schedule) the hold about its end
         from trajectory_msgs.msg import JointTrajectory
 
-        from mechnode.qos import LATCHED
+        from mechnode.ros.qos import LATCHED
         names, times, pos = arm_reference_points()       # from POSE, at rest after 3 s, 5 s long
         pub = h.client.create_publisher(JointTrajectory, f"{h.fqn}/reference", LATCHED)
         h.wait(lambda: pub.get_subscription_count() > 0, "the node's reference subscription")

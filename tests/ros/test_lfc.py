@@ -37,9 +37,9 @@ def test_lfc_control_messages_are_the_nodes_law(node):
     from rclpy.qos import qos_profile_sensor_data
     from sensor_msgs.msg import JointState
 
-    from mechnode import conversions as cv
-    from mechnode.plant import Plant
-    from mechnode.qos import COMMAND_QOS
+    from mechnode.logic.plant import Plant
+    from mechnode.ros import conversions as cv
+    from mechnode.ros.qos import COMMAND_QOS
     h = node
     controls, echoes = {}, []
     h.client.create_subscription(Control, f"{h.ns}/lfc/control",

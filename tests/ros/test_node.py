@@ -49,12 +49,12 @@ def node(rclpy_mod, ifaces, tmp_path_factory):
 
 
 def _matrix(a):
-    from mechnode.conversions import matrix_msg
+    from mechnode.ros.conversions import matrix_msg
     return matrix_msg(a)
 
 
 def _arr(m):
-    from mechnode.conversions import matrix_from_msg, tensor_from_msg
+    from mechnode.ros.conversions import matrix_from_msg, tensor_from_msg
     return tensor_from_msg(m) if hasattr(m, "shape") else matrix_from_msg(m)
 
 
@@ -154,9 +154,9 @@ def test_compute_gains_equals_library_tvlqr(node, vi):
 def test_compute_gains_positions_only_and_qdot_convention(node, vi):
     from mechnode_interfaces.srv import ComputeGains
 
-    from mechnode.gains import schedule_in_qdot
-    from mechnode.plant import Plant
-    from mechnode.weights import Weights
+    from mechnode.logic.gains import schedule_in_qdot
+    from mechnode.logic.plant import Plant
+    from mechnode.logic.weights import Weights
     t = DT * np.arange(101)
     pos = np.stack([0.2 * t, 0 * t], 1)
     r = node.call(ComputeGains, "compute_gains", ComputeGains.Request(x_ref=_matrix(pos)))
@@ -197,7 +197,7 @@ def test_plan_trajectory(node, vi):
 
 # ------------------------------------------------------------------------------ topics
 def _reference_msg(start_ns=0):
-    from mechnode.conversions import joint_trajectory
+    from mechnode.ros.conversions import joint_trajectory
     t = np.linspace(0.0, 3.0, 31)
     cart = 0.3 * np.clip((t - 0.5) / 2.0, 0, 1)
     # joints deliberately in the other order than the model: mapping is by name
@@ -224,7 +224,7 @@ def schedule(node):
 
 
 def test_reference_topic_yields_schedule_equal_to_library_tvlqr(node, vi, schedule):
-    from mechnode.conversions import stamp_ns
+    from mechnode.ros.conversions import stamp_ns
     msg, seconds = schedule
     X, U, K = _arr(msg.x_ref), _arr(msg.u_ref), _arr(msg.k)
     N = X.shape[0] - 1
@@ -245,8 +245,8 @@ def test_state_message_yields_command_of_the_tracking_law(node, vi, schedule):
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from mechnode.conversions import joint_state, stamp_ns
-    from mechnode.node import COMMAND_QOS
+    from mechnode.ros.conversions import joint_state, stamp_ns
+    from mechnode.ros.node import COMMAND_QOS
     msg = schedule[0]
     X, U, K = _arr(msg.x_ref), _arr(msg.u_ref), _arr(msg.k)
     start = stamp_ns(msg.header.stamp)
@@ -330,8 +330,8 @@ def test_lifecycle_transitions(node, schedule):
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from mechnode.conversions import joint_state
-    from mechnode.node import COMMAND_QOS
+    from mechnode.ros.conversions import joint_state
+    from mechnode.ros.node import COMMAND_QOS
     commands = []
     node.client.create_subscription(Float64MultiArray, f"{node.ns}/effort_controller/commands",
                                     commands.append, COMMAND_QOS)

@@ -111,7 +111,7 @@ def test_a_node_whose_construction_fails_shuts_down_without_a_second_error(rclpy
     """rclpy destroys the nodes of a context at shutdown, also one whose __init__ raised:
     its teardown must not fail on the parts that were never made (and its command process
     ends)."""
-    import mechnode.node as node_module
+    import mechnode.ros.node as node_module
 
     class Broken(RuntimeError):
         pass

@@ -85,11 +85,11 @@ def test_one_install_path_never_installs_a_stale_or_foreign_replan(rclpy_mod, if
     from types import SimpleNamespace
 
     import core
-    from mechnode.diagnostics import Health
-    from mechnode.gains import gain_schedule
-    from mechnode.plant import Plant
-    from mechnode.reference import ReferencePipeline
-    from mechnode.weights import Weights
+    from mechnode.logic.gains import gain_schedule
+    from mechnode.logic.plant import Plant
+    from mechnode.logic.weights import Weights
+    from mechnode.ros.diagnostics import Health
+    from mechnode.ros.reference import ReferencePipeline
 
     plant = Plant.load("cartpole.yaml", 0.01)
     U = np.zeros((20, plant.nu))

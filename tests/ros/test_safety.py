@@ -67,7 +67,7 @@ def _now(h):
 
 
 def _send(h, q, dq, stamp=None, names=JOINTS):
-    from mechnode.conversions import joint_state
+    from mechnode.ros.conversions import joint_state
     h.state_pub.publish(joint_state(names, q, dq, _now(h) if stamp is None else stamp))
 
 
@@ -88,7 +88,7 @@ def _command_for(h, q, dq, stamp=None):
 
 def _expected(h, q, dq, stamp):
     """The tracking law of the node's schedule at the knot of ``stamp``, computed here."""
-    from mechnode.conversions import schedule_from_msg
+    from mechnode.ros.conversions import schedule_from_msg
     sched, start = schedule_from_msg(h.schedules[-1])
     k = sched.knot((stamp - start) * 1e-9)
     x = np.concatenate([q, h.vi.momentum(np.asarray(q, float), np.asarray(dq, float))])
@@ -160,7 +160,7 @@ def test_bad_weights_joint_map_and_limits_are_refused_when_set(node):
 
 
 def test_bring_up_with_a_reference(node):
-    from mechnode.conversions import joint_trajectory
+    from mechnode.ros.conversions import joint_trajectory
     assert node.bring_up()[-1] == "active"
     node.vi = core.MidpointVI(core.load_system(POLAR_YAML), DT)
     node.commands = []
@@ -249,7 +249,7 @@ def test_unknown_joint_names_are_logged_rate_limited(node):
 def test_overflowing_and_non_finite_service_results_are_refused(node):
     from mechnode_interfaces.srv import ComputeGains, Linearize
 
-    from mechnode.conversions import matrix_msg
+    from mechnode.ros.conversions import matrix_msg
     for fields, pattern in [
         (dict(q=[0.1, 0.5], dq=[0.0, 1e200], u=[0.0, 0.0]), r"input dq\[1\] \(r\) = 1e\+200 is too large"),
         (dict(q=[0.1, 1e300], dq=[0.0, 0.0], u=[0.0, 0.0]), r"input q\[1\] \(r\) = 1e\+300 is too large"),

@@ -91,7 +91,7 @@ def test_model_from_robot_description_with_urdf_limits(node):
 
 
 def test_commands_saturate_at_the_urdf_effort_limit(node):
-    from mechnode.conversions import joint_state, joint_trajectory
+    from mechnode.ros.conversions import joint_state, joint_trajectory
     h = node
     assert h.transition("activate"), h.log()[-3000:]
     commands = []
@@ -148,7 +148,7 @@ def test_panda_with_its_mimic_finger_from_robot_description(rclpy_mod, ifaces, t
     couples it (core's default), so the model has eight variables and inputs; joint_states that
     carry the mimic joint too are accepted without an unknown-joint warning, and the node
     commands efforts."""
-    from mechnode.conversions import joint_state, joint_trajectory
+    from mechnode.ros.conversions import joint_state, joint_trajectory
     names = [f"panda_joint{i}" for i in range(1, 8)] + ["panda_finger_joint1"]
     h = _panda_node(rclpy_mod, tmp_path, "panda", names, Q=[10.0] * 8 + [1.0] * 8, R=[0.1] * 8)
     try:
@@ -178,7 +178,7 @@ def test_panda_with_its_gripper_locked(rclpy_mod, ifaces, tmp_path):
     the model has the arm's seven variables and inputs; JointStates without the fingers are
     taken, those with them too (the fingers ignored, not reported as unknown), and every command
     has seven efforts."""
-    from mechnode.conversions import joint_state, joint_trajectory
+    from mechnode.ros.conversions import joint_state, joint_trajectory
     arm = [f"panda_joint{i}" for i in range(1, 8)]
     h = _panda_node(rclpy_mod, tmp_path, "panda_locked", arm, Q=[10.0] * 7 + [1.0] * 7, R=[0.1] * 7,
                     locked_joints=["panda_finger_joint1=0.04"])

@@ -1,4 +1,4 @@
-"""mechnode.wire: the counts of a serialized JointTrajectory, read without converting it, agree
+"""mechnode.logic.wire: the counts of a serialized JointTrajectory, read without converting it, agree
 with rclpy's own serialization for every alignment of the strings before them."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _serialized(frame_id, names, points, full=False):
 
 @pytest.mark.parametrize("frame_len, name_len", list(itertools.product(range(0, 5), range(1, 6))))
 def test_counts_agree_with_rclpy(ifaces, frame_len, name_len):
-    from mechnode import wire
+    from mechnode.logic import wire
     names = ["j" * name_len, "k" * (name_len + 1), "l"]
     for points, full in ((0, False), (1, False), (7, True)):
         raw = _serialized("f" * frame_len, names, points, full)
@@ -34,7 +34,7 @@ def test_counts_agree_with_rclpy(ifaces, frame_len, name_len):
 
 
 def test_truncated_and_foreign_bytes_are_refused(ifaces):
-    from mechnode import wire
+    from mechnode.logic import wire
     raw = _serialized("frame", ["a", "b"], 3)
     with pytest.raises(InputError, match="ends early"):
         wire.trajectory_counts(raw[:20])
@@ -47,7 +47,7 @@ def test_truncated_and_foreign_bytes_are_refused(ifaces):
 def test_the_node_process_uses_its_fast_dds_profile_unless_one_is_named():
     import xml.etree.ElementTree as ET
 
-    from mechnode.middleware import middleware_environment
+    from mechnode.ros.middleware import middleware_environment
     env = {}
     middleware_environment(env)
     assert env["RMW_FASTRTPS_USE_QOS_FROM_XML"] == "1"

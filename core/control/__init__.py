@@ -1,0 +1,1 @@
+"""Control on discrete systems: the Riccati pass and LQR, simulation, trajectory optimization."""

@@ -1,0 +1,1 @@
+"""Models and trajectories from and to files: URDF, YAML, ``.npz``."""

@@ -1,0 +1,1 @@
+"""The compiled model record (``Model``) and the rigid-body inertias it holds."""

@@ -1,0 +1,127 @@
+"""What the node commands while no schedule is in force: the idle hold (parameter ``idle_action``).
+
+With ``idle_action: hold`` (the default) the node holds the robot from activation until the
+first schedule is in force: once the command path has accepted its first JointState after
+activation, the managed node computes the law that holds the robot at rest at that
+configuration (:func:`mechnode.logic.gains.hold_schedule`: the inputs that hold it against gravity and
+the constraint forces, and the stationary LQR gains of the exact discrete linearization there,
+with the node's weights ``Q``, ``R``) and hands it to the command path as a one-knot
+:class:`~mechnode.ros.reference.ActiveSchedule` of kind ``"hold"`` — the same path and the same
+generation and size checks as every schedule. A reference that becomes a schedule replaces it.
+A hold that cannot be computed (a configuration the inputs cannot hold, e.g. an underactuated
+robot off its equilibria; a singular linearization; no stabilizing gains; anything non-finite)
+is refused with an error in the log and the diagnostics (``holds_refused``, ``last_error``), and
+the node sends nothing until a schedule, as with ``idle_action: none``.
+
+With ``idle_after_schedule: true`` (and ``idle_action: hold``), every new schedule carries the
+hold about its last knot's configuration, and the command path switches to it once the schedule
+has ended; without it the schedule's last knot's law goes on (tracking the final state).
+
+The mode (``idle``, ``holding``, ``tracking``) is reported by the command path
+(:meth:`mechnode.ros.command.CommandPath.mode`) in the diagnostics (key ``mode``).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from mechnode.logic.gains import HoldError, hold_schedule
+from mechnode.ros.command_process import CommandProcessError
+from mechnode.ros.diagnostics import callback_guard
+from mechnode.ros.reference import ActiveSchedule
+
+#: Seconds between the managed node's requests for the command path's first state.
+POLL_PERIOD = 0.02
+
+
+class IdleHold:
+    """The idle hold of a :class:`~mechnode.ros.node.MechNode` (see the module docstring).
+    :meth:`start` at activate, :meth:`stop` at teardown (under the node's lock),
+    :meth:`attach_end_hold` for every new schedule before it is installed."""
+
+    def __init__(self, node):
+        self._node = node
+        self.health = node.health
+        self._timer = None
+        self._token = 0             # one more at every start and stop: a poll of an old one is void
+        self._config = None
+
+    def start(self, config) -> None:
+        """At activate (``config`` the node's Configuration): with ``idle_action: hold``, wait
+        (polling the command path every :data:`POLL_PERIOD` s) for the first accepted state."""
+        node = self._node
+        self.stop()
+        action = node.params.value("idle_action")
+        if action != "hold":
+            node.get_logger().info(f"idle_action {action}: no command until a schedule is in force")
+            return
+        self._config = config
+        self._timer = node.create_timer(POLL_PERIOD, self._poll, callback_group=node._cb_reference)
+
+    def stop(self) -> None:
+        self._token += 1
+        timer, self._timer, self._config = self._timer, None, None
+        if timer is not None:
+            try:
+                self._node.destroy_timer(timer)
+            except Exception:  # noqa: BLE001
+                pass
+
+    @callback_guard
+    def _poll(self):
+        node, timer, token, config = self._node, self._timer, self._token, self._config
+        if timer is None or config is None or not node.is_active:
+            return                              # (activation not complete yet, or stopped)
+        if node.reference.active is not None:
+            timer.cancel()                      # a schedule came first: nothing to hold
+            return
+        try:
+            first = node.command.first_state()
+        except CommandProcessError as exc:
+            timer.cancel()
+            node.get_logger().error(f"idle hold: no state from the command path ({exc}); not holding")
+            return
+        if first is None:
+            return                              # no state accepted yet
+        timer.cancel()                          # one attempt per activation
+        q = first[0]
+        t0 = time.perf_counter()
+        try:
+            sched = hold_schedule(config.plant, q, node.params.current_weights(config),
+                                  config.joint_map.joint_names)
+        except HoldError as exc:
+            self.health.count("holds_refused")
+            self.health.last_error = f"idle hold refused: {exc}"
+            node.get_logger().error(f"idle hold refused at q = {np.round(q, 4).tolist()}: {exc}; sending no "
+                                    "command until a schedule is in force")
+            return
+        with node._lock:
+            if (token != self._token or not node.is_active or node.config is not config
+                    or node.reference.active is not None):
+                return                          # deactivated, reconfigured or a schedule came meanwhile
+            node.command.install(ActiveSchedule(sched, first[2], 0, config.generation, kind="hold"))
+        seconds, age = time.perf_counter() - t0, (node.get_clock().now().nanoseconds - first[2]) * 1e-9
+        self.health.count("holds")
+        self.health.stats.update(hold_s=seconds, hold_state_age_s=age)
+        node.get_logger().info(
+            f"holding the robot at the state measured at activation, q = {np.round(q, 4).tolist()} "
+            f"(holding inputs {np.round(sched.u_ref[0, :config.plant.m], 3).tolist()}; computed in "
+            f"{1e3 * seconds:.1f} ms, in force {1e3 * age:.0f} ms after that state) until a schedule is in force")
+
+    def attach_end_hold(self, active, config) -> None:
+        """With ``idle_after_schedule`` and ``idle_action: hold``: give ``active`` (a new
+        schedule, not yet installed) the hold about its last knot's configuration; logged and
+        left out if it cannot be computed (the last knot's law then goes on)."""
+        node = self._node
+        if not (node.params.value("idle_after_schedule") and node.params.value("idle_action") == "hold"):
+            return
+        plant = config.plant
+        try:
+            active.hold = hold_schedule(plant, active.schedule.x_ref[-1, :plant.n],
+                                        node.params.current_weights(config), config.joint_map.joint_names)
+        except HoldError as exc:
+            self.health.count("holds_refused")
+            self.health.last_error = f"hold after schedule #{active.seq} refused: {exc}"
+            node.get_logger().warning(f"no hold after schedule #{active.seq} ({exc}); its last knot's law "
+                                      "goes on after its end")

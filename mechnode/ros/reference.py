@@ -1,0 +1,182 @@
+"""References in, gain schedules out: the node's ``JointTrajectory`` -> ``GainSchedule`` path.
+
+A ``JointTrajectory`` on ``reference_topic`` is mapped by joint name, resampled onto ``dt``, made
+dynamically feasible, linearized and run through the Riccati pass
+(:func:`mechnode.logic.schedule.schedule_from_reference`) in a callback group of its own — so on
+another executor thread than the state callback, with the numba kernels running without the
+GIL — then swapped in atomically as the :class:`ActiveSchedule` in force, handed to the command path
+and published as a ``GainSchedule``. ``header.stamp`` of the reference is the start time (time of
+its knot ``t = 0``); zero means "as soon as the schedule is ready" (the GainSchedule's stamp
+says when). A reference that cannot be used is logged and leaves the current schedule in force.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from rclpy.serialization import deserialize_message
+from trajectory_msgs.msg import JointTrajectory
+
+import core
+from mechnode.errors import InputError
+from mechnode.logic import wire
+from mechnode.logic.schedule import schedule_from_reference
+from mechnode.ros import conversions as cv
+from mechnode.ros.diagnostics import callback_guard
+
+
+class ActiveSchedule:
+    """A schedule, its start time (ROS time, ns), number, and the generation of the
+    configuration it was computed for; ``lfc``: its LFC form (:mod:`mechnode.logic.lfc`) when the node
+    publishes one; ``kind``: ``"schedule"`` (from a reference) or ``"hold"`` (the idle hold
+    about the state measured at activation, a one-knot schedule: :func:`mechnode.logic.gains.hold_schedule`);
+    ``hold``: the one-knot law that replaces the schedule once it has ended
+    (``idle_after_schedule``), or None. Replaced as a whole; not changed once handed to the
+    command path."""
+    __slots__ = ("schedule", "start_ns", "seq", "generation", "lfc", "kind", "hold")
+
+    def __init__(self, schedule, start_ns: int, seq: int, generation: int, lfc=None, kind="schedule",
+                 hold=None):
+        self.schedule, self.start_ns, self.seq = schedule, start_ns, seq
+        self.generation, self.lfc, self.kind, self.hold = generation, lfc, kind, hold
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + int(self.schedule.times[-1] * 1e9)
+
+
+class ReferencePipeline:
+    """Turns references into the schedule in force, ``active`` (see the module docstring).
+
+    ``params``: the node's :class:`~mechnode.ros.parameters.NodeParameters` (weights, options);
+    ``health``: its :class:`~mechnode.ros.diagnostics.Health`; ``lock``: the node's lock, held by the
+    lifecycle transitions while they create or destroy entities; ``clock``: the node's clock;
+    ``on_install``: called with every new ActiveSchedule (the command path's ``install``).
+    :meth:`start` at activate (with the GainSchedule lifecycle publisher), :meth:`stop` at
+    deactivate (drops the schedule).
+    """
+
+    def __init__(self, params, health, lock, clock, on_install=None):
+        self._params = params
+        self._on_install = on_install
+        self.health = health
+        self._lock = lock
+        self._clock = clock
+        self._config = None
+        self._publisher = None
+        self._seq = 0
+        self.active = None              # ActiveSchedule, swapped atomically
+        self.origin = None              # the ActiveSchedule made from the last reference (re-plans track it)
+
+    def start(self, config, publisher):
+        with self._lock:
+            self._config, self._publisher = config, publisher
+
+    def stop(self):
+        with self._lock:
+            self._config = self._publisher = self.active = self.origin = None
+
+    def install(self, config, sched, start_ns: int, replaces=None):
+        """Put ``sched`` (computed for ``config``) in force from ``start_ns``: the one path of
+        every schedule, from a reference or a re-plan (``replaces``: the ActiveSchedule it was
+        re-planned from). Under the lock: nothing is installed after deactivation, for another
+        configuration (or one it does not fit), or, for a re-plan, once its base is no longer in
+        force. Returns ``(ActiveSchedule, None)`` or ``(None, why)``, ``why`` one of
+        ``"inactive"``, ``"reconfigured"``, ``"superseded"``."""
+        with self._lock:
+            if not self._publishing():
+                return None, "inactive"
+            if self._config is not config or not sched.fits(self._config.plant):
+                return None, "reconfigured"
+            if replaces is not None and self.active is not replaces:
+                return None, "superseded"
+            self._seq += 1
+            new = ActiveSchedule(sched, start_ns, self._seq, config.generation)
+            self.active = new                       # the atomic swap
+            if replaces is None:
+                self.origin = new
+            if self._on_install is not None:
+                self._on_install(new)
+            self._publisher.publish(cv.schedule_to_msg(sched, start_ns))
+            return new, None
+
+    def _publishing(self) -> bool:
+        """Whether schedules are published: between activation and deactivation."""
+        return self._publisher is not None and self._publisher.is_activated
+
+    def _refuse(self, reason: str):
+        self.health.count("references_rejected")
+        self.health.last_error = f"reference rejected: {reason}"
+        self.health.logger.warning(f"reference rejected: {reason}; keeping the current schedule")
+
+    def _bounded(self, raw: bytes):
+        """The JointTrajectory in ``raw`` (its serialized bytes), or None when it is over the
+        limits (read from the bytes, before any conversion: :mod:`mechnode.logic.wire`)."""
+        limit = int(self._params.value("max_reference_points"))
+        try:
+            names, points, most = wire.trajectory_counts(raw)
+        except InputError as exc:
+            self._refuse(str(exc))
+            return None
+        if points > limit:
+            self._refuse(f"{points} points; the limit (parameter max_reference_points) is {limit}")
+            return None
+        if len(raw) > most:
+            self._refuse(f"{len(raw)} bytes for {points} points of {names} joints (at most {most}): "
+                         "a point has more entries than there are joint names")
+            return None
+        return deserialize_message(raw, JointTrajectory)
+
+    @callback_guard
+    def on_reference(self, raw: bytes):
+        """A reference, as serialized bytes (the subscription is ``raw``): see :meth:`_bounded`."""
+        t_recv = time.perf_counter()
+        health, log = self.health, self.health.logger
+        with self._lock:
+            config, publishing = self._config, self._publishing()
+        if config is None or not publishing:
+            return
+        msg = self._bounded(raw)
+        if msg is None:
+            return
+        plant, jm = config.plant, config.joint_map
+        weights, options = self._params.current_weights(config), self._params.options()
+        try:
+            names, times, pos, vel = cv.trajectory_arrays(msg)
+            ref = jm.reference(names, times, pos, vel)
+            sched = schedule_from_reference(plant, jm, ref, weights, options)
+        except (InputError, core.IntegratorError, core.SingularMatrixError, np.linalg.LinAlgError,
+                ValueError) as exc:
+            self._refuse(f"{type(exc).__name__}: {exc}")
+            return
+        stamp = cv.stamp_ns(msg.header.stamp)
+        now = self._clock.now().nanoseconds
+        start = stamp if stamp else now
+        new, why = self.install(config, sched, start)
+        if new is None:
+            if why == "reconfigured":
+                # reconfigured while this reference was processed: its schedule is for another
+                # model (or dt) and is dropped, never published or used
+                health.count("schedules_discarded")
+                now_config = self._config
+                log.warning(f"reference: dropped the schedule computed for configuration "
+                            f"#{config.generation} (now "
+                            f"{'#' + str(now_config.generation) if now_config is not None else 'none'})")
+            return                                  # (or deactivated meanwhile)
+        total = time.perf_counter() - t_recv
+        health.count("schedules")
+        info = sched.info
+        health.stats.update(reference_to_schedule_s=total, **{k: v for k, v in info.items()
+                                                               if k.endswith("_s")})
+        health.stats["feasibility"] = info.get("feasibility", "")
+        if ref.ignored_joints:
+            log.warning(f"reference: ignored joint(s) unknown to the model "
+                        f"{list(ref.ignored_joints)}")
+        late = (now - new.end_ns) * 1e-9
+        log.info(
+            f"schedule #{new.seq} published: {sched.knots} knots over {sched.duration:.3f} s, "
+            f"feasibility {info['feasibility']} {info.get('feasibility_message', '')}; "
+            f"{total * 1e3:.1f} ms (resample {info['resample_s'] * 1e3:.1f}, feasibility "
+            f"{info['feasibility_s'] * 1e3:.1f}, linearization {info['linearization_s'] * 1e3:.1f}, "
+            f"Riccati {info['riccati_s'] * 1e3:.1f} ms)"
+            + (f"; NOTE: it ended {late:.3f} s ago, holding its final state" if late > 0 else ""))
