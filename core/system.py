@@ -12,93 +12,36 @@ of the configuration variable that drives it. A frame with only an offset is a c
 The orderings of variables, inputs and constraint rows are those of :mod:`core.conventions`.
 
 Pinocchio-style separation: :class:`System` is what the robot is (names, elements); its compiled
-:class:`Model` (:mod:`core.model.record`) is an immutable record of arrays that the kernels read;
+:class:`Model` (:mod:`core.model.record`, built by :mod:`core.model.compile`) is an immutable
+record of arrays that the kernels read;
 per-evaluation scratch lives in its :class:`Workspace` (:mod:`core.tree.workspace`). The numeric
 methods are thin calls into :mod:`core.continuous.dynamics` and :mod:`core.continuous.minimal`.
 """
 from __future__ import annotations
 
 import math
-from collections import namedtuple
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
-from core.base.linalg import tree_index
 from core.continuous import dynamics, floating, minimal, stacked
 from core.errors import ModelError
-from core.model.inertia import MergedBody, check_inertia, check_policy
-from core.model.record import (
-    HC_COINCIDE,
-    HC_DISTANCE,
-    HC_PLANE,
-    INPUT_TORQUE,
-    INPUT_WRENCH,
-    KIND_CONST,
-    KIND_RX,
-    KIND_RY,
-    KIND_RZ,
-    KIND_TX,
-    KIND_TY,
-    KIND_TZ,
-    MODEL_FIELDS,
-    WORLD,
-    Model,
+from core.model.compile import (
+    TRANSFORM_KINDS,
+    as_inertia,
+    as_number,
+    as_rotation,
+    check_constraint,
+    check_damper,
+    check_input,
+    check_spring,
+    check_velocity_constraint,
+    check_wrench,
+    compile_system,
 )
+from core.model.inertia import check_policy
+from core.model.record import INPUT_TORQUE, WORLD, Model
 from core.tree.workspace import Workspace
-
-TRANSFORM_KINDS = {"tx": KIND_TX, "ty": KIND_TY, "tz": KIND_TZ,
-                   "rx": KIND_RX, "ry": KIND_RY, "rz": KIND_RZ}
-AXES = {"x": 0, "y": 1, "z": 2}
-WRENCH_COMPONENTS = ("fx", "fy", "fz", "mx", "my", "mz")
-
-
-def _rotation_from_spec(spec: Any, where: str) -> np.ndarray:
-    """A rotation matrix from ``rpy: [r, p, y]`` (fixed axes x then y then z) or a 3x3 matrix."""
-    arr = np.asarray(spec, dtype=float)
-    if arr.shape == (3,):
-        r, p, y = arr
-        cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
-        rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
-        ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
-        rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
-        return rz @ ry @ rx
-    if arr.shape == (3, 3):
-        if not np.allclose(arr @ arr.T, np.eye(3), atol=1e-9) or np.linalg.det(arr) < 0:
-            raise ModelError(f"{where}: rotation matrix is not a proper rotation")
-        return arr
-    raise ModelError(f"{where}: rotation must be rpy [r, p, y] or a 3x3 matrix, got {spec!r}")
-
-
-def _number(value: Any, where: str, positive: bool = False, nonnegative: bool = False) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ModelError(f"{where}: expected a number, got {value!r}") from None
-    if not math.isfinite(x):
-        raise ModelError(f"{where}: must be finite, got {value!r}")
-    if positive and x <= 0:
-        raise ModelError(f"{where}: must be positive, got {x}")
-    if nonnegative and x < 0:
-        raise ModelError(f"{where}: must be non-negative, got {x}")
-    return x
-
-
-def _axis(value: Any, where: str) -> int:
-    if value not in AXES:
-        raise ModelError(f"{where}: axis must be one of x, y, z, got {value!r}")
-    return AXES[value]
-
-
-def _inertia(spec: Any, where: str, policy: str) -> np.ndarray:
-    arr = np.asarray(spec, dtype=float)
-    if arr.shape == (3,):
-        arr = np.diag(arr)
-    if arr.shape != (3, 3) or not np.all(np.isfinite(arr)):
-        raise ModelError(f"{where}: inertia must be [Ixx, Iyy, Izz] or a finite 3x3 matrix")
-    if not np.allclose(arr, arr.T, atol=1e-12):
-        raise ModelError(f"{where}: inertia matrix must be symmetric")
-    return check_inertia(arr, where, policy, stacklevel=5)
 
 
 class System:
@@ -107,9 +50,11 @@ class System:
     Build it from Python (``add_frame``, ``add_constraint``, ...) or from YAML/dict with
     :func:`load_system`. Numeric methods (``qdd``, ``linearize``, ``momentum``, ...) compile the
     description into an immutable :class:`Model` on first use; any later change recompiles. The
-    builder methods (``add_*``, ``lock``, ``set_*``) return the system, so calls chain; most of
-    their checks run when it compiles (:meth:`compile`), so a numeric method's first call may raise
-    the :class:`ModelError` naming a malformed element.
+    builder methods (``add_*``, ``lock``, ``set_*``) return the system, so calls chain. Each checks
+    what its element says by itself when it is added (keys, numbers, axes); what an element refers
+    to (frames, variables, by name, which may be added later) is resolved when the system compiles
+    (:meth:`compile`, :mod:`core.model.compile`), so a numeric method's first call may raise the
+    :class:`ModelError` naming an element whose frame or variable does not exist.
 
     Example::
 
@@ -139,7 +84,7 @@ class System:
         #: the inertia policy of :meth:`add_frame` (:mod:`core.model.inertia`): ``"warn"``, ``"strict"``
         #: or ``"repair"``
         self.inertia_policy = check_policy(inertia)
-        self.gravity = np.array([_number(g, f"gravity[{i}]") for i, g in enumerate(gravity)]) \
+        self.gravity = np.array([as_number(g, f"gravity[{i}]") for i, g in enumerate(gravity)]) \
             if len(gravity) == 3 else self._bad_gravity(gravity)
         self._frames: list[dict] = []
         self._constraints: list[dict] = []
@@ -240,7 +185,7 @@ class System:
             raise ModelError(f"{where}: a frame has exactly one transform, got {sorted(transform)}")
         kind, value = (next(iter(transform.items())) if transform else (None, 0.0))
         if kind is not None and not isinstance(value, str):
-            value = _number(value, f"{where}.{kind}")
+            value = as_number(value, f"{where}.{kind}")
         if isinstance(value, str):
             if not value:
                 raise ModelError(f"{where}: configuration variable name must be non-empty")
@@ -257,9 +202,9 @@ class System:
                 if off_p.shape != (3,) or not np.all(np.isfinite(off_p)):
                     raise ModelError(f"{where}: offset translation must be 3 finite numbers")
             if "rotation" in offset:
-                off_R = _rotation_from_spec(offset["rotation"], f"{where}.offset.rotation")
-        mass = _number(mass, f"{where}.mass", nonnegative=True)
-        I = _inertia(inertia, f"{where}.inertia", self.inertia_policy) if inertia is not None else np.zeros((3, 3))
+                off_R = as_rotation(offset["rotation"], f"{where}.offset.rotation")
+        mass = as_number(mass, f"{where}.mass", nonnegative=True)
+        I = as_inertia(inertia, f"{where}.inertia", self.inertia_policy) if inertia is not None else np.zeros((3, 3))
         c = np.zeros(3)
         if com is not None:
             try:
@@ -303,18 +248,23 @@ class System:
         Raises
         ------
         ModelError
-            An unknown ``type``. The keywords are checked when the system compiles (a ModelError
-            naming the constraint): unknown or missing keys, unknown frames, a negative or
-            non-finite distance, a non-finite offset, an axis that is none of x, y, z, a normal that
-            is neither an axis nor a nonzero finite vector, ``axes`` that is not a non-empty list, a
-            velocity constraint on the world frame. Constraints are refused with a quaternion base
-            (:meth:`set_free_flyer`), velocity constraints with coupled (mimic) variables.
+            Naming the constraint, when added: an unknown ``type``, unknown or missing keys, a
+            negative or non-finite distance, a non-finite offset, an axis that is none of x, y, z, a
+            normal that is neither an axis nor a nonzero finite vector, ``axes`` that is not a
+            non-empty list, a velocity constraint on the world frame. When the system compiles:
+            unknown frames; constraints with a quaternion base (:meth:`set_free_flyer`), velocity
+            constraints with coupled (mimic) variables.
         """
         entry = dict(kw, type=type)
         if type not in ("distance", "plane", "coincide", "velocity"):
             raise ModelError(f"constraint {len(self._constraints)}: unknown type {type!r} "
                              "(distance, plane, coincide, velocity)")
-        (self._velocity_constraints if type == "velocity" else self._constraints).append(entry)
+        if type == "velocity":
+            check_velocity_constraint(entry, len(self._velocity_constraints))
+            self._velocity_constraints.append(entry)
+        else:
+            check_constraint(entry, len(self._constraints))
+            self._constraints.append(entry)
         self._model = None
         return self
 
@@ -348,14 +298,15 @@ class System:
         Raises
         ------
         ModelError
-            An unknown ``type``. The specification is checked when the system compiles (a ModelError
-            naming the spring): unknown or missing keys, an unknown variable or frame, both or
+            Naming the spring, when added: an unknown ``type``, unknown or missing keys, both or
             neither of ``stiffness`` and ``polynomial``, a negative stiffness or rest length, a
-            non-finite number.
+            non-finite number. When the system compiles: an unknown variable or frame.
         """
         if type not in ("config", "frames"):
             raise ModelError(f"spring {len(self._springs)}: unknown type {type!r} (config, frames)")
-        self._springs.append(dict(kw, type=type))
+        entry = dict(kw, type=type)
+        check_spring(entry, len(self._springs))
+        self._springs.append(entry)
         self._model = None
         return self
 
@@ -382,7 +333,7 @@ class System:
         ModelError
             A negative or non-finite ``coefficient``; an unknown variable, when the system compiles.
         """
-        self._damping[config] = _number(coefficient, f"damping on {config!r}", nonnegative=True)
+        self._damping[config] = as_number(coefficient, f"damping on {config!r}", nonnegative=True)
         self._model = None
         return self
 
@@ -410,12 +361,14 @@ class System:
         Raises
         ------
         ModelError
-            The specification is checked when the system compiles (a ModelError naming the damper):
-            an unknown frame, the same frame twice, a negative or non-finite coefficient.
+            Naming the damper, when added: the same frame twice, a negative or non-finite
+            coefficient. When the system compiles: an unknown frame.
         ValueError
             At an evaluation where the origins coincide (``x < 1e-12``).
         """
-        self._dampers.append(dict(frame1=frame1, frame2=frame2, coefficient=coefficient, name=name))
+        entry = dict(frame1=frame1, frame2=frame2, coefficient=coefficient, name=name)
+        check_damper(entry, len(self._dampers))
+        self._dampers.append(entry)
         self._model = None
         return self
 
@@ -442,10 +395,12 @@ class System:
         Raises
         ------
         ModelError
-            When the system compiles (naming the wrench): an unknown frame, the world frame, or a
-            ``wrench`` that is not six finite numbers.
+            Naming the wrench, when added: the world frame, or a ``wrench`` that is not six finite
+            numbers. When the system compiles: an unknown frame.
         """
-        self._wrenches.append(dict(frame=frame, wrench=wrench, name=name))
+        entry = dict(frame=frame, wrench=wrench, name=name)
+        check_wrench(entry, len(self._wrenches))
+        self._wrenches.append(entry)
         self._model = None
         return self
 
@@ -478,14 +433,16 @@ class System:
         Raises
         ------
         ModelError
-            An unknown ``type``. When the system compiles (naming the input): unknown or missing
-            keys, an unknown variable or frame, a torque on a coupled (mimic) variable, a wrench on
-            the world frame, an axis other than x, y, z, two inputs of the same name.
+            Naming the input, when added: an unknown ``type``, unknown or missing keys, a wrench on
+            the world frame, an axis other than x, y, z. When the system compiles: an unknown
+            variable or frame, a torque on a coupled (mimic) variable, two inputs of the same name.
         """
         if type not in ("torque", "force", "moment", "wrench"):
             raise ModelError(f"input {len(self._inputs)}: unknown type {type!r} "
                              "(torque, force, moment, wrench)")
-        self._inputs.append(dict(kw, type=type, name=name))
+        entry = dict(kw, type=type, name=name)
+        check_input(entry, len(self._inputs))
+        self._inputs.append(entry)
         self._model = None
         return self
 
@@ -524,8 +481,8 @@ class System:
             raise ModelError(f"mimic: expected variable names, got {config!r} and {leader!r}")
         if config == leader:
             raise ModelError(f"{where}: a variable cannot mimic itself")
-        self._mimic[config] = (leader, _number(multiplier, f"{where}.multiplier"),
-                               _number(offset, f"{where}.offset"))
+        self._mimic[config] = (leader, as_number(multiplier, f"{where}.multiplier"),
+                               as_number(offset, f"{where}.offset"))
         self._model = None
         return self
 
@@ -558,7 +515,7 @@ class System:
         """
         if not isinstance(config, str) or not config:
             raise ModelError(f"armature: expected a variable name, got {config!r}")
-        self._armature[config] = _number(value, f"armature of {config!r}", nonnegative=True)
+        self._armature[config] = as_number(value, f"armature of {config!r}", nonnegative=True)
         self._model = None
         return self
 
@@ -600,7 +557,7 @@ class System:
         """
         if not isinstance(config, str) or not config:
             raise ModelError(f"lock: expected a variable name, got {config!r}")
-        self._locked[config] = _number(value, f"lock of {config!r}")
+        self._locked[config] = as_number(value, f"lock of {config!r}")
         self._model = None
         return self
 
@@ -1292,7 +1249,7 @@ class System:
             self._model = chart._model
         if self._model is None:
             self._chart = None
-            compiled = _compile(self)
+            compiled = compile_system(self)
             self._config_names = compiled.config_names
             self._joint_names = compiled.joint_names
             self._input_names = compiled.input_names
@@ -1436,451 +1393,3 @@ class System:
         m = self.model
         return (f"System({self.name!r}: {m.nf} frames, nq={m.nq}, nu={m.nu}, "
                 f"{m.nh} holonomic + {m.nv} velocity constraints)")
-
-
-# ------------------------------------------------------------------------------- compilation
-_Compiled = namedtuple("_Compiled", ["model", "config_names", "input_names", "frame_names", "joint_names",
-                                     "locked", "inputs"])
-
-
-def _topological_order(frames: list[dict]) -> list[int]:
-    """Frame indices ordered parents-first; names unknown parents and cycles."""
-    by_name = {f["name"]: i for i, f in enumerate(frames)}
-    for f in frames:
-        if f["parent"] != WORLD and f["parent"] not in by_name:
-            raise ModelError(f"frame {f['name']!r}: unknown parent {f['parent']!r}")
-    order, state = [], [0] * len(frames)  # 0 new, 1 visiting, 2 done
-
-    for start in range(len(frames)):
-        path = []
-        i = start
-        while state[i] == 0:
-            state[i] = 1
-            path.append(i)
-            parent = frames[i]["parent"]
-            if parent == WORLD:
-                break
-            i = by_name[parent]
-            if state[i] == 1:
-                cycle = [frames[j]["name"] for j in path[path.index(i):]]
-                raise ModelError(f"frames form a cycle: {' -> '.join(cycle)}")
-        for j in reversed(path):
-            state[j] = 2
-            order.append(j)
-    return order
-
-
-def _plane_frame_name(c: dict, ci: int) -> str:
-    return f"{c.get('plane_frame', WORLD)}@plane{ci}"
-
-
-def _plane_frames(system: System) -> list[dict]:
-    """The massless constant frames of plane constraints whose normal is a vector: each under
-    its plane frame, rotated so that its z axis is the normal (any rotation that does it: the
-    constraint reads only that axis)."""
-    extra = []
-    for ci, c in enumerate(system._constraints):
-        normal = c.get("normal", "z")
-        if c["type"] != "plane" or isinstance(normal, str):
-            continue
-        where = f"constraint {ci} (plane).normal"
-        try:
-            n = np.asarray(normal, dtype=float)
-        except (TypeError, ValueError):
-            n = np.zeros(0)
-        if n.shape != (3,) or not np.all(np.isfinite(n)) or not np.linalg.norm(n) > 0:
-            raise ModelError(f"{where}: must be x, y, z or a nonzero vector of 3 finite numbers, got {normal!r}")
-        z = n / np.linalg.norm(n)
-        helper = np.eye(3)[int(np.argmin(np.abs(z)))]       # the axis least along z
-        x = np.cross(helper, z)
-        x /= np.linalg.norm(x)
-        R = np.column_stack([x, np.cross(z, x), z])
-        name = _plane_frame_name(c, ci)
-        if any(f["name"] == name for f in system._frames):
-            raise ModelError(f"{where}: frame name {name!r} is taken")
-        extra.append(dict(name=name, parent=c.get("plane_frame", WORLD), kind=None, value=0.0, mass=0.0,
-                          inertia=np.zeros((3, 3)), com=np.zeros(3), offset_R=R, offset_p=np.zeros(3)))
-    return extra
-
-
-def constant_transform(kind: str | None, value: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(R, p)`` of the simple transform ``X_kind(value)`` (identity for ``None``)."""
-    R, p = np.eye(3), np.zeros(3)
-    if kind is None:
-        return R, p
-    axis = AXES[kind[1]]
-    if kind[0] == "t":
-        p[axis] = value
-        return R, p
-    c, s = math.cos(value), math.sin(value)
-    i, j = (axis + 1) % 3, (axis + 2) % 3
-    R[i, i], R[i, j], R[j, i], R[j, j] = c, -s, s, c
-    return R, p
-
-
-def _kernel_bodies(frames: list[dict], parent, qindex) -> dict:
-    """The model's per-frame bodies (``frame_mass``, ``frame_com``, ``frame_inertia``), with the
-    body of every frame rigidly fixed to its parent frame (a constant offset and transform: no
-    variable, e.g. a locked one) merged exactly into the parent's body
-    (:class:`core.model.inertia.MergedBody`), leaves first so that chains of such frames collapse. The
-    kernels then skip the emptied frames, which cost as much as a moving body in every recursion
-    (a frame per centre of mass in a hand-built model, a locked joint's links). The frames
-    themselves stay: constraints, inputs and springs may refer to them."""
-    nf = len(frames)
-    bodies = []
-    for f in frames:
-        b = MergedBody()
-        b.add(float(f["mass"]), np.asarray(f["com"], float).reshape(3),
-              np.asarray(f["inertia"], float).reshape(3, 3), np.eye(3), np.zeros(3))
-        bodies.append(b)
-    for fi in range(nf - 1, -1, -1):
-        par = parent[fi]
-        if par >= 0 and qindex[fi] < 0 and not bodies[fi].is_empty():
-            m, c, I = bodies[fi].mass_com_inertia()
-            f = frames[fi]
-            R_off = np.asarray(f["offset_R"], float).reshape(3, 3)
-            R_x, p_x = constant_transform(f["kind"], float(f["value"]))
-            p = np.asarray(f["offset_p"], float).reshape(3) + R_off @ p_x
-            bodies[par].add(m, c, I, R_off @ R_x, p)
-            bodies[fi] = MergedBody()
-    merged = [b.mass_com_inertia() for b in bodies]
-    return dict(frame_mass=np.array([b[0] for b in merged]).reshape(nf),
-                frame_com=np.array([b[1] for b in merged]).reshape(nf, 3),
-                frame_inertia=np.array([b[2] for b in merged]).reshape(nf, 3, 3))
-
-
-def _compile(system: System) -> _Compiled:
-    """The model record and the names of a system's description (reads, never writes, it)."""
-    locked, mimic_map = _locks(system)
-    own_frames = [dict(f, value=locked[f["value"]]) if isinstance(f["value"], str) and f["value"] in locked
-                  else f for f in system._frames]
-    declared = own_frames + _plane_frames(system)
-    order = _topological_order(declared)
-    frames = [declared[i] for i in order]
-    names = [f["name"] for f in frames]
-    index = {n: i for i, n in enumerate(names)}
-
-    config_names: list[str] = []
-    for f in own_frames:               # declaration order, not topological
-        if isinstance(f["value"], str) and f["value"] not in config_names:
-            config_names.append(f["value"])
-
-    def frame_ref(name, where):
-        if name == WORLD:
-            return -1
-        if name not in index:
-            raise ModelError(f"{where}: unknown frame {name!r}")
-        return index[name]
-
-    def extra_config(name, where):
-        if not isinstance(name, str) or not name:
-            raise ModelError(f"{where}: expected a configuration variable name, got {name!r}")
-        if name not in config_names:
-            config_names.append(name)
-        return config_names.index(name)
-
-    # holonomic constraints (may introduce variables: variable-length distance constraints)
-    hc = []
-    for ci, c in enumerate(system._constraints):
-        where = f"constraint {ci} ({c['type']})"
-        t = c["type"]
-        _check_keys(c, {"type", "frame1", "frame2", "distance", "frame", "plane_frame", "normal",
-                        "offset", "axes", "name"}, where)
-        if t == "distance":
-            f1, f2 = frame_ref(_req(c, "frame1", where), where), frame_ref(_req(c, "frame2", where), where)
-            d = _req(c, "distance", where)
-            if isinstance(d, str):
-                hc.append((HC_DISTANCE, f1, f2, 0, 0.0, extra_config(d, where)))
-            else:
-                hc.append((HC_DISTANCE, f1, f2, 0, _number(d, f"{where}.distance", nonnegative=True), -1))
-        elif t == "plane":
-            f1 = frame_ref(_req(c, "frame", where), where)
-            normal = c.get("normal", "z")
-            if isinstance(normal, str):
-                f2, axis = frame_ref(c.get("plane_frame", WORLD), where), _axis(normal, f"{where}.normal")
-            else:       # the frame _plane_frames added, its z axis along the normal
-                f2, axis = frame_ref(_plane_frame_name(c, ci), where), AXES["z"]
-            hc.append((HC_PLANE, f1, f2, axis, _number(c.get("offset", 0.0), f"{where}.offset"), -1))
-        else:  # coincide
-            f1, f2 = frame_ref(_req(c, "frame1", where), where), frame_ref(_req(c, "frame2", where), where)
-            axes = c.get("axes", ["x", "y", "z"])
-            if isinstance(axes, str) or not axes:
-                raise ModelError(f"{where}: axes must be a non-empty list such as [x, y]")
-            for a in axes:
-                hc.append((HC_COINCIDE, f1, f2, _axis(a, f"{where}.axes"), 0.0, -1))
-    for name in system._kinematic:
-        if name in locked:
-            raise ModelError(f"kinematic: {name!r} is locked: a locked variable cannot be prescribed")
-        extra_config(name, "kinematic")
-
-    vc = []
-    for ci, c in enumerate(system._velocity_constraints):
-        where = f"velocity constraint {ci}"
-        _check_keys(c, {"type", "frame", "axis", "name"}, where)
-        f = frame_ref(_req(c, "frame", where), where)
-        if f < 0:
-            raise ModelError(f"{where}: the world frame cannot move")
-        vc.append((f, _axis(_req(c, "axis", where), f"{where}.axis")))
-
-    nj, nf = len(config_names), len(frames)       # joint coordinates (all variables, coupled too)
-    cidx = {n: i for i, n in enumerate(config_names)}
-    mimic_src, mimic_mul, mimic_off, joint_names, config_names = _coupling(mimic_map, config_names, frames, vc)
-    nq = len(config_names)
-    frame_parent = np.array([index[f["parent"]] if f["parent"] != WORLD else -1 for f in frames], np.int64)
-    frame_kind = np.array([TRANSFORM_KINDS[f["kind"]] if f["kind"] else KIND_CONST for f in frames], np.int64)
-    frame_qindex = np.array([cidx[f["value"]] if isinstance(f["value"], str) else -1 for f in frames], np.int64)
-    frame_value = np.array([0.0 if isinstance(f["value"], str) else float(f["value"]) for f in frames])
-    joint_frame = -np.ones(nj, np.int64)
-    for fi, qi in enumerate(frame_qindex):
-        if qi >= 0:
-            joint_frame[qi] = fi
-    # nearest joint at or above each frame
-    frame_joint = -np.ones(nf, np.int64)
-    for fi in range(nf):
-        if frame_qindex[fi] >= 0:
-            frame_joint[fi] = frame_qindex[fi]
-        elif frame_parent[fi] >= 0:
-            frame_joint[fi] = frame_joint[frame_parent[fi]]
-    # ancestor lists of joints, root first, self last
-    anc_lists = []
-    for j in range(nj):
-        chain = []
-        f = joint_frame[j]
-        while f >= 0:
-            if frame_qindex[f] >= 0:
-                chain.append(frame_qindex[f])
-            f = frame_parent[f]
-        anc_lists.append(chain[::-1])
-    anc_ptr = np.zeros(nj + 1, np.int64)
-    for j in range(nj):
-        anc_ptr[j + 1] = anc_ptr[j] + len(anc_lists[j])
-    anc_idx = np.array([a for lst in anc_lists for a in lst], np.int64)
-    joint_depth = np.array([len(lst) for lst in anc_lists], np.int64)
-    joint_parent = [lst[-2] if len(lst) > 1 else -1 for lst in anc_lists]
-    tree_order, tree_anc_ptr, tree_anc_idx, tree_desc_ptr, tree_desc_idx = tree_index(joint_parent)
-
-    springs_q, fsprings = [], []
-    for si, s in enumerate(system._springs):
-        where = f"spring {si} ({s['type']})"
-        if s["type"] == "config":
-            _check_keys(s, {"type", "config", "stiffness", "polynomial", "rest", "name"}, where)
-            q = _req(s, "config", where)
-            if q in locked:
-                continue            # (absorbed by the lock)
-            if q not in cidx:
-                raise ModelError(f"{where}: unknown configuration variable {q!r}")
-            springs_q.append((cidx[q], _spring_polynomial(s, where), _number(s.get("rest", 0.0), f"{where}.rest")))
-        else:
-            _check_keys(s, {"type", "frame1", "frame2", "stiffness", "rest_length", "name"}, where)
-            fsprings.append((frame_ref(_req(s, "frame1", where), where), frame_ref(_req(s, "frame2", where), where),
-                             _number(_req(s, "stiffness", where), f"{where}.stiffness", nonnegative=True),
-                             _number(s.get("rest_length", 0.0), f"{where}.rest_length", nonnegative=True)))
-    dampers = []
-    for di, d in enumerate(system._dampers):
-        where = f"damper {di}" + (f" ({d['name']!r})" if d["name"] else "")
-        f1, f2 = frame_ref(d["frame1"], where), frame_ref(d["frame2"], where)
-        if f1 == f2:
-            raise ModelError(f"{where}: frame1 and frame2 are both {d['frame1']!r}: a damper needs two frames")
-        dampers.append((f1, f2, _number(d["coefficient"], f"{where}.coefficient", nonnegative=True)))
-    damping, armature = np.zeros(nj), np.zeros(nj)
-    for what, values, out in (("damping", system._damping, damping), ("armature", system._armature, armature)):
-        for q, amount in values.items():
-            if q in locked:
-                continue
-            if q not in cidx:
-                raise ModelError(f"{what}: unknown configuration variable {q!r}")
-            out[cidx[q]] = amount
-
-    inputs, input_names, kept = [], [], []
-    for ii, inp in enumerate(system._inputs):
-        where = f"input {ii} ({inp['type']})"
-        t = inp["type"]
-        if t == "torque":
-            _check_keys(inp, {"type", "config", "name"}, where)
-            q = _req(inp, "config", where)
-            if q in locked:
-                continue            # (absorbed by the lock)
-            if q not in cidx:
-                raise ModelError(f"{where}: unknown configuration variable {q!r}")
-            if q in mimic_map:
-                raise ModelError(f"{where}: {q!r} mimics {mimic_map[q][0]!r} (no coordinate of "
-                                 "its own): it takes no input")
-            inputs.append((INPUT_TORQUE, cidx[q], -1, 0))
-            input_names.append(inp["name"] or q)
-            kept.append(inp)
-        else:
-            _check_keys(inp, {"type", "frame", "axis", "name"}, where)
-            fname = _req(inp, "frame", where)
-            f = frame_ref(fname, where)
-            if f < 0:
-                raise ModelError(f"{where}: a wrench on the world frame does nothing")
-            if t == "wrench":
-                comps = list(range(6))
-            else:
-                comps = [_axis(_req(inp, "axis", where), f"{where}.axis") + (0 if t == "force" else 3)]
-            kept.append(inp)
-            for comp in comps:
-                inputs.append((INPUT_WRENCH, -1, f, comp))
-                base = inp["name"] or fname
-                input_names.append(f"{base}.{WRENCH_COMPONENTS[comp]}" if (t == "wrench" or not inp["name"]) else base)
-    if len(set(input_names)) != len(input_names):
-        dup = sorted({n for n in input_names if input_names.count(n) > 1})
-        raise ModelError(f"inputs: duplicate input names {dup}; give each a distinct 'name'")
-
-    cwrenches = []
-    for wi, w in enumerate(system._wrenches):
-        where = f"wrench {wi}" + (f" ({w['name']!r})" if w["name"] else "")
-        f = frame_ref(w["frame"], where)
-        if f < 0:
-            raise ModelError(f"{where}: a wrench on the world frame does nothing")
-        try:
-            value = np.asarray(w["wrench"], dtype=float)
-        except (TypeError, ValueError):
-            value = np.empty(0)
-        if value.shape != (6,) or not np.all(np.isfinite(value)):
-            raise ModelError(f"{where}: wrench must be six finite numbers [fx, fy, fz, mx, my, mz], "
-                             f"got {w['wrench']!r}")
-        cwrenches += [(f, comp, float(value[comp])) for comp in range(6) if value[comp] != 0.0]
-
-    for k in system._kinematic:
-        if k not in cidx:
-            raise ModelError(f"kinematic: unknown configuration variable {k!r}")
-        if k in mimic_map:
-            raise ModelError(f"kinematic: {k!r} mimics {mimic_map[k][0]!r}: it cannot be prescribed")
-
-    def col(rows, i, dtype):
-        return np.array([r[i] for r in rows], dtype=dtype)
-
-    model = dict(
-        nq=nq, nj=nj, nf=nf, nu=len(inputs), nh=len(hc), nv=len(vc),
-        frame_parent=frame_parent, frame_kind=frame_kind, frame_qindex=frame_qindex, frame_value=frame_value,
-        frame_offset_R=np.array([f["offset_R"] for f in frames]).reshape(nf, 3, 3),
-        frame_offset_p=np.array([f["offset_p"] for f in frames]).reshape(nf, 3),
-        **_kernel_bodies(frames, frame_parent, frame_qindex),
-        frame_joint=frame_joint,
-        joint_frame=joint_frame, anc_ptr=anc_ptr, anc_idx=anc_idx, joint_depth=joint_depth,
-        tree_order=tree_order, tree_anc_ptr=tree_anc_ptr, tree_anc_idx=tree_anc_idx,
-        tree_desc_ptr=tree_desc_ptr, tree_desc_idx=tree_desc_idx,
-        gravity=system.gravity.copy(),
-        spring_q=col(springs_q, 0, np.int64), spring_coef=_spring_coefficients([s[1] for s in springs_q]),
-        spring_rest=col(springs_q, 2, float),
-        damping=damping, armature=armature,
-        fspring_f1=col(fsprings, 0, np.int64), fspring_f2=col(fsprings, 1, np.int64),
-        fspring_k=col(fsprings, 2, float), fspring_rest=col(fsprings, 3, float),
-        damper_f1=col(dampers, 0, np.int64), damper_f2=col(dampers, 1, np.int64),
-        damper_c=col(dampers, 2, float),
-        input_kind=col(inputs, 0, np.int64), input_q=col(inputs, 1, np.int64),
-        input_frame=col(inputs, 2, np.int64), input_comp=col(inputs, 3, np.int64),
-        cwrench_frame=col(cwrenches, 0, np.int64), cwrench_comp=col(cwrenches, 1, np.int64),
-        cwrench_value=col(cwrenches, 2, float),
-        hc_kind=col(hc, 0, np.int64), hc_f1=col(hc, 1, np.int64), hc_f2=col(hc, 2, np.int64),
-        hc_axis=col(hc, 3, np.int64), hc_value=col(hc, 4, float), hc_lenvar=col(hc, 5, np.int64),
-        vc_frame=col(vc, 0, np.int64), vc_axis=col(vc, 1, np.int64),
-        mimic_src=mimic_src, mimic_mul=mimic_mul, mimic_off=mimic_off,
-    )
-    for value in model.values():
-        if isinstance(value, np.ndarray):
-            value.setflags(write=False)  # the model is immutable: shared by every evaluation
-    return _Compiled(Model(*[model[f] for f in MODEL_FIELDS]), config_names, input_names, names, joint_names,
-                     locked, kept)
-
-
-def _coupling(mimic: dict, joint_names: list[str], frames: list[dict], vc: list):
-    """``(mimic_src, mimic_mul, mimic_off, joint_names, config_names)``: the affine map from the
-    configuration variables to the joint coordinates (see :mod:`core.model.record`); the variables are
-    the joint coordinates that mimic nothing, in their order. ``mimic``: the couplings that
-    are not locked."""
-    driving = {f["value"] for f in frames if isinstance(f["value"], str)}
-    for name, (leader, _, _) in mimic.items():
-        where = f"mimic {name!r}"
-        if name not in driving:
-            raise ModelError(f"{where}: not a variable that drives a frame")
-        if leader not in joint_names:
-            raise ModelError(f"{where}: unknown leader variable {leader!r}")
-        if leader in mimic:
-            raise ModelError(f"{where}: its leader {leader!r} mimics {mimic[leader][0]!r} itself "
-                             "(a mimic of a mimic is refused)")
-    if mimic and vc:
-        raise ModelError("velocity constraints on a system with mimic variables are not supported")
-    config_names = [n for n in joint_names if n not in mimic]
-    ridx = {n: i for i, n in enumerate(config_names)}
-    nj = len(joint_names)
-    src, mul, off = np.empty(nj, np.int64), np.ones(nj), np.zeros(nj)
-    for j, n in enumerate(joint_names):
-        if n in mimic:
-            leader, mul[j], off[j] = mimic[n]
-            src[j] = ridx[leader]
-        else:
-            src[j] = ridx[n]
-    return src, mul, off, list(joint_names), config_names
-
-
-def _locks(system: System) -> tuple[dict, dict]:
-    """``(locked, mimic)``: every locked variable with its value (the mimics of a locked leader
-    at ``multiplier * value + offset``), checked against the frames and the limits, and the
-    couplings that remain."""
-    driving = {f["value"] for f in system._frames if isinstance(f["value"], str)}
-    locked = {}
-    for name, value in system._locked.items():
-        where = f"lock {name!r}"
-        if name not in driving:
-            raise ModelError(f"{where}: not a variable that drives a frame")
-        if name in system._mimic:
-            raise ModelError(f"{where}: it mimics {system._mimic[name][0]!r}; lock {system._mimic[name][0]!r}")
-        lim = system._limits.get(name)
-        if lim is not None and not lim["lower"] <= value <= lim["upper"]:
-            raise ModelError(f"{where}: value {value} is outside its limits [{lim['lower']}, {lim['upper']}]")
-        locked[name] = value
-    for name, (leader, mul, off) in system._mimic.items():
-        if leader in locked:
-            locked[name] = mul * locked[leader] + off
-    return locked, {n: c for n, c in system._mimic.items() if n not in locked}
-
-
-def _spring_polynomial(s: dict, where: str) -> np.ndarray:
-    """The force polynomial ``[c0, c1, ...]`` of a spring on a variable: ``[0, k]`` for
-    ``stiffness: k``, else its ``polynomial``, checked."""
-    stiffness, poly = s.get("stiffness"), s.get("polynomial")
-    if stiffness is not None and poly is not None:
-        raise ModelError(f"{where}: give either stiffness (linear) or polynomial, not both "
-                         f"(stiffness={stiffness!r}, polynomial={poly!r})")
-    if stiffness is None and poly is None:
-        raise ModelError(f"{where}: missing required key 'stiffness' (linear) or 'polynomial' "
-                         "(force coefficients [c0, c1, ...], lowest order first)")
-    if stiffness is not None:
-        return np.array([0.0, _number(stiffness, f"{where}.stiffness", nonnegative=True)])
-    bad = ModelError(f"{where}: polynomial must be a non-empty list of finite numbers [c0, c1, ...] "
-                     f"(lowest order first), got {poly!r}")
-    if isinstance(poly, (str, bytes, dict)):
-        raise bad
-    try:
-        coef = np.array(poly, dtype=float)
-    except (TypeError, ValueError):
-        raise bad from None
-    if coef.ndim != 1 or coef.size == 0:
-        raise bad
-    for k, c in enumerate(coef):
-        if not math.isfinite(c):
-            raise ModelError(f"{where}.polynomial[{k}]: must be finite, got {cast(list, poly)[k]!r}")
-    return coef
-
-
-def _spring_coefficients(polys: list) -> np.ndarray:
-    """The springs' polynomials as rows of one array, padded with zeros (at least [c0, c1])."""
-    width = max([2] + [p.size for p in polys])
-    coef = np.zeros((len(polys), width))
-    for s, p in enumerate(polys):
-        coef[s, :p.size] = p
-    return coef
-
-
-def _req(d: dict, key: str, where: str):
-    if key not in d or d[key] is None:
-        raise ModelError(f"{where}: missing required key {key!r}")
-    return d[key]
-
-
-def _check_keys(d: dict, allowed: set, where: str) -> None:
-    unknown = sorted(set(d) - allowed)
-    if unknown:
-        raise ModelError(f"{where}: unknown key(s) {unknown}")

@@ -501,3 +501,50 @@ def test_bodies_of_rigidly_attached_frames_are_merged_exactly():
     for x, y in zip(merged.linearize(q, dq, u), by_hand.linearize(q, dq, u), strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
     assert merged.energy(q, dq) == pytest.approx(by_hand.energy(q, dq), rel=1e-13)
+
+
+@pytest.mark.parametrize("add, message", [
+    (lambda s: s.add_spring("config", config="th", stiffness=-1.0),
+     r"spring 1 \(config\)\.stiffness: must be non-negative"),
+    (lambda s: s.add_spring("config", config="th"), r"spring 1 \(config\): missing required key 'stiffness'"),
+    (lambda s: s.add_spring("frames", frame1="a", frame2="world", stiffness=1.0, rest=2.0),
+     r"spring 1 \(frames\): unknown key\(s\) \['rest'\]"),
+    (lambda s: s.add_damper("a", "a", 1.0, name="shock"), r"damper 1 \('shock'\): frame1 and frame2 are both 'a'"),
+    (lambda s: s.add_damper("a", "world", float("nan")), r"damper 1\.coefficient: must be finite"),
+    (lambda s: s.add_wrench("a", [1, 2, 3], name="push"), r"wrench 1 \('push'\): wrench must be six finite numbers"),
+    (lambda s: s.add_wrench("world", [0] * 6), r"wrench 1: a wrench on the world frame does nothing"),
+    (lambda s: s.add_input("force", frame="a", axis="w"), r"input 2 \(force\)\.axis: axis must be one of x, y, z"),
+    (lambda s: s.add_input("torque", joint="th"), r"input 2 \(torque\): unknown key\(s\) \['joint'\]"),
+    (lambda s: s.add_constraint("distance", frame1="a", frame2="world", distance=-1.0),
+     r"constraint 1 \(distance\)\.distance: must be non-negative"),
+    (lambda s: s.add_constraint("plane", frame="a", normal=[0, 0, 0]),
+     r"constraint 1 \(plane\)\.normal: must be x, y, z or a nonzero vector"),
+    (lambda s: s.add_constraint("coincide", frame1="a", frame2="world", axes="xy"),
+     r"constraint 1 \(coincide\): axes must be a non-empty list"),
+    (lambda s: s.add_constraint("velocity", frame="world", axis="x"),
+     r"velocity constraint 1: the world frame cannot move"),
+])
+def test_every_element_is_checked_when_added_and_the_system_keeps_the_rest(add, message):
+    """What an element says by itself (keys, numbers, axes) is checked by ``add_*``, with the
+    message the compiler gives (core.model.compile): the bad element is not added, the system
+    keeps what it had and still compiles to the same model. References (frames, variables) are
+    resolved when compiling (test_errors_through_the_python_api)."""
+    def system():
+        s = core.System(gravity=[0.0, 0.0, -9.81])
+        s.add_frame("a", rz="th", mass=1.0, inertia=[1, 1, 1], com=[0.1, 0.0, 0.0])
+        s.add_frame("b", parent="a", tx=1.0, mass=0.5)
+        s.add_input("torque", config="th")
+        s.add_spring("config", config="th", stiffness=2.0)
+        s.add_damper("a", "b", 0.3)
+        s.add_wrench("b", [0, 1, 0, 0, 0, 0])
+        s.add_input("force", frame="b", axis="x")
+        s.add_constraint("distance", frame1="b", frame2="world", distance=1.2)
+        s.add_constraint("velocity", frame="b", axis="y")
+        return s
+    s, before = system(), system()
+    with pytest.raises(ModelError, match=message):
+        add(s)
+    for kind in ("_springs", "_dampers", "_wrenches", "_inputs", "_constraints", "_velocity_constraints"):
+        assert len(getattr(s, kind)) == len(getattr(before, kind)), kind
+    for field in ("spring_coef", "damper_c", "cwrench_value", "input_kind", "hc_kind", "vc_axis"):
+        np.testing.assert_array_equal(getattr(s.model, field), getattr(before.model, field))

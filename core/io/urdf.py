@@ -69,10 +69,10 @@ import warnings
 import numpy as np
 
 from core.errors import InertiaWarning, ModelError, ModelWarning
+from core.model.compile import as_number
 from core.model.inertia import MergedBody, check_inertia, check_policy
 from core.model.record import WORLD
 from core.system import System
-from core.system import _number as _number_value
 
 #: Largest URDF accepted (bytes), checked before parsing; the largest robots of
 #: example-robot-data are about 0.2 MB.
@@ -461,7 +461,7 @@ def _locked(locked, joints: dict, coupled: dict) -> dict:
         if name in coupled:
             raise ModelError(f"{where}: it mimics {coupled[name][0]!r} (mimic='couple'); lock "
                              f"{coupled[name][0]!r}, or load with mimic='independent'")
-        x = _number_value(value, where)
+        x = as_number(value, where)
         if not j["lower"] <= x <= j["upper"]:
             raise ModelError(f"{where}: value {x} is outside its limits [{j['lower']}, {j['upper']}]")
         out[name] = x
