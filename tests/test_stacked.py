@@ -30,7 +30,7 @@ def _states(s, N, seed=0, q0=None, dq0=None):
 
 def _equal_to_single_calls(s, Q, DQ, U):
     A, B = s.linearize(Q, DQ, U)
-    ddq = s.qdd(Q, DQ, U[:, :s.nu] if len(s.continuous_input_names) == s.nu else U)
+    ddq = s.qdd(Q, DQ, U)
     N = Q.shape[0]
     assert A.shape == (N, 2 * s.nv, 2 * s.nv) and B.shape == (N, 2 * s.nv, U.shape[1])
     assert ddq.shape == (N, s.nv)
@@ -68,6 +68,22 @@ def test_constrained_coupled_and_floating_systems_point_by_point():
     _equal_to_single_calls(panda, *_states(panda, 7))
     solo = core.load_urdf(robot_path("solo_description/robots/solo12.urdf"), floating_base=True)
     _equal_to_single_calls(solo, *_states(solo, 4))
+
+
+def test_kinematic_variables_take_their_accelerations_in_a_stack():
+    """With kinematic (prescribed) variables ``u`` is [force inputs, their accelerations] for one
+    state (core.conventions) and for a stack alike: ``qdd`` and ``linearize`` on a stack take the
+    same ``u`` as the single calls, row for row."""
+    s = core.System(gravity=[0.0, -9.81, 0.0])
+    s.add_frame("cart", tx="x", mass=1.0)
+    s.add_frame("pole", parent="cart", rz="th", mass=0.0)
+    s.add_frame("tip", parent="pole", ty=-1.0, mass=0.5)
+    s.add_input("torque", config="th")
+    s.set_kinematic(["x"])
+    assert s.continuous_input_names == ["th", "x_ddot"] and s.input_names == ["th"]
+    Q, DQ, U = _states(s, 6, seed=2)
+    assert U.shape == (6, 2)
+    _equal_to_single_calls(s, Q, DQ, U)
 
 
 def test_zero_inputs_default_and_an_empty_stack():

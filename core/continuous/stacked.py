@@ -97,7 +97,7 @@ def raise_at_point(k: int, single, *point, where: str = "point {k} of the stack"
 
 def qdd(system, q, dq, u=None) -> np.ndarray:
     """``ddq`` (N x n) of each state of a stack (see the module docstring)."""
-    Q, DQ, U = _stacks(system, q, dq, u, len(system.input_names))
+    Q, DQ, U = _stacks(system, q, dq, u, len(system.continuous_input_names))
     N, nv = Q.shape[0], system.nv
     check_memory("qdd on a stack", 8 * N * nv, f"ddq is {N} x {nv} doubles")
     DDQ = np.empty((N, nv))
