@@ -261,6 +261,19 @@ def test_no_private_core_names_in_the_node():
     assert "core._" not in text and "from core." not in text and "import core." not in text
 
 
+def test_no_module_imports_another_modules_private_names():
+    """A name with a leading underscore is its module's own: no module of core or mechnode
+    imports one from another (what a layer offers the next is public)."""
+    offences = []
+    for package in (CORE, MECHNODE):
+        for path in python_files(package):
+            offences += [f"{os.path.relpath(path, ROOT)}: from {target} import {name}"
+                         for target, name in imported_modules(path)
+                         if target and target.split(".")[0] in ("core", "mechnode") and name
+                         and name.startswith("_") and not name.startswith("__")]
+    assert not offences, offences
+
+
 def test_the_module_map_has_one_row_per_python_file():
     """docs/design.md's module map: a row ``| `path` | what it is |`` for every Python file of
     core/ and mechnode/, one file per row, none that is not in the tree."""

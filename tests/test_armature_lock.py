@@ -18,7 +18,7 @@ import pytest
 
 import core
 from core import ModelError
-from core.continuous.dynamics import _dynamics
+from core.continuous.dynamics import dynamics_and_derivatives
 from core.discrete.step import sparse_newton
 
 from randsys import (
@@ -65,7 +65,7 @@ def test_articulated_body_qdd_equals_the_factored_one(seed):
     """``qdd`` without constraints takes the O(n) recursion, whose pivots gain the armature;
     the factored path (the one ``linearize`` takes) must agree."""
     s, q, dq, u = _with_armature(seed, constraints=0, velocity_constraints=0)
-    assert_close(s.qdd(q, dq, u), _dynamics(s, q, dq, u, True)[0], "ABA vs factored", tol=1e-12)
+    assert_close(s.qdd(q, dq, u), dynamics_and_derivatives(s, q, dq, u, True)[0], "ABA vs factored", tol=1e-12)
 
 
 @pytest.mark.parametrize("seed", FREE)

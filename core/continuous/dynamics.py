@@ -567,7 +567,10 @@ def _raise_for(system, status, inputs) -> None:
     raise_for_status(system, status, "continuous dynamics", inputs)     # (non-finite results too)
 
 
-def _dynamics(system, q, dq, u, linearize, residual_limit=None, what=""):
+def dynamics_and_derivatives(system, q, dq, u, linearize, residual_limit=None, what=""):
+    """``(ddq, lam, A, B, dlam)`` by the general kernel (constraints, kinematic and coupled
+    variables; ``A``, ``B``, ``dlam`` only with ``linearize``), inputs checked and errors named;
+    with ``residual_limit`` the state must satisfy the constraints (``what`` names the caller)."""
     model = system.model
     n, m = model.nq, model.nu
     dyn, kin = _indices(system)
@@ -627,7 +630,7 @@ def qdd(system, q, dq, u=None) -> np.ndarray:
 
 def constraint_forces(system, q, dq, u=None) -> np.ndarray:
     """Constraint multipliers ``lam`` (holonomic rows first, then velocity rows)."""
-    return _dynamics(system, q, dq, u, False)[1]
+    return dynamics_and_derivatives(system, q, dq, u, False)[1]
 
 
 def linearize(system, q, dq, u=None, multipliers: bool = False,
@@ -651,7 +654,7 @@ def linearize(system, q, dq, u=None, multipliers: bool = False,
                 pass
         _checked(linearize_at, system, q, dq, u, (A, B))
         return A, B
-    _, _, A, B, dlam = _dynamics(system, q, dq, u, True, residual_limit, "the linearization")
+    _, _, A, B, dlam = dynamics_and_derivatives(system, q, dq, u, True, residual_limit, "the linearization")
     if multipliers:
         n2 = A.shape[0]
         return A, B, dlam[:, :n2], dlam[:, n2:]
@@ -669,7 +672,7 @@ def linearize2(system, q, dq, u=None, residual_limit: float | None = 1e-6):
     check_second_order_memory("linearize2", 2 * model.nq, 2 * model.nq + model.nu + kin.shape[0])
     inputs = _arguments(system, q, dq, u, kin.shape[0])
     q, dq, u = inputs[0][1], inputs[1][1], inputs[2][1]
-    ddq, lam, A, B, dlam = _dynamics(system, q, dq, u, True, residual_limit, "the linearization")
+    ddq, lam, A, B, dlam = dynamics_and_derivatives(system, q, dq, u, True, residual_limit, "the linearization")
     n = model.nq
     nz = 2 * n + u.shape[0]
     data, der = system.workspace.get(third_order=True)

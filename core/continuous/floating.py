@@ -420,10 +420,10 @@ def qdd(system, q, v, u=None) -> np.ndarray:
 
 def linearize(system, q, v, u=None):
     """``(A, B)`` in the tangent space (the module docstring)."""
-    from core.continuous.dynamics import _dynamics
+    from core.continuous.dynamics import dynamics_and_derivatives
     chart, qc, v, u = _evaluation(system, q, v, u)
     n, m = system.nv, system.nu
-    F, _, Ac, Bc, _ = _dynamics(chart, qc, v, u, True)     # (ddq and A, B in one evaluation)
+    F, _, Ac, Bc, _ = dynamics_and_derivatives(chart, qc, v, u, True)     # (ddq and A, B in one evaluation)
     a, grad, _ = tangent_derivatives(F, np.hstack([Ac[n:], Bc[n:]]), None, v, n, False)
     top, _ = state_rows(v[:6], n, 2 * n + m, False)
     return np.vstack([top, grad[:, :2 * n]]), np.vstack([np.zeros((n, m)), grad[:, 2 * n:]])
