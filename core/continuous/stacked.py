@@ -36,7 +36,7 @@ def _own_evaluation(ev):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def qdd_stack(ev, Q, DQ, U, DDQ, status, nchunks):
+def _qdd_stack(ev, Q, DQ, U, DDQ, status, nchunks):
     """``DDQ[k]`` = :func:`core.continuous.dynamics.forward_dynamics` at ``(Q[k], DQ[k], U[k])`` for every
     ``k``, in ``nchunks`` interleaved chunks in parallel; ``status[k]`` its status."""
     N = Q.shape[0]
@@ -48,7 +48,7 @@ def qdd_stack(ev, Q, DQ, U, DDQ, status, nchunks):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def linearize_stack(ev, Q, DQ, U, A, B, status, nchunks):
+def _linearize_stack(ev, Q, DQ, U, A, B, status, nchunks):
     """``(A[k], B[k])`` = :func:`core.continuous.dynamics.linearize_plain` at ``(Q[k], DQ[k], U[k])`` for
     every ``k``, in ``nchunks`` interleaved chunks in parallel; ``status[k]`` its status."""
     N = Q.shape[0]
@@ -107,7 +107,7 @@ def qdd(system, q, dq, u=None) -> np.ndarray:
             DDQ[k] = system.qdd(Q[k], DQ[k], U[k])
         return DDQ
     status = np.zeros((N, 2), np.int64)
-    qdd_stack(system.workspace.evaluation(), Q, DQ, U, DDQ, status, nchunks)
+    _qdd_stack(system.workspace.evaluation(), Q, DQ, U, DDQ, status, nchunks)
     bad = np.flatnonzero(status[:, 0] != OK)
     if bad.size:
         k = int(bad[0])
@@ -130,7 +130,7 @@ def linearize(system, q, dq, u=None, residual_limit: float | None = 1e-6):
             A[k], B[k] = system.linearize(Q[k], DQ[k], U[k], residual_limit=residual_limit)
         return A, B
     status = np.zeros((N, 2), np.int64)
-    linearize_stack(system.workspace.evaluation(), Q, DQ, U, A, B, status, nchunks)
+    _linearize_stack(system.workspace.evaluation(), Q, DQ, U, A, B, status, nchunks)
     bad = np.flatnonzero(status[:, 0] != OK)
     if bad.size:
         k = int(bad[0])

@@ -65,7 +65,7 @@ def lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
 
 
 @njit(cache=True, nogil=True)
-def affine_rollout(A, B, K, kff, dX, dU):
+def _affine_rollout(A, B, K, kff, dX, dU):
     """``dU_k = kff_k − K_k dX_k``, ``dX_{k+1} = A_k dX_k + B_k dU_k`` from ``dX[0] = 0``."""
     dX[0] = 0.0
     for k in range(B.shape[0]):
@@ -74,7 +74,7 @@ def affine_rollout(A, B, K, kff, dX, dU):
 
 
 @njit(cache=True, nogil=True)
-def reachability_gramian(A, B):
+def _reachability_gramian(A, B):
     """``W = Σ_k Φ(N,k+1) B_k B_kᵀ Φ(N,k+1)ᵀ`` with ``Φ(N,k+1) = A_{N-1} ⋯ A_{k+1}``."""
     N, nx, nu = B.shape
     W = np.zeros((nx, nx))
@@ -250,7 +250,7 @@ def tracking_step(A, B, X, U, X_ref, U_ref, Q, R, Q_N=None):
     if status >= 0:
         raise RiccatiError(status)
     dX, dU = np.empty((N + 1, nx)), np.empty((N, nu))
-    affine_rollout(A, B, K, kff, dX, dU)
+    _affine_rollout(A, B, K, kff, dX, dU)
     return K, kff, dX, dU
 
 def _fixed_point_problem(A, B, Q, R):
@@ -409,7 +409,7 @@ def controllability(A, B, rtol: float | None = None) -> Controllability:
     B = float_array("B", B)
     if A.ndim == 3:
         A, B = dynamics_stack(A, B)
-        M = reachability_gramian(A, B)
+        M = _reachability_gramian(A, B)
     elif A.ndim == 2:
         if A.shape[0] != A.shape[1]:
             raise ValueError(f"A must have shape (nx, nx) or (N, nx, nx), got {A.shape}")

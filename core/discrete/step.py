@@ -53,7 +53,7 @@ def midpoint_terms(model, data, der, dt, q0, q1, u, order, F, Fq, Fv, Fu, curvat
 
 
 @njit(cache=True, nogil=True)
-def hessian_at(model, data, der, dt, q0, q1, u, F, Fq, Fv, Fu):
+def _hessian_at(model, data, der, dt, q0, q1, u, F, Fq, Fv, Fu):
     """:func:`midpoint_terms` of order 2 right after one of order 1 at the same (q0, q1): the
     kinematics are prepared, so only the Hessian and the force derivatives are added."""
     coupled_gradient_hessian(model, data, 0.5 * (q0 + q1), 2, der, False)
@@ -86,7 +86,7 @@ def slot_jacobians(der, dt, Fq, Fv, Fu):
 
 
 @njit(cache=True, nogil=True)
-def newton_matrix(der, dt, Fq, Fv, dyn, tree, on_tree, Ry):
+def _newton_matrix(der, dt, Fq, Fv, dyn, tree, on_tree, Ry):
     """``Ry[:nd, :nd] = dG/dq1`` on the dynamic rows and columns (:func:`slot_jacobians`'
     ``Gq1``, alone). With ``on_tree`` (every variable dynamic, ``dyn`` the identity) only the
     tree's pattern is written: the entries of comparable pairs, the only nonzero ones when
@@ -303,11 +303,11 @@ def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_ite
         if not fresh and (not ratio <= 0.25 or (on_tree and res * ratio * ratio > tol)):
             fresh = True
             if nc == 0:     # (the constraint rows evaluated the kinematics at q1 since)
-                hessian_at(model, data, der, dt, q0, q1, u_force, F, Fq, Fv, Fu)
+                _hessian_at(model, data, der, dt, q0, q1, u_force, F, Fq, Fv, Fu)
             else:
                 midpoint_terms(model, data, der, dt, q0, q1, u_force, 2, F, Fq, Fv, Fu, None)
         if fresh:
-            finite = newton_matrix(der, dt, Fq, Fv, dyn, tree, on_tree, Ry)
+            finite = _newton_matrix(der, dt, Fq, Fv, dyn, tree, on_tree, Ry)
             if on_tree:
                 if not finite:
                     status[0], status[1] = OVERFLOW, 1

@@ -33,7 +33,7 @@ from core.tree.lagrangian import LagrangianDerivs
 
 # ------------------------------------------------------------------------------ the affine map
 @njit(cache=True, nogil=True)
-def is_coupled(model):
+def _is_coupled(model):
     return model.nj != model.nq
 
 
@@ -48,7 +48,7 @@ def expand(model, q):
 
 
 @njit(cache=True, nogil=True)
-def expand_velocity(model, v):
+def _expand_velocity(model, v):
     """Joint velocities ``T v`` (also any direction: accelerations, perturbations)."""
     src, mul = model.mimic_src, model.mimic_mul
     out = np.empty(model.nj)
@@ -58,7 +58,7 @@ def expand_velocity(model, v):
 
 
 @njit(cache=True, nogil=True)
-def contract_vector(model, g, out):
+def _contract_vector(model, g, out):
     """``out = T^T g`` (a covector: gradient, generalized force)."""
     src, mul = model.mimic_src, model.mimic_mul
     out[:] = 0.0
@@ -67,7 +67,7 @@ def contract_vector(model, g, out):
 
 
 @njit(cache=True, nogil=True)
-def contract_matrix(model, H, out):
+def _contract_matrix(model, H, out):
     """``out = T^T H T`` (both indices joint coordinates)."""
     src, mul = model.mimic_src, model.mimic_mul
     out[:, :] = 0.0
@@ -77,7 +77,7 @@ def contract_matrix(model, H, out):
 
 
 @njit(cache=True, nogil=True)
-def contract_first(model, X, out):
+def _contract_first(model, X, out):
     """``out = T^T X`` for ``X`` (nj, k): only the first index a joint coordinate."""
     src, mul = model.mimic_src, model.mimic_mul
     out[:, :] = 0.0
@@ -87,7 +87,7 @@ def contract_first(model, X, out):
 
 
 @njit(cache=True, nogil=True)
-def contract_columns(model, X, out):
+def _contract_columns(model, X, out):
     """``out = X T`` for ``X`` (k, nj): rows of a Jacobian."""
     src, mul = model.mimic_src, model.mimic_mul
     out[:, :] = 0.0
@@ -97,7 +97,7 @@ def contract_columns(model, X, out):
 
 
 @njit(cache=True, nogil=True)
-def contract_tensor(model, X, out):
+def _contract_tensor(model, X, out):
     """``out[a, b, c] = sum T_ia T_jb T_kc X[i, j, k]`` (all three indices joint coordinates)."""
     src, mul = model.mimic_src, model.mimic_mul
     out[:, :, :] = 0.0
@@ -109,7 +109,7 @@ def contract_tensor(model, X, out):
 
 
 @njit(cache=True, nogil=True)
-def contract_two(model, X, out):
+def _contract_two(model, X, out):
     """``out[a, b, r] = sum T_ia T_jb X[i, j, r]`` (the last index not a joint coordinate)."""
     src, mul = model.mimic_src, model.mimic_mul
     out[:, :, :] = 0.0
@@ -140,86 +140,86 @@ def _derivs(n, third):
 @njit(cache=True, nogil=True)
 def coupled_forward_kinematics(model, q, dq, data):
     """:func:`core.tree.kinematics.forward_kinematics` at the variables ``(q, dq)``."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _kinematics.forward_kinematics(model, q, dq, data)
     else:
-        _kinematics.forward_kinematics(model, expand(model, q), expand_velocity(model, dq), data)
+        _kinematics.forward_kinematics(model, expand(model, q), _expand_velocity(model, dq), data)
 
 
 # ------------------------------------------------------------------------------ Lagrangian
 @njit(cache=True, nogil=True)
 def coupled_prepare(model, data, q, dq):
     """:func:`core.tree.lagrangian.prepare` at the variables ``(q, dq)``."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _lagrangian.prepare(model, data, q, dq)
     else:
-        _lagrangian.prepare(model, data, expand(model, q), expand_velocity(model, dq))
+        _lagrangian.prepare(model, data, expand(model, q), _expand_velocity(model, dq))
 
 
 @njit(cache=True, nogil=True)
 def coupled_gradient_hessian(model, data, q, order, out, value):
     """:func:`core.tree.lagrangian.gradient_hessian` of ``L(T q + c, T dq)`` (after :func:`coupled_prepare`)."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _lagrangian.gradient_hessian(model, data, q, order, out, value)
         return
     full = _derivs(model.nj, False)
     _lagrangian.gradient_hessian(model, data, expand(model, q), order, full, value)
     out.L[0] = full.L[0]
     if order >= 1:
-        contract_vector(model, full.Lq, out.Lq)
-        contract_vector(model, full.Lv, out.Lv)
+        _contract_vector(model, full.Lq, out.Lq)
+        _contract_vector(model, full.Lv, out.Lv)
     if order >= 2:
-        contract_matrix(model, full.Lqq, out.Lqq)
-        contract_matrix(model, full.Lqv, out.Lqv)
-        contract_matrix(model, full.Lvv, out.Lvv)
+        _contract_matrix(model, full.Lqq, out.Lqq)
+        _contract_matrix(model, full.Lqv, out.Lqv)
+        _contract_matrix(model, full.Lvv, out.Lvv)
 
 
 @njit(cache=True, nogil=True)
 def coupled_third_order(model, data, q, full, wq, wv, out):
     """:func:`core.tree.lagrangian.third_order` of ``L(T q + c, T dq)``: the tensors (``full``) or
     the directional derivatives along ``(wq, wv)`` (after :func:`coupled_prepare` at ``q``)."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _lagrangian.third_order(model, data, q, full, wq, wv, out)
         return
     der = _derivs(model.nj, full)
-    _lagrangian.third_order(model, data, expand(model, q), full, expand_velocity(model, wq),
-                            expand_velocity(model, wv), der)
+    _lagrangian.third_order(model, data, expand(model, q), full, _expand_velocity(model, wq),
+                            _expand_velocity(model, wv), der)
     if full:
-        contract_tensor(model, der.Lqqq, out.Lqqq)
-        contract_tensor(model, der.Lqqv, out.Lqqv)
-        contract_tensor(model, der.Lqvv, out.Lqvv)
+        _contract_tensor(model, der.Lqqq, out.Lqqq)
+        _contract_tensor(model, der.Lqqv, out.Lqqv)
+        _contract_tensor(model, der.Lqvv, out.Lqvv)
     else:
-        contract_matrix(model, der.dLqq, out.dLqq)
-        contract_matrix(model, der.dLqv, out.dLqv)
-        contract_matrix(model, der.dLvv, out.dLvv)
+        _contract_matrix(model, der.dLqq, out.dLqq)
+        _contract_matrix(model, der.dLqv, out.dLqv)
+        _contract_matrix(model, der.dLvv, out.dLvv)
 
 
 @njit(cache=True, nogil=True)
 def coupled_fourth_order(model, data, dq, T4, W):
     """:func:`core.tree.lagrangian.fourth_order` of ``L(T q + c, T dq)`` (after :func:`coupled_prepare` and
     :func:`coupled_third_order` with ``full``): the joint coordinates' tensors move along ``T dq``."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _lagrangian.fourth_order(model, data, dq, T4, W)
         return
     nj = model.nj
     T4j, Wj = np.empty((nj, nj, nj)), np.empty((nj, nj, nj))
-    _lagrangian.fourth_order(model, data, expand_velocity(model, dq), T4j, Wj)
-    contract_tensor(model, T4j, T4)
-    contract_tensor(model, Wj, W)
+    _lagrangian.fourth_order(model, data, _expand_velocity(model, dq), T4j, Wj)
+    _contract_tensor(model, T4j, T4)
+    _contract_tensor(model, Wj, W)
 
 
 @njit(cache=True, nogil=True)
 def coupled_spring_potential_derivatives(model, data, q, grad, hess):
     """:func:`core.tree.lagrangian.spring_potential_derivatives` at the variables ``q``."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _lagrangian.spring_potential_derivatives(model, data, q, grad, hess)
         return
     nj = model.nj
     g, H = np.empty(nj), np.empty((_joint_size(model, hess.shape[0]), _joint_size(model, hess.shape[1])))
     _lagrangian.spring_potential_derivatives(model, data, expand(model, q), g, H)
-    contract_vector(model, g, grad)
+    _contract_vector(model, g, grad)
     if hess.shape[0] > 0:
-        contract_matrix(model, H, hess)
+        _contract_matrix(model, H, hess)
 
 
 # ------------------------------------------------------------------------------ forces
@@ -227,7 +227,7 @@ def coupled_spring_potential_derivatives(model, data, q, grad, hess):
 def coupled_generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
     """:func:`core.tree.forces.generalized_force` of the variables: ``T^T F(T q + c, T dq, u)`` and
     its derivatives (after :func:`coupled_prepare` or :func:`coupled_forward_kinematics`)."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _forces.generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu)
         return
     nj, m = model.nj, u.shape[0]
@@ -237,20 +237,20 @@ def coupled_generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv
     Fqvf = np.empty((_joint_size(model, Fqv.shape[0]), _joint_size(model, Fqv.shape[1]),
                      _joint_size(model, Fqv.shape[2])))
     Fquf = np.empty((_joint_size(model, Fqu.shape[0]), _joint_size(model, Fqu.shape[1]), Fqu.shape[2]))
-    _forces.generalized_force(model, data, expand_velocity(model, dq), u, order, Ff, Fqf, Fvf, Fuf,
+    _forces.generalized_force(model, data, _expand_velocity(model, dq), u, order, Ff, Fqf, Fvf, Fuf,
                               Fqqf, Fqvf, Fquf)
-    contract_vector(model, Ff, F)
+    _contract_vector(model, Ff, F)
     if order >= 1:
-        contract_matrix(model, Fqf, Fq)
-        contract_matrix(model, Fvf, Fv)
-        contract_first(model, Fuf, Fu)
+        _contract_matrix(model, Fqf, Fq)
+        _contract_matrix(model, Fvf, Fv)
+        _contract_first(model, Fuf, Fu)
     if order >= 2:
         if Fqq.shape[0] > 0:
-            contract_tensor(model, Fqqf, Fqq)
+            _contract_tensor(model, Fqqf, Fqq)
         if Fqv.shape[0] > 0:
-            contract_tensor(model, Fqvf, Fqv)
+            _contract_tensor(model, Fqvf, Fqv)
         if Fqu.shape[0] > 0:
-            contract_two(model, Fquf, Fqu)
+            _contract_two(model, Fquf, Fqu)
 
 
 # ------------------------------------------------------------------------------ constraints
@@ -258,7 +258,7 @@ def coupled_generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv
 def coupled_holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
     """:func:`core.tree.constraints.holonomic` of ``h(T q + c)``: ``H1 = Dh T``, the second and third
     derivatives contracted with ``T`` on every index (after the kinematics at ``q``)."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _constraints.holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww)
         return
     H1f = np.zeros((H1.shape[0], _joint_size(model, H1.shape[1])))
@@ -267,78 +267,78 @@ def coupled_holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3
     H3lamf = np.zeros((_joint_size(model, H3lam.shape[0]), _joint_size(model, H3lam.shape[1]),
                        _joint_size(model, H3lam.shape[2])))
     H3wwf = np.zeros((H3ww.shape[0], _joint_size(model, H3ww.shape[1])))
-    _constraints.holonomic(model, data, expand(model, q), order, lam, expand_velocity(model, w), h,
+    _constraints.holonomic(model, data, expand(model, q), order, lam, _expand_velocity(model, w), h,
                            H1f, H2f, H2lamf, H3lamf, H3wwf)
     if H1.shape[1] > 0:
-        contract_columns(model, H1f, H1)
+        _contract_columns(model, H1f, H1)
     if H2.shape[1] > 0:
         for r in range(H2.shape[0]):
-            contract_matrix(model, H2f[r], H2[r])
+            _contract_matrix(model, H2f[r], H2[r])
     if H2lam.shape[0] > 0:
-        contract_matrix(model, H2lamf, H2lam)
+        _contract_matrix(model, H2lamf, H2lam)
     if H3lam.shape[0] > 0:
-        contract_tensor(model, H3lamf, H3lam)
+        _contract_tensor(model, H3lamf, H3lam)
     if H3ww.shape[1] > 0:
-        contract_columns(model, H3wwf, H3ww)
+        _contract_columns(model, H3wwf, H3ww)
 
 
 @njit(cache=True, nogil=True)
 def coupled_holonomic_fourth(model, data, v, T3, Q4):
     """:func:`core.tree.constraints.holonomic_fourth` of ``h(T q + c)`` along ``T v``, contracted with
     ``T`` on every index (after :func:`coupled_prepare`)."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _constraints.holonomic_fourth(model, data, v, T3, Q4)
         return
     nh, nj = T3.shape[0], model.nj
     T3f, Q4f = np.empty((nh, nj, nj, nj)), np.empty((nh, nj, nj))
-    _constraints.holonomic_fourth(model, data, expand_velocity(model, v), T3f, Q4f)
+    _constraints.holonomic_fourth(model, data, _expand_velocity(model, v), T3f, Q4f)
     for r in range(nh):
-        contract_tensor(model, T3f[r], T3[r])
-        contract_matrix(model, Q4f[r], Q4[r])
+        _contract_tensor(model, T3f[r], T3[r])
+        _contract_matrix(model, Q4f[r], Q4[r])
 
 
 # ------------------------------------------------------------------------------ recursive dynamics
 @njit(cache=True, nogil=True)
 def coupled_mass_matrix(model, data, M):
     """:func:`core.tree.rnea.mass_matrix` of the variables: ``T^T M T`` (needs composites)."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _rnea.mass_matrix(model, data, M)
         return
     Mf = np.empty((model.nj, model.nj))
     _rnea.mass_matrix(model, data, Mf)
-    contract_matrix(model, Mf, M)
+    _contract_matrix(model, Mf, M)
 
 
 @njit(cache=True, nogil=True)
 def coupled_newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
     """:func:`core.tree.rnea.newton_euler` at the variables' ``(dq, ddq)``: ``tau = T^T tau_joints``;
     ``Ap`` has one row per joint coordinate (``nj``)."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _rnea.newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau)
         return
     tf = np.empty(model.nj)
-    _rnea.newton_euler(model, data, Ib, has_mass, expand_velocity(model, dq),
-                       expand_velocity(model, ddq), Ap, F, tf)
-    contract_vector(model, tf, tau)
+    _rnea.newton_euler(model, data, Ib, has_mass, _expand_velocity(model, dq),
+                       _expand_velocity(model, ddq), Ap, F, tf)
+    _contract_vector(model, tf, tau)
 
 
 @njit(cache=True, nogil=True)
 def coupled_add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, F):
     """:func:`core.tree.rnea.add_joint_accelerations` for the variables' ``ddq``."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _rnea.add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, F)
     else:
-        _rnea.add_joint_accelerations(model, data, Ib, has_mass, expand_velocity(model, ddq), Ap, F)
+        _rnea.add_joint_accelerations(model, data, Ib, has_mass, _expand_velocity(model, ddq), Ap, F)
 
 
 @njit(cache=True, nogil=True)
 def coupled_inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau_dv):
     """:func:`core.tree.rnea.inverse_dynamics_derivatives` of the variables (``T^T X T`` each)."""
-    if not is_coupled(model):
+    if not _is_coupled(model):
         _rnea.inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau_dv)
         return
     nj = model.nj
     dq_f, dv_f = np.empty((nj, nj)), np.empty((nj, nj))
     _rnea.inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dq_f, dv_f)
-    contract_matrix(model, dq_f, dtau_dq)
-    contract_matrix(model, dv_f, dtau_dv)
+    _contract_matrix(model, dq_f, dtau_dq)
+    _contract_matrix(model, dv_f, dtau_dv)

@@ -48,7 +48,7 @@ from core.tree.kinematics import (
 
 
 @njit(cache=True, nogil=True)
-def world_wrench(data, f, comp, out):
+def _world_wrench(data, f, comp, out):
     """World wrench (f, m about the world origin) of a unit body wrench component at frame f."""
     R, p = data.R[f], data.p[f]
     out[:] = 0.0
@@ -87,7 +87,7 @@ def has_force_curvature(model):
 def _frame_wrench(model, data, f, comp, value, r, order, F, Fq, Fu, Fqq, Fqu, Ws, t1, t2):
     """Add the wrench component ``comp`` of size ``value`` at frame ``f``: input ``r`` (its unit
     column into ``Fu``, ``Fqu``) or constant (``r`` = -1)."""
-    world_wrench(data, f, comp, Ws)
+    _world_wrench(data, f, comp, Ws)
     j = model.frame_joint[f]
     if j < 0:
         return

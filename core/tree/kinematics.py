@@ -313,7 +313,7 @@ def composites(model, data):
 
 # ------------------------------------------------------------------------------ point jets
 @njit(cache=True, nogil=True, inline="always")
-def frame_point(data, f, local, out):
+def _frame_point(data, f, local, out):
     """World coordinates of the point with coordinates ``local`` in frame ``f`` (-1 = world)."""
     if f < 0:
         out[:] = local
@@ -355,7 +355,7 @@ def point_jet(model, data, f, local, order, pos, x, X1, X2, X3):
     (1..3), where ``pa = pos[a]`` (see :func:`joint_union`); rows of joints not above ``f`` are
     left untouched, so callers zero the arrays first.
     """
-    frame_point(data, f, local, x)
+    _frame_point(data, f, local, x)
     if f < 0 or model.frame_joint[f] < 0:
         return
     j = model.frame_joint[f]
@@ -408,7 +408,7 @@ def _store_symmetric3(X3, a, b, c, u0, u1, u2):
 
 
 @njit(cache=True, nogil=True)
-def bilinear_jet(k, order, u, U1, U2, U3, w, W1, W2, W3, H1, H2, H3):
+def _bilinear_jet(k, order, u, U1, U2, U3, w, W1, W2, W3, H1, H2, H3):
     """Derivatives of ``h = u . w`` from the jets of the 3-vectors ``u`` and ``w`` (compact
     indices ``0..k-1``); returns ``h`` and fills ``H1``, ``H2``, ``H3`` up to ``order``.
     (Written per component, without row views: this runs per constraint and per spring on
@@ -661,13 +661,13 @@ def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3, work):
     t, T1, T2, T3 = x[2], X1[2], X2[2], X3[2]
     if kind == PAIR_AXIS_DIFFERENCE:
         t[axis] = 1.0
-        return bilinear_jet(k, order, t, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
+        return _bilinear_jet(k, order, t, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
     # plane: n = tip - origin of the plane frame, tip at unit distance along its axis
     local = np.zeros(3)
     local[axis] = 1.0
     point_jet(model, data, f2, local, order, pos, t, T1, T2, T3)
     _subtract_jet(x, X1, X2, X3, 2, 1, k, k2, k3)
-    return bilinear_jet(k, order, t, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
+    return _bilinear_jet(k, order, t, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
 
 
 # ------------------------------------------------------------------------------ fourth order

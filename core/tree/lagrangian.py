@@ -20,7 +20,7 @@ Gravity acts on composite mass and first moment the same way.
 
 The directional derivatives need no triples: they are the rates of the Hessian's pair formulas
 along ``(wq, wv)``, whose factors (screws, composite inertias and momenta, first moments) move
-as the frames do under the twist ``W_f = sum wq_j S_j`` (:func:`hessian_rate`): O(n^2) for a
+as the frames do under the twist ``W_f = sum wq_j S_j`` (:func:`_hessian_rate`): O(n^2) for a
 chain, about a Hessian's cost, where the triples cost O(n^3).
 """
 from __future__ import annotations
@@ -128,7 +128,7 @@ def _gravity_moment(data, f, x, out):
 
 # ------------------------------------------------------------------------------ springs on variables
 @njit(cache=True, nogil=True, inline="always")
-def config_spring_jet(model, s, q):
+def _config_spring_jet(model, s, q):
     """``(V, dV, d2V, d3V)`` of the spring ``s`` on a variable at the joint coordinates ``q``:
     with ``d = q[spring_q[s]] - spring_rest[s]`` and ``c = spring_coef[s]``,
     ``V = sum_k c_k d^(k+1) / (k+1)``, so ``dV = sum_k c_k d^k`` is minus the spring's force
@@ -149,7 +149,7 @@ def config_spring_jet(model, s, q):
 
 # ------------------------------------------------------------------------------ value..hessian
 @njit(cache=True, nogil=True)
-def lagrangian_value(model, data, q):
+def _lagrangian_value(model, data, q):
     """L = KE - V for the prepared state (gravity, springs on variables and between frames)."""
     Ib = np.empty((6, 6))
     tmp = np.empty(6)
@@ -168,7 +168,7 @@ def lagrangian_value(model, data, q):
     for j in range(armature.shape[0]):
         L += 0.5 * armature[j] * qd[j] * qd[j]
     for s in range(model.spring_q.shape[0]):
-        L -= config_spring_jet(model, s, q)[0]
+        L -= _config_spring_jet(model, s, q)[0]
     return L
 
 
@@ -177,12 +177,12 @@ def gradient_hessian(model, data, q, order, out, value):
     """Fill ``out.L`` (order 0), ``Lq, Lv`` (order >= 1), ``Lqq, Lqv, Lvv`` (order >= 2)
     (after :func:`prepare`); without ``value`` ``out.L`` is left meaningless (the DEL solve
     and its linearizations need only the derivatives, and L costs a gradient's time)."""
-    out.L[0] = lagrangian_value(model, data, q) if value else 0.0
+    out.L[0] = _lagrangian_value(model, data, q) if value else 0.0
     if order >= 1:
         _tree_gradient_hessian(model, data, order, out)
         for s in range(model.spring_q.shape[0]):
             i = model.spring_q[s]
-            _, v1, v2, _ = config_spring_jet(model, s, q)
+            _, v1, v2, _ = _config_spring_jet(model, s, q)
             out.Lq[i] -= v1
             if order >= 2:
                 out.Lqq[i, i] -= v2
@@ -318,7 +318,7 @@ def spring_potential_derivatives(model, data, q, grad, hess):
         hess[:, :] = 0.0
     for s in range(model.spring_q.shape[0]):
         i = model.spring_q[s]
-        _, v1, v2, _ = config_spring_jet(model, s, q)
+        _, v1, v2, _ = _config_spring_jet(model, s, q)
         grad[i] += v1
         if hessian:
             hess[i, i] += v2
@@ -419,7 +419,7 @@ def _moving_frames(model, data, wq, wv, Ib, has_mass, dIc, dHc, dmp, Wpre, dVp):
 
 
 @njit(cache=True, nogil=True)
-def hessian_rate(model, data, wq, wv, dLqq, dLqv, dLvv):
+def _hessian_rate(model, data, wq, wv, dLqq, dLqv, dLvv):
     """The derivative of the Hessian blocks of L along ``(wq, wv)`` (after :func:`prepare`):
     ``dLqq = Lqqq.wq + Lqqv.wv`` etc. (see the module docstring), springs excepted, by
     differentiating :func:`_tree_gradient_hessian`'s pair formulas along the direction (the
@@ -500,15 +500,15 @@ def third_order(model, data, q, full, wq, wv, out):
 
     ``full``: the tensors ``Lqqq, Lqqv, Lqvv`` over all comparable joint triples (:func:`_triples`;
     O(n^3) entries on a chain); otherwise the directional derivatives ``dLqq, dLqv, dLvv`` along
-    ``(wq, wv)`` without forming them (:func:`hessian_rate`, O(pairs)).
+    ``(wq, wv)`` without forming them (:func:`_hessian_rate`, O(pairs)).
     """
     if full:
         _triples(model, data, out.Lqqq, out.Lqqv, out.Lqvv)
     else:
-        hessian_rate(model, data, wq, wv, out.dLqq, out.dLqv, out.dLvv)
+        _hessian_rate(model, data, wq, wv, out.dLqq, out.dLqv, out.dLvv)
     for s in range(model.spring_q.shape[0]):      # (after the tree's terms: they store, not add)
         i = model.spring_q[s]
-        v3 = config_spring_jet(model, s, q)[3]
+        v3 = _config_spring_jet(model, s, q)[3]
         if full:
             out.Lqqq[i, i, i] -= v3
         else:
