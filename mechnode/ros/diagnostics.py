@@ -55,6 +55,17 @@ class Health:
         (self.logger.error if error else self.logger.warning)(text)
 
 
+def destroy_timer(node, timer) -> None:
+    """Destroy ``node``'s ``timer`` if there is one (the idle hold's and the re-planner's stop);
+    a node that is already shutting down may refuse, which is not an error here."""
+    if timer is None:
+        return
+    try:
+        node.destroy_timer(timer)
+    except Exception:  # noqa: BLE001
+        pass
+
+
 def callback_guard(method):
     """Subscription/timer callbacks never raise: an exception is counted and logged (rate
     limited). For methods of objects with a ``health`` attribute (:class:`Health`)."""

@@ -28,7 +28,7 @@ import numpy as np
 
 from mechnode.logic.gains import HoldError, hold_schedule
 from mechnode.ros.command_process import CommandProcessError
-from mechnode.ros.diagnostics import callback_guard
+from mechnode.ros.diagnostics import callback_guard, destroy_timer
 from mechnode.ros.reference import ActiveSchedule
 
 #: Seconds between the managed node's requests for the command path's first state.
@@ -62,11 +62,7 @@ class IdleHold:
     def stop(self) -> None:
         self._token += 1
         timer, self._timer, self._config = self._timer, None, None
-        if timer is not None:
-            try:
-                self._node.destroy_timer(timer)
-            except Exception:  # noqa: BLE001
-                pass
+        destroy_timer(self._node, timer)
 
     @callback_guard
     def _poll(self):

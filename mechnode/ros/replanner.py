@@ -34,7 +34,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 import core
 from mechnode.logic.replan import replan, terminal_for
 from mechnode.ros.command_process import CommandProcessError
-from mechnode.ros.diagnostics import callback_guard
+from mechnode.ros.diagnostics import callback_guard, destroy_timer
 
 #: re-plans over which the latency's median and 99th percentile are reported
 LATENCY_WINDOW = 1000
@@ -77,11 +77,7 @@ class Replanner:
 
     def stop(self) -> None:
         timer, self._timer, self._config, self._terminal = self._timer, None, None, None
-        if timer is not None:
-            try:
-                self._node.destroy_timer(timer)
-            except Exception:  # noqa: BLE001
-                pass
+        destroy_timer(self._node, timer)
 
     @callback_guard
     def _on_timer(self):
