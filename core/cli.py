@@ -4,7 +4,7 @@
                        [--minimal] [--format text|json|npz] [--output FILE]
     python -m core.cli ...                                              (the same)
 
-MODEL is a packaged model's name (``cartpole.yaml``, ``arm7.urdf``; see ``core.model_names()``),
+MODEL is a packaged model's name (``cartpole.yaml``, ``arm7.urdf``; see ``core.data.model_names()``),
 a YAML file or a URDF file (``--floating-base [euler|quaternion]``, ``--actuated`` as
 :func:`core.load_urdf`).
 ``--q``, ``--dq``, ``--u`` take numbers separated by commas or spaces, in the order the header

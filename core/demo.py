@@ -21,14 +21,15 @@ import time
 
 import numpy as np
 
-#: The default model: packaged with core (core.model_file finds it by name).
+#: The default model: packaged with core (core.data.model_file finds it by name).
 DEFAULT_MODEL = "double_pendulum.yaml"
 
 
 def project_onto_constraints(system, q, tol: float = 1e-12, max_iterations: int = 50):
     """``q`` moved onto ``h(q) = 0`` by :func:`core.satisfy_constraints` (Gauss-Newton,
     least-norm steps), or None if it does not get there within ``max_iterations``."""
-    from core import EquilibriumError, SingularMatrixError, satisfy_constraints
+    from core import satisfy_constraints
+    from core.errors import EquilibriumError, SingularMatrixError
     try:
         return satisfy_constraints(system, q, tol=tol, max_iter=max_iterations)
     except (EquilibriumError, SingularMatrixError):

@@ -12,10 +12,17 @@ its value.
 Compiled kernels cannot raise with a message; they write one of the status codes below into a
 ``status`` array (``status[0]`` the code, ``status[1]`` the index it concerns) and the Python
 front-end turns it into an exception. The codes are one table for every kernel.
+
+The classes (:data:`__all__`) are public: ``from core.errors import ModelError``. The status
+codes are core's own.
 """
 from __future__ import annotations
 
 import numpy as np
+
+__all__ = ["CoreError", "ModelError", "SingularMatrixError", "RiccatiError", "IntegratorError",
+           "SingularStepError", "NonFiniteError", "EquilibriumError", "ResourceLimitError", "LinearizerError",
+           "ModelWarning", "InertiaWarning"]
 
 #: Status codes written by the kernels (``status[0]``); ``status[1]`` names the index concerned.
 OK = 0

@@ -1,8 +1,9 @@
 """Input validation, written once: every public function of ``core`` checks its numeric
-arguments with these before a kernel sees them.
+arguments with these before a kernel sees them, and reads model text with :func:`read_yaml`.
 
-:data:`__all__` (``check_vector``, ``weight_matrix``, ``too_large``) is public, for code built
-on core that checks its own inputs the same way (the mechnode node does); the rest is core's.
+:data:`__all__` (``check_vector``, ``weight_matrix``, ``too_large``, ``read_yaml``,
+``MAX_MODEL_BYTES``) is public, for code built on core that checks its own inputs the same way
+(the mechnode node does); the rest is core's.
 
 Errors are ``ValueError``\\ s that name the argument, the offending entry (and its variable name
 where one is known) and its value. The fast paths (:func:`is_plain_vector`) cost a few hundred
@@ -14,9 +15,15 @@ import math
 
 import numpy as np
 
-from core.errors import ResourceLimitError
+from core.errors import ModelError, ResourceLimitError
 
-__all__ = ["check_vector", "weight_matrix", "too_large"]
+__all__ = ["check_vector", "weight_matrix", "too_large", "read_yaml", "MAX_MODEL_BYTES"]
+
+#: Largest model text or file accepted (bytes), checked before it is parsed
+#: (:func:`core.read_model`, :func:`read_yaml`).
+MAX_MODEL_BYTES = 5_000_000
+#: Deepest nesting of mappings and lists in a YAML model (a model needs about 5).
+MAX_YAML_DEPTH = 32
 
 #: Largest memory (bytes) one second-order computation may allocate (``System.linearize2``,
 #: ``MidpointVI.linearize2``, second-order trajectory linearizations), checked before anything
@@ -65,13 +72,36 @@ def is_plain_vector(x, n: int, finite: bool = True) -> bool:
 
 
 def check_vector(name: str, x, n: int, names=None, finite: bool = True, optional: bool = False) -> np.ndarray:
-    """``x`` as a writable, contiguous float64 vector of length ``n`` (converted from any real
-    numeric sequence or array, integers and booleans included), or a ValueError naming what is
-    wrong.
+    """``x`` as a writable, contiguous float64 vector of length ``n``, converted from any real
+    numeric sequence or array (integers and booleans included).
 
-    ``names`` (one per entry) label the offending entry; ``finite=False`` leaves the NaN/inf
-    check to a kernel that reports it (see :func:`refuse_nonfinite`). ``None`` is refused, but
-    for an ``optional`` vector (an input ``u``), which it makes zeros."""
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the messages.
+    x : array_like or None
+        The value. ``None`` is refused, but for an ``optional`` vector, which it makes zeros.
+    n : int
+        The length required.
+    names : sequence of str, optional
+        One label per entry (variable names), to name the offending entry.
+    finite : bool
+        Refuse NaN and infinite entries (False leaves the check to a kernel that reports it,
+        see :func:`refuse_nonfinite`).
+    optional : bool
+        ``None`` means zeros (an input ``u``).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        ``x`` itself when it already is such a vector, else a converted copy.
+
+    Raises
+    ------
+    ValueError
+        Missing, not numeric, the wrong shape, or a non-finite entry: naming ``name``, the entry
+        (and its label) and its value.
+    """
     if is_plain_vector(x, n, finite):
         return x
     label = f" ({', '.join(names)})" if names is not None and n <= 12 else ""
@@ -167,9 +197,30 @@ def square_matrix(name: str, M, n: int, definite: bool | None = None) -> np.ndar
 
 
 def weight_matrix(values, n: int, name: str, definite: bool = False) -> np.ndarray:
-    """A symmetric ``n x n`` weight from ``n`` diagonal entries or ``n*n`` row-major entries;
-    positive semi-definite (``definite``: positive definite), to 1e-12 of its largest
-    eigenvalue. The error names the weight and its smallest eigenvalue."""
+    """A symmetric ``n x n`` weight matrix from its diagonal or all of its entries.
+
+    Parameters
+    ----------
+    values : array_like
+        ``n`` diagonal entries or ``n*n`` row-major entries.
+    n : int
+        The size.
+    name : str
+        The weight's name, for the messages.
+    definite : bool
+        Require positive definite rather than semi-definite (to 1e-12 of the largest eigenvalue).
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+        The symmetric weight.
+
+    Raises
+    ------
+    ValueError
+        The wrong count, a non-finite entry, not symmetric, or not (semi-)definite: naming the
+        weight and its smallest eigenvalue.
+    """
     v = float_array(name, list(values) if not isinstance(values, np.ndarray) else values,
                     finite=False).ravel()
     if v.size == n:
@@ -228,11 +279,80 @@ def largest_entry(inputs, above: float = 0.0):
 
 
 def too_large(inputs) -> str | None:
-    """A message naming the first input entry above :data:`OVERFLOW_SCALE` in magnitude, or None
-    (``inputs`` as for :func:`largest_entry`)."""
+    """A message naming the first input entry whose square overflows double precision.
+
+    Parameters
+    ----------
+    inputs : iterable of (str, array_like, sequence of str or None)
+        ``(name, array, labels of its last axis)`` per input.
+
+    Returns
+    -------
+    str or None
+        ``"input u[0] (cart_force) = 1e+160 is too large: ..."`` for the first entry above
+        :data:`OVERFLOW_SCALE` in magnitude, None if there is none.
+    """
     for name, a, labels in inputs:
         big = largest_entry(((name, a, labels),), OVERFLOW_SCALE)
         if big is not None:
             return (f"input {big} is too large: the computation overflows double precision "
                     f"(|entries| above {OVERFLOW_SCALE:.0e})")
     return None
+
+
+def read_yaml(text: str, where: str = "model"):
+    """The plain data of the YAML ``text`` (mappings, lists, strings, numbers).
+
+    PyYAML's safe loader, which constructs no objects of its own, after a scan of its events
+    that refuses what could exhaust the host before anything is built: more than
+    :data:`MAX_MODEL_BYTES`, nesting deeper than :data:`MAX_YAML_DEPTH` (deep nesting exhausts
+    Python's stack) and aliases (``*name``: shared references that expand into huge arrays).
+
+    Parameters
+    ----------
+    text : str
+        The YAML text.
+    where : str
+        What the text is, for the messages.
+
+    Returns
+    -------
+    object
+        What ``yaml.safe_load`` returns for ``text``.
+
+    Raises
+    ------
+    ModelError
+        Every problem (not a string, too large, too deep, aliases, not valid YAML), naming
+        ``where`` and the line where there is one.
+    """
+    import yaml  # imported on use: loading the library needs no YAML parser
+    if not isinstance(text, str):
+        raise ModelError(f"{where}: expected YAML text, got {type(text).__name__}")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_MODEL_BYTES:
+        raise ModelError(f"{where}: {size} bytes exceeds the size limit of {MAX_MODEL_BYTES} bytes")
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise ModelError(f"{where}: line {event.start_mark.line + 1}: nested more than "
+                                     f"{MAX_YAML_DEPTH} levels deep (a model needs a few)")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            elif isinstance(event, yaml.AliasEvent):
+                raise ModelError(f"{where}: line {event.start_mark.line + 1}: YAML aliases (*{event.anchor}) "
+                                 "are not accepted in models; write the values out")
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise ModelError(f"{where}: not valid YAML: {at}{exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise ModelError(f"{where}: not valid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") \
+            from None
+    except (RecursionError, MemoryError) as exc:
+        raise ModelError(f"{where}: the YAML is too large or too deeply nested to load ({type(exc).__name__})") \
+            from None

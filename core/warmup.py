@@ -2,7 +2,7 @@
 in one process or shared by several: ``python -m core.warmup PART [PART ...]``.
 
 numba compiles one kernel at a time per process, and compiling is most of a cold start. A
-kernel's types do not depend on the model (a :class:`core.Model` is one record type whatever it
+kernel's types do not depend on the model (a :class:`core.datatypes.Model` is one record type whatever it
 holds), so every part runs on a two-link chain and the caller loads the result from the cache.
 
 The parts (:data:`PARTS`; each names the kernels it calls, for the count of what is left):

@@ -49,7 +49,7 @@ METHODS = ("second_order", "first_order", "steepest_descent")
 # The authors' set-up (trep's examples/papers/tase2012/pend-optimization.py): four "quasi"
 # (Gauss-Newton) iterations, then "newton" (second-order curve) or "steepest" (first-order
 # curve), trep's Armijo constants. Fig. 3: 14 and 653 iterations.
-PAPER_WARM_UP = dict(first_method="first_order", first_method_iterations=4, **core.TREP_ARMIJO)
+PAPER_WARM_UP = dict(first_method="first_order", first_method_iterations=4, **core.OptimizerOptions.TREP_ARMIJO)
 PAPER_CURVES = {"paper second-order curve": ("second_order", PAPER_WARM_UP),
                 "paper first-order curve": ("steepest_descent", PAPER_WARM_UP)}
 SECOND_ORDER_ITERATIONS = 15      # measured here (paper: 14)
@@ -82,7 +82,7 @@ class PendulumProblem:
 @dataclass
 class OptimizationRun:
     method: str
-    result: object           # core.TrajectoryOptimizationResult
+    result: object           # core.datatypes.TrajectoryOptimizationResult
     seconds: float
     iteration_times: list = field(default_factory=list)   # wall time of each iteration
 
@@ -121,9 +121,9 @@ def pendulum_problem(N: int = 100, dt: float = 0.1, q_weight: float = 1000.0,
 
 def initial_cost(problem: PendulumProblem) -> float:
     """Cost of the initial guess (rolled out from x0)."""
-    x = core.simulate_open_loop(problem.system.step, problem.x0, problem.u_init)
-    return core.trajectory_cost(x, problem.u_init, problem.x_ref, problem.u_ref,
-                                        problem.Q, problem.R, problem.Q_N)
+    tracking = core.TrackingProblem(problem.system, problem.x0, problem.x_ref, problem.u_ref,
+                                    problem.Q, problem.R, problem.Q_N)
+    return tracking.cost(tracking.rollout(problem.u_init), problem.u_init)
 
 
 def optimize(problem: PendulumProblem, method: str, tol: float = 1e-6,

@@ -2,7 +2,8 @@
 
     .venv/bin/python scripts/build_api_docs.py [OUTPUT_DIR]      # default: build/api
 
-Documents ``core`` (its public API: the names in ``core.__all__``; pdoc follows ``__all__``) and
+Documents ``core``'s public API (the names in ``core.__all__``, pdoc follows ``__all__``, and the
+public modules ``core.errors``, ``core.datatypes``, ``core.validation``, ``core.data``) and
 ``mechnode`` (every module but the test harness ``mechnode.testing``). Importing ``mechnode``'s
 modules needs rclpy and ``mechnode_interfaces``, which ``scripts/setup_ros.sh`` installs into
 ``.venv``. Called by ``scripts/test.sh``; ``build/`` is ignored by git. Docstrings are read as
@@ -10,7 +11,7 @@ Google style (``Args:``, ``Returns:``) with reST roles (``:func:`...``` becomes 
 NumPy-style sections (``Parameters`` / ``----------``) render as headed plain text.
 
 Warnings are errors, except one that is pdoc's, not the docstrings': for a ``NamedTuple`` whose
-fields are annotated under ``from __future__ import annotations`` (``core.Controllability``),
+fields are annotated under ``from __future__ import annotations`` (``core.datatypes.Controllability``),
 pdoc evaluates the generated ``__new__``'s annotations in the namespace of ``collections``
 instead of the defining module, so ``np.ndarray`` is "not defined". Only that exact message is
 let through.
@@ -24,10 +25,11 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = ["core", "mechnode", "!mechnode.testing"]
+#: core's public API: ``core`` (its ``__all__``) and its public modules (``core.PUBLIC_MODULES``)
+MODULES = ["core", "core.errors", "core.datatypes", "core.validation", "core.data", "mechnode", "!mechnode.testing"]
 #: pdoc's known false alarm (see the module docstring); matched exactly, nothing else is allowed.
 PDOC_NAMEDTUPLE_ANNOTATION = re.escape(
-    "Error parsing type annotation ForwardRef('np.ndarray') for core.Controllability.__init__. "
+    "Error parsing type annotation ForwardRef('np.ndarray') for core.datatypes.Controllability.__init__. "
     "Import of np failed: name 'np' is not defined")
 
 
@@ -53,8 +55,11 @@ def main(argv: list[str]) -> int:
     if problems:
         print(f"API reference: {len(problems)} warning(s); failing", file=sys.stderr)
         return 1
-    if not (out / "core.html").is_file() or not (out / "mechnode" / "ros" / "node.html").is_file():
-        print(f"API reference: core.html or mechnode/ros/node.html missing in {out}", file=sys.stderr)
+    expected = ["core.html", "mechnode/ros/node.html"] + [f"core/{m}.html" for m in
+                                                        ("errors", "datatypes", "validation", "data")]
+    missing = [page for page in expected if not (out / page).is_file()]
+    if missing:
+        print(f"API reference: {', '.join(missing)} missing in {out}", file=sys.stderr)
         return 1
     print(f"API reference: {pages} pages in {out} ({time.monotonic() - t0:.1f} s)")
     return 0

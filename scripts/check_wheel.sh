@@ -26,7 +26,7 @@ import core.examples
 
 site = os.path.dirname(os.path.dirname(core.__file__))
 assert "site-packages" in site, f"core imported from {site}, not from the installed wheel"
-names = core.model_names()
+names = core.data.model_names()
 assert {"cartpole.yaml", "double_pendulum.yaml", "marionette.yaml", "pendulum.yaml", "arm7.urdf"} <= set(names), names
 for name in names:
     s = core.load_system(name)

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import core
-from core import ModelError
 from core.continuous.dynamics import dynamics_and_derivatives
 from core.discrete.step import sparse_newton
+from core.errors import ModelError
 
 from randsys import (
     Reference,
@@ -139,7 +139,7 @@ def _locked_pair(seed, **kw):
         pair = _lock_one(s, q, dq, u, k)
         try:
             pair[1].linearize(*pair[2:], residual_limit=None)
-        except core.SingularMatrixError:
+        except core.errors.SingularMatrixError:
             continue
         return pair
     raise AssertionError(f"seed {seed}: every lock makes the constraints dependent")

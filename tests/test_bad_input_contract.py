@@ -5,7 +5,7 @@ or a new compilation.
 * Arrays of any writability, contiguity and integer dtype are converted once and never compile
   the kernels again (their signatures are counted); ``None`` is refused where it is not
   documented as zeros; complex values are refused, not cast.
-* YAML model text: syntax errors, deep nesting and aliases are :class:`core.ModelError` naming
+* YAML model text: syntax errors, deep nesting and aliases are :class:`core.errors.ModelError` naming
   the line, checked before anything is built.
 * Second-order work is bounded (:data:`core.validation.SECOND_ORDER_MEMORY_LIMIT`), checked before
   anything is allocated; the first order allocates no third-order scratch.
@@ -86,10 +86,10 @@ def test_none_complex_and_objects_are_refused_by_name():
     ("\x00frames: []\n", r"not valid YAML"),
 ])
 def test_yaml_model_errors_name_the_line(text, pattern):
-    with pytest.raises(core.ModelError, match=rf"^model YAML text \({len(text)} characters\): .*{pattern}"):
+    with pytest.raises(core.errors.ModelError, match=rf"^model YAML text \({len(text)} characters\): .*{pattern}"):
         core.load_system(text)
-    with pytest.raises(core.ModelError, match=f"^here: .*{pattern}"):
-        core.read_yaml(text, "here")
+    with pytest.raises(core.errors.ModelError, match=f"^here: .*{pattern}"):
+        core.validation.read_yaml(text, "here")
 
 
 def test_second_order_work_is_bounded_before_it_is_allocated(monkeypatch):
@@ -109,7 +109,7 @@ def test_second_order_work_is_bounded_before_it_is_allocated(monkeypatch):
                         r"H is 10 x 60 x 90 x 90 doubles"),
                        (lambda: core.linearize_trajectory(vi, np.tile(x, (10, 1)), np.zeros((10, 30)), True),
                         r"linearize_trajectory\(second_order=True\) would allocate about 0.0778 GB")):
-        with pytest.raises(core.ResourceLimitError, match=what + r".*above the limit of 0.001 GB"):
+        with pytest.raises(core.errors.ResourceLimitError, match=what + r".*above the limit of 0.001 GB"):
             call()
     vi.linearize(x, z)                                  # the first order is not limited
     # nor the contracted second order: O(nz²) memory, no tensor

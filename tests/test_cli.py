@@ -63,7 +63,7 @@ def test_urdf_json_and_npz_round_trip(tmp_path, capsys):
     s = core.load_system("arm7.urdf")
     rng = np.random.default_rng(3)
     q, dq = rng.uniform(-1, 1, s.nq), rng.uniform(-1, 1, s.nq)
-    path = core.model_file("arm7.urdf")
+    path = core.data.model_file("arm7.urdf")
     args = [path, "--q", numbers(q), "--dq", numbers(dq)]
     status, out, err = run(args + ["--format", "json"], capsys)
     assert status == 0, err
@@ -279,9 +279,9 @@ def test_linearize_trajectory_progress_names_the_failing_step():
     vi = core.MidpointVI(s, 0.01)
     X, U = np.zeros((101, vi.nx)), np.zeros((100, vi.nu))
     X[77, 1] = 1e200                                   # a step that cannot be solved
-    with pytest.raises(core.IntegratorError, match="at step 77") as plain:
+    with pytest.raises(core.errors.IntegratorError, match="at step 77") as plain:
         vi.linearize_trajectory(X, U)
-    with pytest.raises(core.IntegratorError, match="at step 77") as blocked:
+    with pytest.raises(core.errors.IntegratorError, match="at step 77") as blocked:
         vi.linearize_trajectory(X, U, progress=lambda done, total: None)
     assert plain.value.step == blocked.value.step == 77
 

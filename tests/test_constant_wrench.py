@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import core
-from core import ModelError
+from core.errors import ModelError
 
 from randsys import assert_close, fd, random_system
 

@@ -154,7 +154,7 @@ def test_overflow_is_not_reported_as_a_singular_matrix():
     for call in (lambda: s.qdd([1e300, 0.0], [0.0, 0.0], [0.0]),
                  lambda: s.linearize([1e300, 0.0], [0.0, 0.0], [0.0]),
                  lambda: s.qdd([0.0, 0.0], [0.0, 1e160], [0.0])):
-        with pytest.raises(core.NonFiniteError, match=r"overflowed: finite inputs gave non-finite "
+        with pytest.raises(core.errors.NonFiniteError, match=r"overflowed: finite inputs gave non-finite "
                            r"intermediates \(largest input entry (q\[0\] \(x\) = 1e\+300|"
                            r"dq\[1\] \(theta\) = 1e\+160)\)"):
             call()

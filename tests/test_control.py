@@ -18,7 +18,6 @@ import scipy.linalg
 import core
 from core import (
     controllability,
-    cost_and_gradient,
     dlqr,
     linearize_trajectory,
     load_system,
@@ -27,11 +26,10 @@ from core import (
     simulate_closed_loop,
     simulate_open_loop,
     tracking_step,
-    trajectory_cost,
     tvlqr,
 )
 from core.control import optimal
-from core.control.optimal import METHODS, PROJECTIONS
+from core.control.optimal import METHODS, PROJECTIONS, cost_and_gradient, trajectory_cost
 from core.errors import RiccatiError
 
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import core
-from core import ModelError
 from core.discrete.step import sparse_newton
+from core.errors import ModelError
 
 from randsys import (
     Reference,

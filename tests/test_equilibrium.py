@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 import core
-from core import EquilibriumError, SingularMatrixError, holding_inputs, project_velocity, satisfy_constraints
+from core import holding_inputs, project_velocity, satisfy_constraints
 from core.continuous.minimal import velocity_constraint
+from core.errors import EquilibriumError, SingularMatrixError
 from core.examples import chain, marionette, marionette_rest_state
 
 from randsys import random_system

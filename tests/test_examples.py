@@ -137,7 +137,7 @@ def test_pendulum_newton_does_not_stall(warm_up):
     trep's fallback to quasi then creeps (J decreases by ~4e-3 per iteration). Line-searching the
     reversed Newton direction too leaves the saddle: Newton converges from both starts."""
     options = dict(first_method_iterations=warm_up, max_iterations=60,
-                   **pendulum.core.TREP_ARMIJO)
+                   **pendulum.core.OptimizerOptions.TREP_ARMIJO)
     result = _paper_run("second_order", **options)
     assert result.converged, result.message
     assert result.iterations <= 30
@@ -258,7 +258,7 @@ def test_marionette_script_quick(tmp_path, capsys):
 
 
 # =================================================================================== core.demo
-MODELS = [m for m in core.model_names() if m.endswith(".yaml")]
+MODELS = [m for m in core.data.model_names() if m.endswith(".yaml")]
 
 
 @pytest.mark.parametrize("model", MODELS)

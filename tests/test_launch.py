@@ -62,7 +62,7 @@ def test_model_files_and_parameter_files_are_kept_apart():
     the node's ``model`` parameter take them by name); the node's parameter files live in
     config/ (top level, installed to share/mechnode/config; nowhere else)."""
     import core
-    models = core.model_names()
+    models = core.data.model_names()
     assert {"cartpole.yaml", "marionette.yaml", "arm7.urdf"} <= set(models)
     for name in models:
         core.load_system(name)

@@ -132,10 +132,10 @@ def test_feedback_is_the_tracking_law_on_the_exact_state(arm):
 
 
 def test_the_integrator_is_a_discrete_system(arm):
-    """A MidpointVI is a core.DiscreteSystem: ``step`` gives the DEL solution (its momentum is
+    """A MidpointVI is a core.datatypes.DiscreteSystem: ``step`` gives the DEL solution (its momentum is
     the discrete Legendre transform of the two configurations), the same with the
     multipliers asked for (none: no constraints), and ``linearize`` is ``step``'s derivative."""
-    assert isinstance(arm, core.DiscreteSystem) and not arm.constrained
+    assert isinstance(arm, core.datatypes.DiscreteSystem) and not arm.constrained
     rng = np.random.default_rng(5)
     x0, u = arm.discrete_state(rng.uniform(-1, 1, arm.nq), rng.uniform(-1, 1, arm.nq)), rng.uniform(-1, 1, arm.nu)
     x, lam = arm.step(x0, u, multipliers=True)
@@ -157,11 +157,11 @@ def test_an_overflowing_step_raises_instead_of_returning_nan():
     # the cart-pole with a pole momentum of 1e200: the solve's iterate overflows to NaN momenta
     vi = core.MidpointVI(core.load_system(os.path.join(CONFIG, "cartpole.yaml")), 0.01)
     x = np.array([0.0, 0.0, 1e200, 0.0])
-    with pytest.raises(core.IntegratorError, match="overflowed"):
+    with pytest.raises(core.errors.IntegratorError, match="overflowed"):
         vi.step(x, np.zeros(vi.nu))
     X = np.zeros((3, vi.nx))
     X[1] = x
-    with pytest.raises(core.IntegratorError, match="at step 1"):
+    with pytest.raises(core.errors.IntegratorError, match="at step 1"):
         vi.linearize_trajectory(X, np.zeros((2, vi.nu)))
 
 

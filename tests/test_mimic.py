@@ -145,13 +145,13 @@ def test_mimic_of_a_mimic_and_coupled_inputs_are_refused():
     root = ET.fromstring(random_mimic_urdf())
     joints = {j.get("name"): j for j in root.findall("joint")}
     ET.SubElement(joints["j2"], "mimic", joint="j1")    # j3 mimics j2, which now mimics j1
-    with pytest.raises(core.ModelError, match="joint 'j3': mimics joint 'j2', itself a mimic joint"):
+    with pytest.raises(core.errors.ModelError, match="joint 'j3': mimics joint 'j2', itself a mimic joint"):
         core.load_urdf(ET.tostring(root, encoding="unicode"))
-    with pytest.raises(core.ModelError, match="actuated: joint 'panda_finger_joint2' mimics"):
+    with pytest.raises(core.errors.ModelError, match="actuated: joint 'panda_finger_joint2' mimics"):
         core.load_urdf(PANDA, actuated=["panda_finger_joint2"])
     s = core.load_urdf(PANDA)
     s.add_input("torque", config="panda_finger_joint2", name="f2")
-    with pytest.raises(core.ModelError, match="'panda_finger_joint2' mimics 'panda_finger_joint1'"):
+    with pytest.raises(core.errors.ModelError, match="'panda_finger_joint2' mimics 'panda_finger_joint1'"):
         s.compile()
 
 
@@ -180,14 +180,14 @@ def test_add_mimic_on_a_system():
             "mimic": [{"config": "phi", "leader": "th", "multiplier": -2.0, "offset": 0.1}],
             "inputs": [{"type": "torque", "config": "th"}]}
     assert_close(core.load_system(spec).qdd([th], [w], [u]), [expected], "from YAML keys", 1e-12)
-    with pytest.raises(core.ModelError, match=r"mimic\[0\]: needs 'config' and 'leader'"):
+    with pytest.raises(core.errors.ModelError, match=r"mimic\[0\]: needs 'config' and 'leader'"):
         core.load_system(dict(spec, mimic=[{"config": "phi", "lead": "th"}]))
     s2 = core.System()
     s2.add_frame("a", rz="x")
     s2.add_frame("b", parent="a", rz="y")
     s2.add_frame("c", parent="b", rz="z")
     s2.add_mimic("y", "x").add_mimic("z", "y")
-    with pytest.raises(core.ModelError, match="mimic 'z': its leader 'y' mimics 'x'"):
+    with pytest.raises(core.errors.ModelError, match="mimic 'z': its leader 'y' mimics 'x'"):
         s2.compile()
 
 

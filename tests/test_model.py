@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import core
-from core import ModelError, SingularMatrixError
+from core.errors import ModelError, SingularMatrixError
 
 from randsys import Reference, assert_close, build_system, random_system
 
@@ -58,7 +58,7 @@ def test_read_model_is_the_one_resolver_of_model_arguments(tmp_path, monkeypatch
 
     from core.io.loader import MAX_MODEL_BYTES
     packaged = core.read_model("cartpole.yaml")
-    assert (packaged.path, packaged.origin, packaged.urdf) == (core.model_file("cartpole.yaml"),) * 2 + (False,)
+    assert (packaged.path, packaged.origin, packaged.urdf) == (core.data.model_file("cartpole.yaml"),) * 2 + (False,)
     assert core.read_model("arm7.urdf").urdf
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cartpole.yaml").write_text("name: mine\nframes: [{name: a, rz: t, mass: 1.0}]\n")
@@ -67,7 +67,7 @@ def test_read_model_is_the_one_resolver_of_model_arguments(tmp_path, monkeypatch
     text = core.read_model(mine.text)
     assert (text.text, text.path, text.urdf) == (mine.text, None, False)
     assert text.origin == f"YAML text ({len(mine.text)} characters)"
-    urdf = core.read_model(open(core.model_file("arm7.urdf")).read())
+    urdf = core.read_model(open(core.data.model_file("arm7.urdf")).read())
     assert urdf.urdf and urdf.origin.startswith("URDF text (")
     for bad in ("no_such.yaml", "python:os.system('true')", "just words"):
         with pytest.raises(ModelError, match=r"neither a model file \(looked in .*\) nor model text"):
@@ -303,13 +303,13 @@ def test_inertia_policy_for_yaml_and_python():
     silently, a defect warns (default), is refused (strict) or repaired (repair)."""
     from core.model.inertia import inertia_violations, nearest_physical
     bad = {"frames": _frames(dict(name="c", parent="b", rx="phi", mass=1.0, inertia=[1.0, -1.0, 1.0]))}
-    with pytest.warns(core.InertiaWarning, match=r"frame 'c'.inertia: inertia is not physical: principal "
+    with pytest.warns(core.errors.InertiaWarning, match=r"frame 'c'.inertia: inertia is not physical: principal "
                       r"moments \[-1, 1, 1\] are not all non-negative.*loaded as written"):
         s = core.load_system(bad)
     assert_close(s.model.frame_inertia[s.frame_index("c")], np.diag([1.0, -1.0, 1.0]), "as written", 0.0)
     with pytest.raises(ModelError, match=r"frame 'c'.inertia: inertia is not physical.*triangle"):
         core.load_system(bad, inertia="strict")
-    with pytest.warns(core.InertiaWarning, match=r"repaired .* principal moments \[0, 1, 1\]"):
+    with pytest.warns(core.errors.InertiaWarning, match=r"repaired .* principal moments \[0, 1, 1\]"):
         s = core.load_system(bad, inertia="repair")
     assert_close(s.model.frame_inertia[s.frame_index("c")], np.diag([1.0, 0.0, 1.0]), "repaired", 1e-15)
     # Python, the same policy; round-off is silent whatever the policy

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import core
-from core import ModelError
+from core.errors import ModelError
 from core.tree.kinematics import create_data
 from core.tree.lagrangian import create_derivs, prepare, third_order
 

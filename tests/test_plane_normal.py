@@ -78,5 +78,5 @@ def test_derivatives_of_the_vector_normal_plane_by_central_differences():
 
 @pytest.mark.parametrize("normal", [[0, 0, 0], [1, 2], [1, np.nan, 0], "w"])
 def test_a_bad_normal_is_refused_naming_it(normal):
-    with pytest.raises(core.ModelError, match=r"constraint 0 \(plane\)\.normal"):
+    with pytest.raises(core.errors.ModelError, match=r"constraint 0 \(plane\)\.normal"):
         _point(normal if not isinstance(normal, list) else np.array(normal, dtype=float)).compile()

@@ -64,8 +64,8 @@ def test_massless_links_need_armature_or_locking():
     path = robot_path("romeo_description/urdf/romeo.urdf")
     s = core.load_urdf(path)
     q, dq = np.zeros(s.nq), np.zeros(s.nq)
-    with pytest.raises(core.SingularMatrixError, match=r"singular at variable \d+ \('[LR](Finger|Thumb|Hand)[^']*'\).*"
-                       r"armature.*lock"):
+    with pytest.raises(core.errors.SingularMatrixError,
+                       match=r"singular at variable \d+ \('[LR](Finger|Thumb|Hand)[^']*'\).*armature.*lock"):
         s.linearize(q, dq, np.zeros(s.nu))
     A, _ = core.load_urdf(path, armature=0.01).linearize(q, dq, np.zeros(s.nu))
     assert np.all(np.isfinite(A))
@@ -133,15 +133,15 @@ def test_locked_panda_gripper_by_default_options():
     s = core.load_urdf(path, locked={"panda_finger_joint1": 0.04})
     assert s.nq == s.nu == 7
     assert s.locked_joints == {"panda_finger_joint1": 0.04, "panda_finger_joint2": 0.04}
-    with pytest.raises(core.ModelError, match=r"locked joint 'panda_finger_joint2': it mimics "
+    with pytest.raises(core.errors.ModelError, match=r"locked joint 'panda_finger_joint2': it mimics "
                        r"'panda_finger_joint1' \(mimic='couple'\); lock 'panda_finger_joint1'"):
         core.load_urdf(path, locked={"panda_finger_joint2": 0.04})
-    with pytest.raises(core.ModelError, match=r"locked joint 'panda_finger_joint1': value 0.5 is outside "
+    with pytest.raises(core.errors.ModelError, match=r"locked joint 'panda_finger_joint1': value 0.5 is outside "
                        r"its limits \[0.0, 0.04\]"):
         core.load_urdf(path, locked={"panda_finger_joint1": 0.5})
-    with pytest.raises(core.ModelError, match=r"locked joint 'gripper': unknown joint"):
+    with pytest.raises(core.errors.ModelError, match=r"locked joint 'gripper': unknown joint"):
         core.load_urdf(path, locked={"gripper": 0.0})
-    with pytest.raises(core.ModelError, match=r"actuated: joint 'panda_finger_joint1' is locked"):
+    with pytest.raises(core.errors.ModelError, match=r"actuated: joint 'panda_finger_joint1' is locked"):
         core.load_urdf(path, locked={"panda_finger_joint1": 0.0}, actuated=["panda_joint1", "panda_finger_joint1"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -118,7 +118,7 @@ def test_a_failing_point_is_named_with_the_single_calls_error():
     s.add_input("torque", config="q0")
     s.add_input("torque", config="q1")
     Q, DQ, U = np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2))
-    with pytest.raises(core.SingularMatrixError, match=r"point 0 of the stack: .*mass matrix is singular.*'q1'"):
+    with pytest.raises(core.errors.SingularMatrixError, match=r"point 0 of the stack: .*mass matrix is singular.*'q1'"):
         s.linearize(Q, DQ, U)
     with pytest.raises(ValueError, match="point 0 of the stack"):
         s.qdd(Q, DQ, U)
@@ -166,5 +166,5 @@ def test_integrator_step_on_a_stack_equals_single_calls():
     with pytest.raises(ValueError, match="multipliers"):
         vi.step(X, U, multipliers=True)
     X[5, s.nq:] = 1e12          # far too large a momentum for dt: the solve overflows
-    with pytest.raises(core.IntegratorError, match="point 5 of the stack: DEL solve failed"):
+    with pytest.raises(core.errors.IntegratorError, match="point 5 of the stack: DEL solve failed"):
         vi.step(X, U)

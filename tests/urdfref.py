@@ -341,20 +341,20 @@ def compare_file(relative: str, seed: int = 0, states: int = 3, free_flyer: bool
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             default = core.load_urdf(path)
-    except core.ModelError as exc:
+    except core.errors.ModelError as exc:
         out["error"] = str(exc)
         return out
     out.update(loaded=True, nq=default.nq,
-               warnings=[str(w.message) for w in caught if issubclass(w.category, core.ModelWarning)])
+               warnings=[str(w.message) for w in caught if issubclass(w.category, core.errors.ModelWarning)])
     if out["pinocchio"] is not True:
         return out
     base = "quaternion" if free_flyer else False
     Robot = PinocchioFreeFlyer if free_flyer else PinocchioRobot
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", core.ModelWarning)
+        warnings.simplefilter("ignore", core.errors.ModelWarning)
         try:
             system = core.load_urdf(path, mimic="independent", floating_base=base)
-        except core.ModelError as exc:      # (a file whose root is 'world' cannot float)
+        except core.errors.ModelError as exc:      # (a file whose root is 'world' cannot float)
             out["error"] = str(exc)
             return out
         robot = Robot(system, path)

@@ -14,7 +14,8 @@ import functools
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -181,7 +182,8 @@ class OptimizerOptions:
         Convergence tolerance (see ``stop``) and iteration cap.
     armijo, backtrack, max_backtracks : float, float, int
         Sufficient-decrease constant ``0 < armijo < 0.5``, step shrink factor
-        ``0 < backtrack < 1`` and the most shrinks per line search (trep's: :data:`TREP_ARMIJO`).
+        ``0 < backtrack < 1`` and the most shrinks per line search (trep's:
+        ``OptimizerOptions.TREP_ARMIJO``, to pass as ``**OptimizerOptions.TREP_ARMIJO``).
     stop : {"slope", "gradient"}
         ``|Σ g_k·v_k| < tol`` or ``‖∂J/∂u‖₂ < tol``.
     projection : {"lqr", "direction"}
@@ -203,6 +205,10 @@ class OptimizerOptions:
     ValueError
         Naming the first option out of its range.
     """
+    #: trep's Armijo constants (``armijo_alpha``, ``armijo_beta``, 30 tries ``γ = β^0 .. β^29``).
+    TREP_ARMIJO: ClassVar[Mapping[str, float]] = MappingProxyType(
+        {"armijo": 1e-5, "backtrack": 0.7, "max_backtracks": 29})
+
     method: str = "second_order"
     tol: float = 1e-6
     max_iterations: int = 1000
@@ -289,7 +295,7 @@ class TrackingProblem:
     def __init__(self, system, x0, x_ref, u_ref, Q, R, Q_N=None) -> None:
         for attr in ("nx", "nu", "step", "linearize"):
             if not hasattr(system, attr):
-                raise TypeError(f"system has no attribute {attr!r}; see core.DiscreteSystem")
+                raise TypeError(f"system has no attribute {attr!r}; see core.datatypes.DiscreteSystem")
         nx, nu = int(system.nx), int(system.nu)
         x0 = initial_state(x0)
         if x0.shape != (nx,):
@@ -762,8 +768,7 @@ def _line_search(pb, x, u, J, d: _Direction, armijo, backtrack, max_backtracks):
     return None
 
 
-TREP_ARMIJO = {"armijo": 1e-5, "backtrack": 0.7, "max_backtracks": 29}
-"""trep's Armijo constants (``armijo_alpha``, ``armijo_beta``, 30 tries ``γ = β^0 .. β^29``)."""
+TREP_ARMIJO = OptimizerOptions.TREP_ARMIJO
 
 
 def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = "second_order",

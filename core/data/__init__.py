@@ -2,11 +2,13 @@
 ``double_pendulum.yaml``, ``marionette.yaml``, ``pendulum.yaml`` and ``arm7.urdf``.
 
 :func:`core.load_system` finds them by name (``core.load_system("cartpole.yaml")``) wherever the
-package is installed; :func:`model_file` gives their path.
+package is installed; :func:`model_file` gives their path (``from core.data import model_file``).
 """
 from __future__ import annotations
 
 from importlib import resources
+
+__all__ = ["model_names", "model_file"]
 
 MODEL_SUFFIXES = (".yaml", ".yml", ".urdf")
 

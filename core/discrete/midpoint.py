@@ -13,7 +13,7 @@ the simulators. State and input layouts, tensor index order: :mod:`core.conventi
     H[i, a, b] = d2 x_k+1,i / dz_a dz_b,  z = [x_k, u_k]
 
 Errors: a DEL solve that does not converge, or a singular one-step map (Sec. VII), raises
-:class:`core.IntegratorError` naming the step, the matrix, the residual and the iterations; bad
+:class:`core.errors.IntegratorError` naming the step, the matrix, the residual and the iterations; bad
 numeric input raises ``ValueError`` naming the entry.
 """
 from __future__ import annotations

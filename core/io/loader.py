@@ -13,11 +13,7 @@ from dataclasses import dataclass
 from core.errors import ModelError
 from core.model.record import WORLD
 from core.system import System
-
-#: Largest model text or file accepted (bytes), checked before it is parsed.
-MAX_MODEL_BYTES = 5_000_000
-#: Deepest nesting of mappings and lists in a YAML model (a model needs about 5).
-MAX_YAML_DEPTH = 32
+from core.validation import MAX_MODEL_BYTES, read_yaml
 
 _TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "dampers", "inputs", "wrenches",
              "kinematic", "mimic", "armature", "locked"}
@@ -70,7 +66,7 @@ def read_model(source) -> ModelText:
 
     Model text (:func:`is_model_text`) is taken as it is; anything else names a file: the path
     as given (absolute, or relative to the working directory), then a model packaged with core
-    (:func:`core.model_names`). URDF: a ``.urdf`` file, a file or text starting with ``<``;
+    (:func:`core.data.model_names`). URDF: a ``.urdf`` file, a file or text starting with ``<``;
     YAML otherwise.
 
     Parameters
@@ -271,61 +267,3 @@ def _mapping(spec: dict, key: str) -> dict:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise ModelError(f"{key}: expected a mapping {{variable: value}}, got {value!r}")
     return value
-
-
-def read_yaml(text: str, where: str = "model"):
-    """The plain data of the YAML ``text`` (mappings, lists, strings, numbers).
-
-    PyYAML's safe loader, which constructs no objects of its own, after a scan of its events
-    that refuses what could exhaust the host before anything is built: more than
-    :data:`MAX_MODEL_BYTES`, nesting deeper than :data:`MAX_YAML_DEPTH` (deep nesting exhausts
-    Python's stack) and aliases (``*name``: shared references that expand into huge arrays).
-
-    Parameters
-    ----------
-    text : str
-        The YAML text.
-    where : str
-        What the text is, for the messages.
-
-    Returns
-    -------
-    object
-        What ``yaml.safe_load`` returns for ``text``.
-
-    Raises
-    ------
-    ModelError
-        Every problem (not a string, too large, too deep, aliases, not valid YAML), naming
-        ``where`` and the line where there is one.
-    """
-    import yaml  # imported on use: loading the library needs no YAML parser
-    if not isinstance(text, str):
-        raise ModelError(f"{where}: expected YAML text, got {type(text).__name__}")
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_MODEL_BYTES:
-        raise ModelError(f"{where}: {size} bytes exceeds the size limit of {MAX_MODEL_BYTES} bytes")
-    depth = 0
-    try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                if depth > MAX_YAML_DEPTH:
-                    raise ModelError(f"{where}: line {event.start_mark.line + 1}: nested more than "
-                                     f"{MAX_YAML_DEPTH} levels deep (a model needs a few)")
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
-            elif isinstance(event, yaml.AliasEvent):
-                raise ModelError(f"{where}: line {event.start_mark.line + 1}: YAML aliases (*{event.anchor}) "
-                                 "are not accepted in models; write the values out")
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        raise ModelError(f"{where}: not valid YAML: {at}{exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise ModelError(f"{where}: not valid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") \
-            from None
-    except (RecursionError, MemoryError) as exc:
-        raise ModelError(f"{where}: the YAML is too large or too deeply nested to load ({type(exc).__name__})") \
-            from None

@@ -115,9 +115,9 @@ class ModelSpecError(ValueError):
 
 
 # ================================================================================ model loading
-#: Largest accepted model (file, YAML or URDF text), checked before anything is parsed
-#: (core's: :func:`core.read_model`).
-MAX_MODEL_BYTES = 5_000_000
+#: Largest accepted model (file, YAML or URDF text), checked before anything is parsed: core's
+#: limit (:func:`core.read_model`).
+MAX_MODEL_BYTES = core.validation.MAX_MODEL_BYTES
 
 
 def read_model_text(spec: str) -> tuple[str, str]:
@@ -129,23 +129,23 @@ def read_model_text(spec: str) -> tuple[str, str]:
     return model.text, model.origin
 
 
-def _read(spec: str) -> core.ModelText:
+def _read(spec: str) -> core.datatypes.ModelText:
     if not isinstance(spec, str) or not spec.strip():
         raise ModelSpecError("the model parameter is empty")
     try:
         return core.read_model(spec)
-    except core.ModelError as exc:
+    except core.errors.ModelError as exc:
         raise ModelSpecError(str(exc)) from None
 
 
 def check_model_spec(spec: str) -> None:
     """Validation of a model parameter value when it is set: read and, for YAML, parsed
-    (:func:`core.read_yaml`: plain data only, depth, size and aliases bounded), not built;
+    (:func:`core.validation.read_yaml`: plain data only, depth, size and aliases bounded), not built;
     raises ModelSpecError."""
     model = _read(spec)
     try:
-        data = {} if model.urdf else core.read_yaml(model.text, f"model {model.origin}")
-    except core.ModelError as exc:
+        data = {} if model.urdf else core.validation.read_yaml(model.text, f"model {model.origin}")
+    except core.errors.ModelError as exc:
         raise ModelSpecError(str(exc)) from None
     if not isinstance(data, dict):
         raise ModelSpecError(f"model {model.origin}: expected a YAML mapping (frames, inputs, ...), got "
@@ -187,7 +187,7 @@ def system_from_text(text: str, source: str, locked=None) -> core.System:
     try:
         model = dataclasses.replace(core.read_model(text), origin=source)
         return core.load_system(model, locked=dict(locked or {}))
-    except core.ModelError as exc:
+    except core.errors.ModelError as exc:
         message = str(exc)
         raise ModelSpecError(message if message.startswith(f"model {source}") else f"model {source}: {message}") \
             from None
@@ -261,7 +261,7 @@ class Plant:
 
     # ------------------------------------------------------------------ sizes and names
     dt = property(lambda self: self.vi.dt, doc="time step [s]")
-    model = property(lambda self: self.system.model, doc="the compiled core.Model")
+    model = property(lambda self: self.system.model, doc="the compiled core.datatypes.Model")
     n = property(lambda self: self.system.nq, doc="number of configuration variables q")
     nd = property(lambda self: self.vi.nd, doc="number of dynamic variables")
     nk = property(lambda self: self.vi.nk, doc="number of kinematic variables")
@@ -310,7 +310,7 @@ class Plant:
                 self.system.linearize(q, np.zeros(self.n), np.zeros(len(self.system.continuous_input_names)),
                                       residual_limit=None)
                 return
-            except core.SingularMatrixError as exc:
+            except core.errors.SingularMatrixError as exc:
                 if exc.matrix != "mass matrix":
                     return          # (constraints degenerate at this state: not the model's fault)
                 errors.append(exc)

@@ -145,7 +145,7 @@ class ReferencePipeline:
             names, times, pos, vel = cv.trajectory_arrays(msg)
             ref = jm.reference(names, times, pos, vel)
             sched = schedule_from_reference(plant, jm, ref, weights, options)
-        except (InputError, core.IntegratorError, core.SingularMatrixError, np.linalg.LinAlgError,
+        except (InputError, core.errors.IntegratorError, core.errors.SingularMatrixError, np.linalg.LinAlgError,
                 ValueError) as exc:
             self._refuse(f"{type(exc).__name__}: {exc}")
             return

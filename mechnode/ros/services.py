@@ -128,8 +128,8 @@ def service_guard(heavy: bool = False):
                 return response
             try:
                 result = method(self, request, response)
-            except (InputError, ValueError, core.IntegratorError, core.SingularMatrixError,
-                    np.linalg.LinAlgError, core.ModelError) as exc:
+            except (InputError, ValueError, core.errors.IntegratorError, core.errors.SingularMatrixError,
+                    np.linalg.LinAlgError, core.errors.ModelError) as exc:
                 response.success = False
                 response.message = f"{type(exc).__name__}: {exc}"
                 self.health.warn_limited(f"srv:{name}:{response.message[:60]}", f"{name}: {response.message}")
