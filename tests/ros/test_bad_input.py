@@ -201,7 +201,9 @@ def test_wrong_sized_and_singular_linearize_requests(node):
         (dict(q=[0.1, 0.0], p=[0.0, 0.0], u=[0.0, 0.0], discrete=True), "singular"),
     ]
     for fields, pattern in cases:
-        r = node.call(Linearize, "linearize", Linearize.Request(**fields))
+        # (a case may be the first of its kind: on a cold cache its answer waits for the kernel's
+        # compilation, which the node's low-priority background warm-up may not have finished)
+        r = node.call(Linearize, "linearize", Linearize.Request(**fields), timeout=FIRST_CALL_TIMEOUT)
         assert not r.success, f"{fields} succeeded"
         assert pattern in r.message, f"{fields}: {r.message!r}"
     _still_serving(node)

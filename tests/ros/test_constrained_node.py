@@ -12,7 +12,7 @@ import pytest
 
 import core
 
-from nodeproc import NodeProcess
+from nodeproc import FIRST_CALL_TIMEOUT, NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)
 pytestmark = pytest.mark.slow
@@ -68,7 +68,8 @@ def _arr(m):
 def _linearize(node, **fields):
     from mechnode_interfaces.srv import Linearize
     fields.setdefault("u", U0.tolist())
-    return node.call(Linearize, "linearize", Linearize.Request(**fields))
+    # (the first request of a kind may wait for its kernel's compilation on a cold cache)
+    return node.call(Linearize, "linearize", Linearize.Request(**fields), timeout=FIRST_CALL_TIMEOUT)
 
 
 def test_continuous_and_minimal_linearizations_equal_the_library(node):

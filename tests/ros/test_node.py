@@ -17,7 +17,7 @@ import pytest
 import core
 from mechnode.testing.harness import DEFAULT_PARAMS
 
-from nodeproc import TIMEOUT, NodeProcess
+from nodeproc import FIRST_CALL_TIMEOUT, TIMEOUT, NodeProcess
 
 # slow: starts a node process (it loads the numba kernels)
 pytestmark = pytest.mark.slow
@@ -92,8 +92,9 @@ def test_linearize_equals_library(node, vi):
     from mechnode_interfaces.srv import Linearize
     system = vi.system
     q, dq, u = np.array([0.1, 0.3]), np.array([-0.2, 0.5]), np.array([1.5])
+    # (each first request of a kind may wait for its kernels' compilation on a cold cache)
     r = node.call(Linearize, "linearize", Linearize.Request(q=q.tolist(), dq=dq.tolist(), u=u.tolist(),
-                                                             discrete=False, order=1))
+                                                             discrete=False, order=1), timeout=FIRST_CALL_TIMEOUT)
     assert r.success, r.message
     A, B = system.linearize(q, dq, u)
     np.testing.assert_allclose(_arr(r.a), A, rtol=1e-12, atol=1e-14)
@@ -103,8 +104,8 @@ def test_linearize_equals_library(node, vi):
 
     p = vi.momentum(q, dq)
     for order in (1, 2):
-        r = node.call(Linearize, "linearize", Linearize.Request(q=q.tolist(), p=p.tolist(), u=u.tolist(),
-                                                                 discrete=True, order=order))
+        request = Linearize.Request(q=q.tolist(), p=p.tolist(), u=u.tolist(), discrete=True, order=order)
+        r = node.call(Linearize, "linearize", request, timeout=FIRST_CALL_TIMEOUT)
         assert r.success, r.message
         x = vi.state(q, p)
         want = vi.linearize2(x, u) if order == 2 else vi.linearize(x, u)
@@ -119,7 +120,7 @@ def test_linearize_equals_library(node, vi):
             assert len(r.second_order.data) == 0
     # minimal coordinates of an unconstrained system are all coordinates
     r = node.call(Linearize, "linearize", Linearize.Request(q=q.tolist(), dq=dq.tolist(), u=u.tolist(),
-                                                             minimal=True))
+                                                             minimal=True), timeout=FIRST_CALL_TIMEOUT)
     assert r.success and "unconstrained" in r.message
 
 
