@@ -327,21 +327,53 @@ def test_the_module_map_has_one_row_per_python_file():
                                     f"not in the tree: {sorted(set(mapped) - set(tree))}")
 
 
+#: Kernels that call raw tree kernels through their module (``rnea.mass_matrix``) and why that is
+#: right: flat kernels (core.base.jit.flat) entered only without coupled variables (nj == nq).
+RAW_TREE_CALLERS = {("core.continuous.dynamics", "_articulated"), ("core.continuous.dynamics", "_linearize_tree")}
+
+
+def _raw_attribute_calls(path, raw, wrapped):
+    """``(top-level function or "<module>", "module.name")`` for every use of a wrapped kernel
+    through a raw module imported whole (``from core.tree import rnea``; ``rnea.mass_matrix``)."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "core.tree" and not node.level:
+            aliases.update({a.asname or a.name: f"core.tree.{a.name}" for a in node.names
+                            if f"core.tree.{a.name}" in raw})
+        elif isinstance(node, ast.Import):
+            aliases.update({a.asname: a.name for a in node.names if a.name in raw and a.asname})
+    found = []
+    for top in tree.body:
+        owner = top.name if isinstance(top, ast.FunctionDef | ast.ClassDef) else "<module>"
+        found += [(owner, f"{node.value.id}.{node.attr}") for node in ast.walk(top)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id in aliases and node.attr in wrapped]
+    return found
+
+
 def test_only_the_coupling_calls_the_raw_tree_kernels_it_wraps():
     """core.tree.coupling's ``coupled_<name>`` wraps the tree kernel ``<name>`` (of the joints) for
-    the variables; any other module that imported the raw kernel would be wrong on mimic models."""
+    the variables; any other module that called the raw kernel would be wrong on mimic models,
+    except the flat kernels of RAW_TREE_CALLERS, which never see coupled variables."""
     from core.tree import coupling
     wrapped = {name[len("coupled_"):] for name in dir(coupling) if name.startswith("coupled_")}
     assert {"prepare", "gradient_hessian", "generalized_force", "holonomic", "mass_matrix"} <= wrapped
     raw = {f"core.tree.{m}" for m in ("kinematics", "lagrangian", "forces", "constraints", "rnea")}
-    offences = []
+    offences, allowed_seen = [], set()
     for path in python_files(CORE):
         module = os.path.splitext(os.path.relpath(path, ROOT))[0].replace(os.sep, ".")
         if module in raw | {"core.tree.coupling"}:
             continue
         offences += [f"{module}: from {target} import {name}" for target, name in imported_modules(path)
                      if target in raw and name in wrapped]
+        for owner, call in _raw_attribute_calls(path, raw, wrapped):
+            if (module, owner) in RAW_TREE_CALLERS:
+                allowed_seen.add((module, owner))
+            else:
+                offences.append(f"{module}.{owner}: {call}")
     assert not offences, offences
+    assert allowed_seen == RAW_TREE_CALLERS      # (the allowance names kernels that exist and call them)
 
 
 #: Public names whose docstring is no numpydoc: exceptions and warnings (their message is the
@@ -386,3 +418,39 @@ def test_public_docstrings_have_numpydoc_sections():
             if not name.startswith("_") and inspect.isfunction(member):
                 missing += _sections_missing(member, f"{cls.__name__}.{name}")
     assert not missing, "\n".join(missing)
+
+
+_twice_kernel = None      # (set by the test below: the numba kernel of _twice)
+
+
+def _twice(x):
+    return 2.0 * x
+
+
+def _flat_caller(x):
+    return _twice_kernel(x) + 1.0
+
+
+def _plain_caller(x):
+    return _twice_kernel(x) + 1.0
+
+
+def test_flat_kernels_inline_the_into_flat_kernels_and_no_other_caller_does():
+    """A kernel compiled with ``inline=INTO_FLAT`` is inlined into :func:`core.base.jit.flat`
+    kernels (never compiled on its own for them) and called by any other kernel; the O(n) paths
+    are flat and inline the tree kernels."""
+    global _twice_kernel
+    from core.base.jit import INTO_FLAT, flat, njit
+    from core.continuous import dynamics
+    from core.tree import kinematics, rnea
+    _twice_kernel = njit(inline=INTO_FLAT)(_twice)
+    flat_kernel, plain_kernel = njit(flat(_flat_caller)), njit(_plain_caller)
+    assert flat_kernel(1.5) == 4.0
+    assert len(_twice_kernel.overloads) == 0          # inlined: not compiled by itself
+    assert plain_kernel(1.5) == 4.0
+    assert len(_twice_kernel.overloads) == 1          # called
+    for kernel in (dynamics._linearize_tree, dynamics._articulated):
+        assert kernel.py_func.core_flat
+    for kernel in (kinematics.forward_kinematics, rnea.mass_matrix, rnea.inverse_dynamics_derivatives,
+                   rnea.articulated_body):
+        assert kernel.targetoptions["inline"] is INTO_FLAT

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.base.jit import njit
+from core.base.jit import INTO_FLAT, njit
 
 PIVOT_TOLERANCE = 1e-12
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def _diagonal_tolerance(A, rel_tol):
     """Smallest acceptable Cholesky pivot: ``rel_tol`` times the largest diagonal entry."""
     scale = 0.0
@@ -100,7 +100,7 @@ def tree_index(parent) -> tuple:
     return (order, *csr(ancestors), *csr(descendants))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def tree_cholesky(A, tree, L, rel_tol=PIVOT_TOLERANCE):
     """Factor ``A = L^T L`` for a matrix with the sparsity of a tree (Featherstone's LTL).
 
@@ -146,7 +146,7 @@ def tree_cholesky(A, tree, L, rel_tol=PIVOT_TOLERANCE):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def tree_cholesky_solve(L, tree, B):
     """Solve ``L^T L X = B`` in place from :func:`tree_cholesky` (B is n x m, C-ordered).
 
@@ -164,7 +164,7 @@ def tree_cholesky_solve(L, tree, B):
         _subtract_rows(L, B, k, anc_idx, anc_ptr[k], anc_ptr[k + 1], False)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def _subtract_rows(L, B, k, rows, lo, hi, transposed, divide=True):
     """``B[k] = (B[k] - sum_r c_r B[r]) / L[k, k]`` over ``r`` in ``rows[lo:hi]``, where
     ``c_r = L[r, k]`` (``transposed``) or ``L[k, r]``; without ``divide``, a unit diagonal."""

@@ -21,7 +21,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from core.base.jit import njit
+from core.base.jit import INTO_FLAT, flat, njit
 from core.base.linalg import PIVOT_TOLERANCE, cholesky_checked, cholesky_solve, tree_cholesky, tree_cholesky_solve
 from core.base.records import record_at
 from core.cache import call_and_freeze
@@ -36,7 +36,7 @@ from core.errors import (
     NonFiniteError,
     SingularMatrixError,
 )
-from core.tree import workspace
+from core.tree import forces, kinematics, lagrangian, rnea, workspace
 from core.tree.constraints import velocity_rows
 from core.tree.coupling import (
     coupled_add_joint_accelerations,
@@ -51,9 +51,7 @@ from core.tree.coupling import (
     coupled_spring_potential_derivatives,
     coupled_third_order,
 )
-from core.tree.kinematics import body_inertias, composites_from_bodies
 from core.tree.lagrangian import create_derivs
-from core.tree.rnea import articulated_body
 from core.validation import check_second_order_memory, check_vector, largest_entry, number, refuse_nonfinite
 
 #: Plain-Python copy of the Lagrangian derivatives returned to users (see core.tree.lagrangian).
@@ -62,7 +60,7 @@ Derivatives = namedtuple("Derivatives", ["L", "Lq", "Lv", "Lqq", "Lqv", "Lvv", "
 
 
 # ------------------------------------------------------------------------------ kernel
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def _first_nonfinite(q, dq, u):
     """Index of the first NaN or infinite entry of ``[q, dq, u]``, or -1."""
     for offset, x in ((0, q), (q.shape[0], dq), (2 * q.shape[0], u)):
@@ -82,27 +80,32 @@ def _m_solve(tree_path, Lm, tree, X):
 
 
 @njit(cache=True, nogil=True)
+@flat
 def _articulated(model, data, work, q, dq, u, ddq, status):
     """``ddq`` of a system without constraints or kinematic variables in O(n) by
-    :func:`core.tree.rnea.articulated_body` (after :func:`core.tree.kinematics.body_inertias` into
-    ``work``, a :class:`~core.tree.workspace.Work`); False (nothing set) when a pivot is too small,
-    so that the caller's factorization of ``M`` names it, or when variables are coupled (the
-    recursion is one of the tree's joint coordinates; the caller then factors ``T^T M T``)."""
+    :func:`core.tree.rnea.articulated_body` (after the kinematics and
+    :func:`core.tree.kinematics.body_inertias` into ``work``, a :class:`~core.tree.workspace.Work`);
+    False (nothing set) when a pivot is too small, so that the caller's factorization of ``M``
+    names it, or when variables are coupled (the recursion is one of the tree's joint
+    coordinates; the caller then factors ``T^T M T``). Flat (:func:`core.base.jit.flat`): the
+    tree's kernels are inlined, called directly (no coupled variables here)."""
     n = model.nq
     if model.nj != n:
         return False
+    kinematics.forward_kinematics(model, q, dq, data)
+    kinematics.body_inertias(model, data, work.Ib, work.has_mass)
     Vs_q, F, tau = work.Vs_q, work.F, work.tau
     # (allocated: an empty view of a Work array has another numba layout, 'A', and would
     # compile the force and spring kernels once more for it)
     e2, e3 = np.empty((0, 0)), np.empty((0, 0, 0))
-    coupled_spring_potential_derivatives(model, data, q, Vs_q, e2)     # (gradient only)
-    coupled_generalized_force(model, data, dq, u[:model.nu], 0, F, e2, e2, e2, e3, e3, e3)
+    lagrangian.spring_potential_derivatives(model, data, q, Vs_q, e2)     # (gradient only)
+    forces.generalized_force(model, data, dq, u[:model.nu], 0, F, e2, e2, e2, e3, e3, e3)
     for i in range(n):
         tau[i] = F[i] - Vs_q[i]
     if not np.isfinite(np.sum(tau)):
         status[0], status[1] = NONFINITE_INTERMEDIATE, -1
         return True
-    if articulated_body(model, data, work, dq, tau, ddq, PIVOT_TOLERANCE) >= 0:
+    if rnea.articulated_body(model, data, work, dq, tau, ddq, PIVOT_TOLERANCE) >= 0:
         return False
     status[0], status[1] = (OK, -1) if np.isfinite(np.sum(ddq)) else (NONFINITE_INTERMEDIATE, -1)
     return True
@@ -138,12 +141,8 @@ def forward_dynamics(ev, q, dq, u, ddq):
         return
     nh = model.hc_kind.shape[0]
     nc = nh + model.vc_frame.shape[0]
-    if nc == 0 and ev.kin.shape[0] == 0:
-        coupled_forward_kinematics(model, q, dq, data)
-        work = ev.work
-        body_inertias(model, data, work.Ib, work.has_mass)
-        if _articulated(model, data, work, q, dq, u, ddq, ev.status):
-            return
+    if nc == 0 and ev.kin.shape[0] == 0 and _articulated(model, data, ev.work, q, dq, u, ddq, ev.status):
+        return
     e2 = np.empty((0, 0))
     continuous_dynamics(ev, q, dq, u, False, ddq, np.zeros(nc), e2, e2, e2, np.empty(nh),
                         np.empty((nc, n)))
@@ -188,6 +187,7 @@ def linearize_at(address, q, dq, u, A, B):
 
 
 @njit(cache=True, nogil=True)
+@flat
 def _linearize_tree(ev, q, dq, u, A, B):
     """:func:`continuous_dynamics` with ``linearize`` for a tree of joint coordinates alone (no
     constraints, kinematic or coupled variables): the same terms in the same order, each in the
@@ -197,7 +197,9 @@ def _linearize_tree(ev, q, dq, u, A, B):
         [d ddq/dq, d ddq/d dq, d ddq/du] = M^-1 [Fq - dtau_dq - K, Fv - dtau_dv, Fu]
 
     (``M`` from composite inertias and factored along the tree; ``dtau_*`` the inverse dynamics'
-    derivatives at fixed ``ddq``, :func:`core.tree.rnea.inverse_dynamics_derivatives`)."""
+    derivatives at fixed ``ddq``, :func:`core.tree.rnea.inverse_dynamics_derivatives`). Flat
+    (:func:`core.base.jit.flat`): the tree's kernels are inlined, called directly (no coupled
+    variables here)."""
     model, data, w, status = ev.model, ev.data, ev.work, ev.status
     n, m = model.nq, model.nu
     bad = _first_nonfinite(q, dq, u)
@@ -206,14 +208,14 @@ def _linearize_tree(ev, q, dq, u, A, B):
         return
     Ib, has_mass, M, Lm, X, tau, ddq = w.Ib, w.has_mass, w.M, w.L, w.X, w.tau, w.ddq
     Fq, Fv, Fu, Ks, dtau_dq, dtau_dv = w.Fq, w.Fv, w.Fu, w.Ks, w.dtau_dq, w.dtau_dv
-    coupled_forward_kinematics(model, q, dq, data)
-    body_inertias(model, data, Ib, has_mass)
-    composites_from_bodies(model, data, Ib, has_mass)
-    coupled_mass_matrix(model, data, M)
-    coupled_spring_potential_derivatives(model, data, q, w.Vs_q, Ks)
-    coupled_newton_euler(model, data, Ib, has_mass, dq, w.zeros, w.Ap, w.Ff, tau)
+    kinematics.forward_kinematics(model, q, dq, data)
+    kinematics.body_inertias(model, data, Ib, has_mass)
+    kinematics.composites_from_bodies(model, data, Ib, has_mass)
+    rnea.mass_matrix(model, data, M)
+    lagrangian.spring_potential_derivatives(model, data, q, w.Vs_q, Ks)
+    rnea.newton_euler(model, data, Ib, has_mass, dq, w.zeros, w.Ap, w.Ff, tau)
     e3 = np.empty((0, 0, 0))
-    coupled_generalized_force(model, data, dq, u, 1, w.F, Fq, Fv, Fu, e3, e3, e3)
+    forces.generalized_force(model, data, dq, u, 1, w.F, Fq, Fv, Fu, e3, e3, e3)
     F, Vs_q = w.F, w.Vs_q
     for i in range(n):
         tau[i] = F[i] - tau[i] - Vs_q[i]
@@ -236,8 +238,8 @@ def _linearize_tree(ev, q, dq, u, A, B):
     if not np.isfinite(np.sum(ddq)):
         status[0], status[1] = NONFINITE_INTERMEDIATE, -1
         return
-    coupled_add_joint_accelerations(model, data, Ib, has_mass, ddq, w.Ap, w.Ff)
-    coupled_inverse_dynamics_derivatives(model, data, Ib, has_mass, w.Ap, w.Ff, dtau_dq, dtau_dv)
+    rnea.add_joint_accelerations(model, data, Ib, has_mass, ddq, w.Ap, w.Ff)
+    rnea.inverse_dynamics_derivatives(model, data, Ib, has_mass, w.Ap, w.Ff, dtau_dq, dtau_dv)
     for i in range(n):
         for k in range(n):
             X[i, k] = Fq[i, k] - dtau_dq[i, k] - Ks[i, k]
@@ -290,12 +292,12 @@ def continuous_dynamics(ev, q, dq, u, linearize, ddq, lam, A_lin, B_lin, dlam, h
         status[0], status[1] = NONFINITE_INPUT, bad
         return
     acc = u[m:]
-    coupled_forward_kinematics(model, q, dq, data)
-    Ib, has_mass = ev.work.Ib, ev.work.has_mass
-    body_inertias(model, data, Ib, has_mass)
     if not linearize and nc == 0 and nk == 0 and _articulated(model, data, ev.work, q, dq, u, ddq, status):
         return
-    composites_from_bodies(model, data, Ib, has_mass)
+    coupled_forward_kinematics(model, q, dq, data)
+    Ib, has_mass = ev.work.Ib, ev.work.has_mass
+    kinematics.body_inertias(model, data, Ib, has_mass)
+    kinematics.composites_from_bodies(model, data, Ib, has_mass)
     M = np.empty((n, n))
     coupled_mass_matrix(model, data, M)
     Vs_q, Ks = np.empty(n), np.empty((n, n))

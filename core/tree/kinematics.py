@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.base.jit import njit
+from core.base.jit import INTO_FLAT, njit
 from core.base.records import record_type, set_constructor
 from core.model.record import KIND_CONST, KIND_RX, KIND_TX, Model
 
@@ -143,7 +143,7 @@ def _axis_rotation(axis, angle, out):
 
 
 # ------------------------------------------------------------------------------ forward pass
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def forward_kinematics(model, q, dq, data):
     """World poses, spatial velocities of all frames and world screws of all joints."""
     R, p, V, S, Vp = data.R, data.p, data.V, data.S, data.Vp
@@ -240,7 +240,7 @@ def body_com(frame_com, R, p, f, out):
         out[i] = p[f, i] + R[f, i, 0] * c0 + R[f, i, 1] * c1 + R[f, i, 2] * c2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def body_inertias(model, data, Ib, has_mass):
     """World spatial inertia ``Ib[f]`` of every frame's own body (needs forward kinematics): the
     inertia about the centre of mass placed at ``p_f + R_f c_f`` (see :func:`body_com`);
@@ -260,7 +260,7 @@ def body_inertias(model, data, Ib, has_mass):
             spatial_inertia(m, frame_inertia[f], R[f], pc, Ib[f])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def composites_from_bodies(model, data, Ib, has_mass):
     """Composite inertia, momentum, mass and first moment (``Σ m (p + R c)``) of the subtree
     under every frame, from the body inertias ``Ib`` (which may be ``data.Ic`` itself)."""
@@ -285,7 +285,7 @@ def composites_from_bodies(model, data, Ib, has_mass):
             mc[frame_parent[f]] += mc[f]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def subtree_sums(frame_parent, I, h, m):
     """Each frame's entries of ``I`` (nf, 6, 6), ``h`` (nf, 6) and ``m`` (nf, 3) summed over its
     subtree, in place (frames are numbered parents first). Explicit loops: numba's slice-wise

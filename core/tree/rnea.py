@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.base.jit import njit
+from core.base.jit import INTO_FLAT, njit
 from core.tree.kinematics import bracket, cross_force, dot6, matvec6
 
 
@@ -46,7 +46,7 @@ def _inherit_acceleration(g, parent, A, f):
             A[f, i] = A[parent, i]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def mass_matrix(model, data, M):
     """``M[a, b] = S_a . Ic_b S_b`` for ``a`` at or above ``b``, plus the armature on the
     diagonal (needs :func:`composites`)."""
@@ -70,7 +70,7 @@ def mass_matrix(model, data, M):
         M[b, b] += armature[b]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
     """One Newton-Euler pass: the acceleration ``Ap[j]`` of each joint's parent (gravity
     included), composite wrenches ``F`` and ``tau[j] = S_j . F_(frame of j) + armature_j ddq_j``
@@ -110,7 +110,7 @@ def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
         tau[j] = (dot6(S[j], F[fj]) if fj >= 0 else 0.0) + armature[j] * ddq[j]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, F):
     """Turn a :func:`newton_euler` pass at ``ddq = 0`` into the pass at ``ddq``: both outputs
     are affine in ``ddq``, so add the joint accelerations ``a_f = Σ_(j above f) S_j ddq_j`` to
@@ -142,7 +142,7 @@ def add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, F):
             F[f, i] += W[f, i]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def _composite_velocity_coupling(model, data, Ib, has_mass, P):
     """``P_f = Σ_(g below f) I_g (V_g ×)`` for every frame (composite, like ``Ic``).
 
@@ -173,7 +173,7 @@ def _composite_velocity_coupling(model, data, Ib, has_mass, P):
                     P[par, i, k] += P[f, i, k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau_dv):
     """``dtau_dq[j, a] = dtau_j/dq_a`` and ``dtau_dv[j, a] = dtau_j/d dq_a`` at fixed ``ddq``,
     for the state of the last :func:`newton_euler` pass (its ``Ap`` and composite ``F``; the
@@ -262,13 +262,13 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
                              + (g0 * cq[6] + g1 * cq[7] + g2 * cq[8]) + (g3 * cq[9] + g4 * cq[10] + g5 * cq[11]))
             dtau_dv[j, a] = ((r0 * cv[0] + r1 * cv[1] + r2 * cv[2]) + (r3 * cv[3] + r4 * cv[4] + r5 * cv[5])
                              + (g0 * cv[6] + g1 * cv[7] + g2 * cv[8]) + (g3 * cv[9] + g4 * cv[10] + g5 * cv[11]))
-            if a != j:
-                Sa = S[a]
-                dtau_dq[a, j] = ((Sa[0] * f0 + Sa[1] * f1 + Sa[2] * f2) + (Sa[3] * f3 + Sa[4] * f4 + Sa[5] * f5))
-                dtau_dv[a, j] = ((Sa[0] * h0 + Sa[1] * h1 + Sa[2] * h2) + (Sa[3] * h3 + Sa[4] * h4 + Sa[5] * h5))
+            if a != j:      # (S[a, i], not a view S[a]: a view in a branch costs a reference count)
+                s0, s1, s2, s3, s4, s5 = S[a, 0], S[a, 1], S[a, 2], S[a, 3], S[a, 4], S[a, 5]
+                dtau_dq[a, j] = ((s0 * f0 + s1 * f1 + s2 * f2) + (s3 * f3 + s4 * f4 + s5 * f5))
+                dtau_dv[a, j] = ((s0 * h0 + s1 * h1 + s2 * h2) + (s3 * h3 + s4 * h4 + s5 * h5))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def articulated_body(model, data, work, dq, tau, ddq, rel_tol):
     """Forward dynamics ``ddq = M^-1 (tau - bias)`` in O(n): Featherstone's articulated-body
     algorithm, in world coordinates (no transforms between frames: every quantity already shares
