@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.base.jit import INTO_FLAT, njit
+from core.base.jit import njit
 from core.model.record import INPUT_TORQUE
 from core.tree.kinematics import (
     PAIR_SQUARED_DISTANCE,
@@ -172,7 +172,7 @@ def _dampers(model, data, dq, order, F, Fq, Fv, Fqq, Fqv):
         pos[idx[:k]] = -1
 
 
-@njit(cache=True, nogil=True, inline=INTO_FLAT)
+@njit(cache=True, nogil=True)
 def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
     """Fill ``F`` and, for ``order`` >= 1, ``Fq, Fv, Fu``; for ``order`` >= 2, ``Fqq, Fqv,
     Fqu``. ``Fqq`` and ``Fqu`` may be empty when :func:`has_force_curvature` is false, ``Fqv``
