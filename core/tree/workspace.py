@@ -117,11 +117,11 @@ class Workspace:
 
     def address(self) -> int:
         """The address of this thread's :class:`Evaluation` (:func:`core.base.records.address`)."""
-        a = self._local.__dict__.get("address")
-        if a is None:
+        try:
+            return self._local.address
+        except AttributeError:      # (this thread's first evaluation)
             self.evaluation()
-            a = self._local.address
-        return a
+            return self._local.address
 
     def get(self, third_order: bool = False):
         """``(data, der)`` of the calling thread: kinematics scratch and Lagrangian derivative
