@@ -186,13 +186,13 @@ def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
         Fv[:, :] = 0.0
         Fu[:, :] = 0.0
         for i in range(n):
-            Fv[i, i] = -model.damping[i]
+            Fv[i, i] = -damping[i]
     if order >= 2:
         Fqq[:, :, :] = 0.0
         Fqv[:, :, :] = 0.0
         Fqu[:, :, :] = 0.0
-    v6 = np.empty((3, 6))           # (one allocation for three 6-vectors)
-    Ws, t1, t2 = v6[0], v6[1], v6[2]
+    t6 = data.t6                    # (three 6-vectors of the Data's scratch)
+    Ws, t1, t2 = t6[0], t6[1], t6[2]
     for r in range(model.nu):
         if model.input_kind[r] == INPUT_TORQUE:
             i = model.input_q[r]
