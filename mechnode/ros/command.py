@@ -25,7 +25,10 @@ LFC output (``lfc_topic``): every ``dt`` the knot due now, in the form of LAAS's
 Watchdog: when no accepted JointState arrived for ``state_timeout`` seconds while commanding
 (states that are refused, e.g. stale-stamped ones, do not count), the path sends once either
 zeros (``timeout_action: zero``) or the last command sent (``hold``, already saturated), stops
-commanding and logs a warning; it resumes with the next accepted state.
+commanding and logs a warning; it resumes with the next accepted state. The warning tells the two
+causes apart: the path's own thread stalled (the watchdog itself ran late: CPU starvation, a
+paused process) or the states stopped coming (the watchdog ran on time); the line logged on
+resuming gives the gap between the stamps of the last state before and the first after.
 """
 from __future__ import annotations
 
@@ -77,6 +80,11 @@ class CommandSettings:
     generation: int             # of the configuration the path is started for
 
 
+def watchdog_period(state_timeout: float) -> float:
+    """Seconds between the watchdog's checks: a quarter of ``state_timeout``, in [5 ms, 250 ms]."""
+    return min(max(state_timeout / 4, 0.005), 0.25)
+
+
 class CommandPath:
     """The command path (see the module docstring) of the process whose rclpy ``context`` it
     uses; its node is ``node_name`` in ``namespace``. ``health``: a
@@ -106,6 +114,8 @@ class CommandPath:
         self._publish_lock = threading.Lock()
         self.active: ActiveSchedule | None = None    # the schedule in force, swapped atomically
         self._last_state_mono: float | None = None    # time.monotonic() of the last valid JointState
+        self._watchdog_mono: float | None = None      # time.monotonic() of the watchdog's last run
+        self._stamp_before_trip: int | None = None    # stamp of the state accepted before the last one
         # (q, qdot, stamp ns) of the first accepted state since start
         self._first_state: tuple[np.ndarray, np.ndarray, int] | None = None
         # (q, qdot, stamp ns) of the latest accepted state (the re-planner's starting point)
@@ -181,7 +191,7 @@ class CommandPath:
             self._create(settings)
         control = cast("_Control", self._control)      # set above or by _create
         ctl, _, _, timer = control
-        period = min(max(self._limits.state_timeout / 4, 0.005), 0.25)
+        period = watchdog_period(self._limits.state_timeout)
         if abs(timer.timer_period_ns * 1e-9 - period) > 1e-9:
             ctl.destroy_timer(timer)
             self._control = control[:3] + (ctl.create_timer(period, self._on_watchdog),)
@@ -204,7 +214,7 @@ class CommandPath:
             from linear_feedback_controller_msgs.msg import Control
             self._pubs["lfc"] = ctl.create_publisher(Control, settings.lfc_topic, COMMAND_QOS)
             ctl.create_timer(self._plant.dt, self._on_lfc)
-        timer = ctl.create_timer(min(max(self._limits.state_timeout / 4, 0.005), 0.25), self._on_watchdog)
+        timer = ctl.create_timer(watchdog_period(self._limits.state_timeout), self._on_watchdog)
         self._control = (ctl, executor, thread, timer)
         executor.add_node(ctl)
         thread.start()
@@ -290,6 +300,7 @@ class CommandPath:
             health.count("states_with_unknown_joints")
             health.warn_limited("state:unknown_joints", f"JointState: ignoring joint(s) unknown to "
                                 f"the model: {list(unknown)} (logged at most every 10 s)", period=10.0)
+        self._stamp_before_trip = self._last_stamp_ns
         self._last_stamp_ns = t_ns
         self._last_state_mono = time.monotonic()
         if self._first_state is None:
@@ -298,7 +309,9 @@ class CommandPath:
         health.count("states")
         if self.tripped:
             self.tripped = False
-            health.logger.info("JointState messages resumed: commanding again")
+            gap = "" if self._stamp_before_trip is None else \
+                f" (stamps {1e-9 * (t_ns - self._stamp_before_trip):.3f} s after the last state before the trip)"
+            health.logger.info(f"JointState messages resumed{gap}: commanding again")
         active = self.active
         if active is None:
             return
@@ -387,12 +400,20 @@ class CommandPath:
 
     @callback_guard
     def _on_watchdog(self):
+        now = time.monotonic()
+        previous, self._watchdog_mono = self._watchdog_mono, now
         if not self._enabled or not self._commanding or self._last_state_mono is None:
             return
         timeout = self._limits.state_timeout
-        age = time.monotonic() - self._last_state_mono
+        age = now - self._last_state_mono
         if age <= timeout:
             return
+        period = watchdog_period(timeout)
+        if previous is not None and now - previous > 2 * period:
+            cause = (f"this path's thread was stalled: the watchdog ran {now - previous:.3f} s after its "
+                     f"previous run (period {period:.4f} s)")
+        else:
+            cause = f"the watchdog ran on time (period {period:.4f} s): the states stopped coming"
         action = self._timeout_action
         hold = self._timeout_command()
         self._publish("command", cv.command_msg(hold))
@@ -403,4 +424,4 @@ class CommandPath:
         self.health.logger.warning(
             f"watchdog: no valid JointState for {age:.3f} s (state_timeout {timeout} s): stopped "
             f"commanding after sending {'zeros' if action == 'zero' else 'the last command'} "
-            f"{np.round(hold, 6).tolist()}")
+            f"{np.round(hold, 6).tolist()}; {cause}")
