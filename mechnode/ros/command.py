@@ -115,7 +115,7 @@ class CommandPath:
         self.active: ActiveSchedule | None = None    # the schedule in force, swapped atomically
         self._last_state_mono: float | None = None    # time.monotonic() of the last valid JointState
         self._watchdog_mono: float | None = None      # time.monotonic() of the watchdog's last run
-        self._stamp_before_trip: int | None = None    # stamp of the state accepted before the last one
+        self._stamp_at_trip: int | None = None        # last accepted stamp when the watchdog tripped
         # (q, qdot, stamp ns) of the first accepted state since start
         self._first_state: tuple[np.ndarray, np.ndarray, int] | None = None
         # (q, qdot, stamp ns) of the latest accepted state (the re-planner's starting point)
@@ -300,7 +300,6 @@ class CommandPath:
             health.count("states_with_unknown_joints")
             health.warn_limited("state:unknown_joints", f"JointState: ignoring joint(s) unknown to "
                                 f"the model: {list(unknown)} (logged at most every 10 s)", period=10.0)
-        self._stamp_before_trip = self._last_stamp_ns
         self._last_stamp_ns = t_ns
         self._last_state_mono = time.monotonic()
         if self._first_state is None:
@@ -309,8 +308,8 @@ class CommandPath:
         health.count("states")
         if self.tripped:
             self.tripped = False
-            gap = "" if self._stamp_before_trip is None else \
-                f" (stamps {1e-9 * (t_ns - self._stamp_before_trip):.3f} s after the last state before the trip)"
+            gap = "" if self._stamp_at_trip is None else \
+                f" (stamps {1e-9 * (t_ns - self._stamp_at_trip):.3f} s after the last state before the trip)"
             health.logger.info(f"JointState messages resumed{gap}: commanding again")
         active = self.active
         if active is None:
@@ -419,6 +418,7 @@ class CommandPath:
         self._publish("command", cv.command_msg(hold))
         self._commanding = False
         self.tripped = True
+        self._stamp_at_trip = self._last_stamp_ns
         self.health.count("watchdog_trips")
         self.health.last_error = f"state timeout after {age:.3f} s"
         self.health.logger.warning(
