@@ -1274,7 +1274,7 @@ class System:
         """Per-thread scratch for evaluations of :attr:`model` (see :mod:`core.tree.workspace`)."""
         if self._model is None:
             self.compile()
-        return cast(Workspace, self._workspace)      # (set by compile)
+        return self._workspace      # type: ignore[return-value]  # (set by compile; cast() is a call)
 
     # ----------------------------------------------------------------------------- names
 

@@ -454,3 +454,60 @@ def test_flat_kernels_inline_the_into_flat_kernels_and_no_other_caller_does():
     for kernel in (kinematics.forward_kinematics, rnea.mass_matrix, rnea.inverse_dynamics_derivatives,
                    rnea.articulated_body):
         assert kernel.targetoptions["inline"] is INTO_FLAT
+
+
+_ALLOCATION_CHECK = """
+import numpy as np
+from numba import njit
+from numba.core.runtime import rtsys
+import core
+from core.continuous.dynamics import forward_dynamics, linearize_plain
+
+@njit
+def calls(ev, q, dq, u, ddq, A, B, k):
+    for _ in range(k):
+        forward_dynamics(ev, q, dq, u, ddq)
+        linearize_plain(ev, q, dq, u, A, B)
+
+def tree(damper):
+    s = core.System()
+    s.add_frame("a", "world", rz="q1", mass=1.0, inertia=[0.01, 0.02, 0.03], com=[0.3, 0.0, 0.1])
+    s.add_frame("b", "a", ty="q2", mass=0.5, inertia=[0.01, 0.01, 0.01], com=[0.0, 0.2, 0.0])
+    s.add_frame("c", "a", rx="q3", mass=0.7, inertia=[0.02, 0.01, 0.01], com=[0.1, 0.0, 0.2])
+    s.add_damping("q1", 0.2)
+    s.add_spring("config", config="q3", stiffness=3.0)
+    s.add_input("torque", config="q1")
+    s.add_input("torque", config="q3")
+    if damper:
+        s.add_damper("b", "c", 0.4)
+    return s
+
+for damper in (False, True):
+    s = tree(damper)
+    q, dq, u = np.array([0.3, 0.1, -0.4]), np.array([0.5, -0.2, 0.7]), np.array([0.2, -0.1])
+    ev = s.workspace.evaluation()
+    ddq, A, B = np.empty(3), np.empty((6, 6)), np.empty((6, 2))
+    calls(ev, q, dq, u, ddq, A, B, 1)
+    assert ev.status[0] == 0, ev.status
+    assert np.array_equal(ddq, s.qdd(q, dq, u)) and np.array_equal(A, s.linearize(q, dq, u)[0])
+    counts = [rtsys.get_allocation_stats().alloc]
+    for k in (0, 10):       # (the call's own arguments count too: the difference is the kernels')
+        calls(ev, q, dq, u, ddq, A, B, k)
+        counts.append(rtsys.get_allocation_stats().alloc)
+    print(counts[2] - 2 * counts[1] + counts[0])
+"""
+
+
+def test_qdd_and_the_tree_linearization_allocate_nothing():
+    """``System.qdd`` and ``System.linearize`` of a tree (springs on variables, joint damping,
+    torques) allocate nothing in their kernels: the tree kernels' temporaries are in the
+    per-thread Data and Work. numba counts allocations with ``NUMBA_NRT_STATS=1`` (read when it
+    starts: a process of its own); a damper between frames allocates, which shows the count
+    works."""
+    env = dict(os.environ, NUMBA_NRT_STATS="1")
+    out = subprocess.run([sys.executable, "-c", _ALLOCATION_CHECK], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    plain, with_damper = (int(x) for x in out.stdout.split())
+    assert plain == 0, f"{plain} allocations in 10 calls of qdd and linearize"
+    assert with_damper > 0

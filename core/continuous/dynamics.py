@@ -95,9 +95,9 @@ def _articulated(model, data, work, q, dq, u, ddq, status):
     kinematics.forward_kinematics(model, q, dq, data)
     kinematics.body_inertias(model, data, work.Ib, work.has_mass)
     Vs_q, F, tau = work.Vs_q, work.F, work.tau
-    # (allocated: an empty view of a Work array has another numba layout, 'A', and would
-    # compile the force and spring kernels once more for it)
-    e2, e3 = np.empty((0, 0)), np.empty((0, 0, 0))
+    # (Work's own empty arrays: an empty view of a Work array has another numba layout, 'A',
+    # and would compile the force and spring kernels once more for it)
+    e2, e3 = work.e2, work.e3
     lagrangian.spring_potential_derivatives(model, data, q, Vs_q, e2)     # (gradient only)
     forces.generalized_force(model, data, dq, u[:model.nu], 0, F, e2, e2, e2, e3, e3, e3)
     for i in range(n):
@@ -214,7 +214,7 @@ def _linearize_tree(ev, q, dq, u, A, B):
     rnea.mass_matrix(model, data, M)
     lagrangian.spring_potential_derivatives(model, data, q, w.Vs_q, Ks)
     rnea.newton_euler(model, data, Ib, has_mass, dq, w.zeros, w.Ap, w.Ff, tau)
-    e3 = np.empty((0, 0, 0))
+    e3 = w.e3
     forces.generalized_force(model, data, dq, u, 1, w.F, Fq, Fv, Fu, e3, e3, e3)
     F, Vs_q = w.F, w.Vs_q
     for i in range(n):

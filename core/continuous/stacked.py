@@ -31,7 +31,7 @@ def _own_evaluation(ev):
                 w.Ap.copy(), w.Ff.copy(), w.tau.copy(), w.F.copy(), w.Fq.copy(), w.Fv.copy(), w.Fu.copy(),
                 w.dtau_dq.copy(), w.dtau_dv.copy(), w.X.copy(), w.ddq.copy(), np.zeros(w.zeros.shape[0]),
                 w.IA.copy(), w.pA.copy(), w.Af.copy(), w.live.copy(), w.U.copy(), w.cj.copy(), w.Dj.copy(),
-                w.uj.copy(), w.v6.copy())
+                w.uj.copy(), w.v6.copy(), w.e2, w.e3)
     return Evaluation(ev.model, copy_data(ev.data), work, ev.dyn, ev.kin, np.zeros(2, np.int64))
 
 

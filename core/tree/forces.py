@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.base.jit import INTO_FLAT, njit
+from core.base.jit import njit
 from core.model.record import INPUT_TORQUE
 from core.tree.kinematics import (
     PAIR_SQUARED_DISTANCE,
@@ -172,7 +172,7 @@ def _dampers(model, data, dq, order, F, Fq, Fv, Fqq, Fqv):
         pos[idx[:k]] = -1
 
 
-@njit(cache=True, nogil=True, inline=INTO_FLAT)
+@njit(cache=True, nogil=True)
 def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
     """Fill ``F`` and, for ``order`` >= 1, ``Fq, Fv, Fu``; for ``order`` >= 2, ``Fqq, Fqv,
     Fqu``. ``Fqq`` and ``Fqu`` may be empty when :func:`has_force_curvature` is false, ``Fqv``
@@ -186,13 +186,13 @@ def generalized_force(model, data, dq, u, order, F, Fq, Fv, Fu, Fqq, Fqv, Fqu):
         Fv[:, :] = 0.0
         Fu[:, :] = 0.0
         for i in range(n):
-            Fv[i, i] = -model.damping[i]
+            Fv[i, i] = -damping[i]
     if order >= 2:
         Fqq[:, :, :] = 0.0
         Fqv[:, :, :] = 0.0
         Fqu[:, :, :] = 0.0
-    v6 = np.empty((3, 6))           # (one allocation for three 6-vectors)
-    Ws, t1, t2 = v6[0], v6[1], v6[2]
+    t6 = data.t6                    # (three 6-vectors of the Data's scratch)
+    Ws, t1, t2 = t6[0], t6[1], t6[2]
     for r in range(model.nu):
         if model.input_kind[r] == INPUT_TORQUE:
             i = model.input_q[r]

@@ -35,6 +35,12 @@ DATA_FIELDS = [
     "dq",                    # per joint: the velocity of the last forward_kinematics (armature)
     "gravity",               # the gravity the kernels apply, in world coordinates: the model's,
                              # or per evaluation (a quaternion base evaluated in its own frame)
+    # the scratch of the tree kernels, so that they allocate nothing per call (contents are
+    # whatever the last kernel left; no kernel reads what another wrote here):
+    "a", "w",                # per frame (6): accelerations and wrenches of a Newton-Euler pass
+    "P",                     # per frame (6x6): composite velocity coupling (rnea's derivatives)
+    "rows", "dF",            # per joint: packed rows (3, nj, 12) and wrench derivatives (2, nj, 6)
+    "t6", "t3",              # small vectors: (12, 6) and (8, 3)
 ]
 DataType, Data = record_type("Data", DATA_FIELDS, __name__)
 
@@ -59,7 +65,9 @@ def create_data(model: Model, pairs: bool = True):
                 np.zeros((nf, 6, 6)), np.zeros((nf, 6)), np.zeros(nf), np.zeros((nf, 3)),
                 np.zeros((nq, 6)), np.zeros((npair, npair, 6)), np.zeros((npair, npair, 6)),
                 np.zeros((npair, npair, 6)), np.zeros((npair, npair, 6)), np.zeros(nq),
-                np.array(model.gravity, float))
+                np.array(model.gravity, float),
+                np.zeros((nf, 6)), np.zeros((nf, 6)), np.zeros((nf, 6, 6)), np.zeros((3, nq, 12)),
+                np.zeros((2, nq, 6)), np.zeros((12, 6)), np.zeros((8, 3)))
 
 
 @njit(cache=True, nogil=True)
@@ -67,7 +75,8 @@ def copy_data(d):
     """Fresh scratch with the same shapes (for parallel evaluations)."""
     return Data(d.R.copy(), d.p.copy(), d.V.copy(), d.S.copy(), d.Vp.copy(), d.Ic.copy(),
                 d.Hc.copy(), d.mc.copy(), d.mp.copy(), d.D.copy(), d.DD.copy(), d.dJ.copy(),
-                d.IcS.copy(), d.IcD.copy(), d.dq.copy(), d.gravity.copy())
+                d.IcS.copy(), d.IcD.copy(), d.dq.copy(), d.gravity.copy(), d.a.copy(), d.w.copy(),
+                d.P.copy(), d.rows.copy(), d.dF.copy(), d.t6.copy(), d.t3.copy())
 
 
 # ------------------------------------------------------------------------------ small algebra
@@ -149,8 +158,8 @@ def forward_kinematics(model, q, dq, data):
     R, p, V, S, Vp = data.R, data.p, data.V, data.S, data.Vp
     frame_parent, frame_kind, frame_qindex = model.frame_parent, model.frame_kind, model.frame_qindex
     frame_offset_R, frame_offset_p, frame_value = model.frame_offset_R, model.frame_offset_p, model.frame_value
-    block = np.empty((7, 3))        # (one allocation for three temporaries)
-    Rpre, Rloc, ppre = block[:3], block[3:6], block[6]
+    t3 = data.t3
+    Rpre, Rloc, ppre = t3[:3], t3[3:6], t3[6]
     S[:, :] = 0.0
     Vp[:, :] = 0.0
     for f in range(model.nf):
@@ -247,7 +256,7 @@ def body_inertias(model, data, Ib, has_mass):
     ``has_mass[f]`` is False (and ``Ib[f]`` unset) for frames without mass or inertia."""
     frame_mass, frame_inertia, frame_com, R, p = (model.frame_mass, model.frame_inertia, model.frame_com,
                                                   data.R, data.p)
-    pc = np.empty(3)
+    pc = data.t3[7]
     for f in range(model.nf):
         m = frame_mass[f]
         has_mass[f] = m > 0.0
@@ -266,7 +275,7 @@ def composites_from_bodies(model, data, Ib, has_mass):
     under every frame, from the body inertias ``Ib`` (which may be ``data.Ic`` itself)."""
     Ic, Hc, mc, mp, V, p, R = data.Ic, data.Hc, data.mc, data.mp, data.V, data.p, data.R
     frame_mass, frame_parent, frame_com = model.frame_mass, model.frame_parent, model.frame_com
-    pc = np.empty(3)
+    pc = data.t3[7]
     for f in range(model.nf):
         m = frame_mass[f]
         for i in range(6):

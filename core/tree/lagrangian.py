@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.base.jit import INTO_FLAT, njit
+from core.base.jit import njit
 from core.base.records import record_type, set_constructor
 from core.tree.kinematics import (
     PAIR_SQUARED_DISTANCE,
@@ -306,7 +306,7 @@ def _frame_springs(model, data, order, full, wq, L, Lq, Lqq, Lqqq, dLqq):
         pos[idx[:k]] = -1
 
 
-@njit(cache=True, nogil=True, inline=INTO_FLAT)
+@njit(cache=True, nogil=True)
 def spring_potential_derivatives(model, data, q, grad, hess):
     """Gradient and Hessian of the spring potential alone (springs on variables and between
     frames): ``grad = dV_s/dq``, ``hess = d2V_s/dq2`` (needs forward kinematics); an empty

@@ -28,8 +28,6 @@ through unchanged. Along ``dq_a``: ``dV_f = S_a``, ``dA_f = S_a x V_f + 2 Vp_a x
 """
 from __future__ import annotations
 
-import numpy as np
-
 from core.base.jit import INTO_FLAT, njit
 from core.tree.kinematics import bracket, cross_force, dot6, matvec6
 
@@ -51,7 +49,7 @@ def mass_matrix(model, data, M):
     """``M[a, b] = S_a . Ic_b S_b`` for ``a`` at or above ``b``, plus the armature on the
     diagonal (needs :func:`composites`)."""
     M[:, :] = 0.0
-    IS = np.empty(6)
+    IS = data.t6[0]
     # fields read into locals once: each read of a record's field inside a loop costs
     # reference counting (about 1 us per kernel here)
     S, Ic = data.S, data.Ic
@@ -78,9 +76,8 @@ def newton_euler(model, data, Ib, has_mass, dq, ddq, Ap, F, tau):
     g = data.gravity
     frame_parent, frame_qindex, joint_frame = model.frame_parent, model.frame_qindex, model.joint_frame
     S, V, Vp = data.S, data.V, data.Vp
-    A = np.empty((model.nf, 6))      # frame accelerations
-    v6 = np.empty((3, 6))            # (one allocation for three 6-vectors)
-    h, tmp, vxs = v6[0], v6[1], v6[2]     # h: body momentum I V
+    A, t6 = data.a, data.t6          # frame accelerations; three 6-vectors
+    h, tmp, vxs = t6[0], t6[1], t6[2]     # h: body momentum I V
     for f in range(model.nf):
         _inherit_acceleration(g, frame_parent[f], A, f)
         j = frame_qindex[f]
@@ -117,8 +114,7 @@ def add_joint_accelerations(model, data, Ib, has_mass, ddq, Ap, F):
     ``Ap`` and the composite wrenches ``Σ_(g below f) I_g a_g`` to ``F`` (a third of a pass)."""
     frame_parent, frame_qindex, S = model.frame_parent, model.frame_qindex, data.S
     nf = model.nf
-    aW = np.empty((2, nf, 6))
-    a, W = aW[0], aW[1]
+    a, W = data.a, data.w
     for f in range(nf):
         par = frame_parent[f]
         for i in range(6):
@@ -193,26 +189,28 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
     ``dFv_a = -(P_a + P_aᵀ) S_a - 2 Ic_a c2 + S_a ×* Hc_a``. Four dot products per comparable
     pair: O(n d).
     """
-    nf, n = model.nf, model.nj
+    n = model.nj
     dtau_dq[:, :] = 0.0
     dtau_dv[:, :] = 0.0
-    P = np.empty((nf, 6, 6))
+    P = data.P
     _composite_velocity_coupling(model, data, Ib, has_mass, P)
     # Per joint, packed so that every pair costs two 12-long and two 6-long dot products:
     #   row_j = (Ic_j S_j, G_j),  col_q_a = (c3 - c1, c2)_a,  col_v_a = (-2 c2, -S)_a
-    # (one allocation per shape: an allocation costs about as much as a joint pair here)
-    packed = np.zeros((3, n, 12))
-    row, col_q, col_v = packed[0], packed[1], packed[2]
-    dFs = np.zeros((2, n, 6))
+    # (in the Data's scratch: an allocation costs about as much as a joint pair here)
+    rows, dFs, t6 = data.rows, data.dF, data.t6
+    row, col_q, col_v = rows[0], rows[1], rows[2]
     dF, dFv = dFs[0], dFs[1]                            # subtree wrench derivatives per joint
-    small = np.empty((12, 6))
-    c1, c2, c3, t1, t2, SxH = small[0], small[1], small[2], small[3], small[4], small[5]
-    Psym = small[6:]
+    c1, c2, c3, t1, t2, SxH = t6[0], t6[1], t6[2], t6[3], t6[4], t6[5]
+    Psym = t6[6:]
     S, Ic, Hc, Vp = data.S, data.Ic, data.Hc, data.Vp
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     for j in range(n):
         fj = joint_frame[j]
-        if fj < 0:
+        if fj < 0:      # (a variable that drives no frame: zero rows)
+            for i in range(12):
+                row[j, i] = col_q[j, i] = col_v[j, i] = 0.0
+            for i in range(6):
+                dF[j, i] = dFv[j, i] = 0.0
             continue
         Sj, Icj, Pj, Hcj, Vpj = S[j], Ic[fj], P[fj], Hc[fj], Vp[j]
         for i in range(6):

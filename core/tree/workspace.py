@@ -38,9 +38,10 @@ from core.tree.lagrangian import create_derivs
 #: algorithm's (:func:`core.tree.rnea.articulated_body`): ``IA`` (nf, 6, 6) articulated inertias,
 #: ``pA``, ``Af`` (nf, 6) bias wrenches and accelerations, ``live`` (nf) subtrees with a body,
 #: ``U``, ``cj`` (nj, 6) and ``Dj``, ``uj`` (nj) per joint, ``v6`` (2, 6) two 6-vectors.
+#: ``e2`` (0, 0) and ``e3`` (0, 0, 0), always empty: the outputs a kernel is asked to leave out.
 WORK_FIELDS = ["Ib", "has_mass", "M", "L", "Vs_q", "Ks", "Ap", "Ff", "tau", "F", "Fq", "Fv", "Fu",
                "dtau_dq", "dtau_dv", "X", "ddq", "zeros",
-               "IA", "pA", "Af", "live", "U", "cj", "Dj", "uj", "v6"]
+               "IA", "pA", "Af", "live", "U", "cj", "Dj", "uj", "v6", "e2", "e3"]
 WorkType, Work = record_type("Work", WORK_FIELDS, __name__)
 
 #: What one call of a continuous-dynamics kernel needs besides its arguments, in one record (a
@@ -79,7 +80,7 @@ def create_work(model: Model, nk: int = 0):
                 e((nf, 6)), e(n), e(n), e((n, n)), e((n, n)), e((n, m)), e((n, n)), e((n, n)),
                 e((n, 2 * n + m + nk)), e(n), np.zeros(n),
                 e((nf, 6, 6)), e((nf, 6)), e((nf, 6)), np.zeros(nf, np.bool_), e((nj, 6)), e((nj, 6)), e(nj), e(nj),
-                e((2, 6)))
+                e((2, 6)), e((0, 0)), e((0, 0, 0)))
 
 
 class Workspace:
@@ -117,11 +118,11 @@ class Workspace:
 
     def address(self) -> int:
         """The address of this thread's :class:`Evaluation` (:func:`core.base.records.address`)."""
-        a = self._local.__dict__.get("address")
-        if a is None:
+        try:
+            return self._local.address
+        except AttributeError:      # (this thread's first evaluation)
             self.evaluation()
-            a = self._local.address
-        return a
+            return self._local.address
 
     def get(self, third_order: bool = False):
         """``(data, der)`` of the calling thread: kinematics scratch and Lagrangian derivative
