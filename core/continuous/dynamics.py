@@ -646,8 +646,7 @@ def linearize(system, q, dq, u=None, multipliers: bool = False,
     """
     ws = system.workspace
     if not multipliers and ws.plain:
-        n2 = 2 * ws.n
-        A, B = np.empty((n2, n2)), np.empty((n2, ws.nu))
+        A, B = np.empty(ws.shape_A), np.empty(ws.shape_B)
         if linearize_at in _DIRECT:
             try:
                 if linearize_at(ws.address(), q, dq, u, A, B) == OK:

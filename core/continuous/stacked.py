@@ -4,7 +4,7 @@
 ``ddq`` of shape ``(N, n)``, or ``A`` of shape ``(N, 2n, 2n)`` and ``B`` of shape ``(N, 2n, nu)``:
 row ``k`` is exactly what the single call at ``(q[k], dq[k], u[k])`` returns (the same kernel
 runs on it). For a system without constraints, kinematic variables or a quaternion base, the
-states are split into interleaved chunks evaluated in parallel threads (numba's thread count,
+states are split into contiguous chunks evaluated in parallel threads (numba's thread count,
 ``numba.set_num_threads``) in one compiled call without the GIL; otherwise the points are
 evaluated one after the other through the single call. The first point that fails raises the
 single call's error, prefixed with its index.
@@ -38,11 +38,12 @@ def _own_evaluation(ev):
 @njit(cache=True, nogil=True, parallel=True)
 def _qdd_stack(ev, Q, DQ, U, DDQ, status, nchunks):
     """``DDQ[k]`` = :func:`core.continuous.dynamics.forward_dynamics` at ``(Q[k], DQ[k], U[k])`` for every
-    ``k``, in ``nchunks`` interleaved chunks in parallel; ``status[k]`` its status."""
+    ``k``, in ``nchunks`` contiguous chunks in parallel (each thread writes its own pages of
+    ``DDQ``); ``status[k]`` its status."""
     N = Q.shape[0]
     for c in prange(nchunks):
         own = _own_evaluation(ev)
-        for k in range(c, N, nchunks):
+        for k in range(c * N // nchunks, (c + 1) * N // nchunks):
             forward_dynamics(own, Q[k], DQ[k], U[k], DDQ[k])
             status[k, 0], status[k, 1] = own.status[0], own.status[1]
 
@@ -50,11 +51,12 @@ def _qdd_stack(ev, Q, DQ, U, DDQ, status, nchunks):
 @njit(cache=True, nogil=True, parallel=True)
 def _linearize_stack(ev, Q, DQ, U, A, B, status, nchunks):
     """``(A[k], B[k])`` = :func:`core.continuous.dynamics.linearize_plain` at ``(Q[k], DQ[k], U[k])`` for
-    every ``k``, in ``nchunks`` interleaved chunks in parallel; ``status[k]`` its status."""
+    every ``k``, in ``nchunks`` contiguous chunks in parallel (each thread writes its own pages of
+    ``A`` and ``B``: interleaved points cost 5 % more on the Panda); ``status[k]`` its status."""
     N = Q.shape[0]
     for c in prange(nchunks):
         own = _own_evaluation(ev)
-        for k in range(c, N, nchunks):
+        for k in range(c * N // nchunks, (c + 1) * N // nchunks):
             linearize_plain(own, Q[k], DQ[k], U[k], A[k], B[k])
             status[k, 0], status[k, 1] = own.status[0], own.status[1]
 

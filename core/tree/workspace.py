@@ -102,6 +102,9 @@ class Workspace:
         self.kin = np.zeros(0, np.int64) if kin is None else np.asarray(kin, np.int64)
         #: sizes read on every call (plain attributes: a record field read from Python costs more)
         self.n, self.nu = int(model.nq), int(model.nu) + len(self.kin)
+        #: the shapes of ``System.linearize``'s ``A`` and ``B``, made once (building the two
+        #: tuples costs about half a microsecond a call)
+        self.shape_A, self.shape_B = (2 * self.n, 2 * self.n), (2 * self.n, self.nu)
         #: no constraints: linearize has no multipliers and no consistency check to make
         self.plain = int(model.nh) + int(model.nv) == 0
         self._local = threading.local()
