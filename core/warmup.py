@@ -18,7 +18,11 @@ The parts (:data:`PARTS`; each names the kernels it calls, for the count of what
   part before it); ``lqr``: the Riccati pass; ``optimize``: the first-order trajectory
   optimizer;
 * ``continuous``, ``discrete``, ``all``: :meth:`core.MidpointVI.warm_up`'s parts (``all``: every
-  kernel, second order included).
+  kernel, second order included);
+* ``stacks``: the kernels of stacked calls (``System.qdd``/``linearize`` and
+  ``MidpointVI.step`` on stacks of states, ``linearize_trajectory`` in parallel threads, the
+  Legendre transform of many states), each compiled on its first use otherwise (about a minute
+  apiece on a cold cache).
 
 ``--work DIR`` shares the parts between processes: each process takes the next part nobody has
 taken (a file ``DIR/<part>.taken`` created exclusively), waits for the parts it builds on
@@ -56,12 +60,16 @@ PARTS = {
                    "continuous.dynamics.continuous_dynamics", "discrete.legendre.legendre_jacobian"),
     "discrete": ("discrete.trajectory.simulate_kernel", "discrete.entry.linearize_step_at"),
     "all": ("discrete.second_order.second_order", "discrete.second_order.contracted_second_order"),
+    "stacks": ("continuous.stacked._qdd_stack", "continuous.stacked._linearize_stack", "discrete.entry.step_stack",
+               "discrete.trajectory.solve_parallel", "discrete.trajectory.linearize_parallel",
+               "discrete.legendre.legendre_many"),
 }
 #: part -> parts whose kernels it calls inside its own (taken after them when shared)
 AFTER = {"optimize": ("step", "linearize", "lqr", "inverse"), "inverse": ("state",),
          "hold": ("step", "linearize", "inverse"),  # (solve_each, linearize_chunk on a stack of one;
                                                     # discrete_momenta)
-         "discrete": ("step", "linearize", "inverse"), "all": ("continuous", "discrete")}
+         "discrete": ("step", "linearize", "inverse"), "all": ("continuous", "discrete"),
+         "stacks": ("step", "linearize", "continuous")}
 #: What a controller needs before it may command (the mechnode node's configure): every part
 #: but the continuous and second-order linearizations (which then compile on first use, or in
 #: the background).
@@ -116,6 +124,13 @@ def _run(part: str, vi) -> None:
         tvlqr(A, B, np.eye(nx), np.eye(nu), np.eye(nx))
     elif part in ("continuous", "discrete", "all"):
         vi.warm_up(part=part)
+    elif part == "stacks":
+        Q = np.zeros((2, n))
+        vi.system.qdd(Q, Q)
+        vi.system.linearize(Q, Q, residual_limit=None)
+        X = vi.discrete_states(Q, Q)
+        vi.step(X, np.zeros((2, nu)))
+        vi.linearize_trajectory(np.zeros((3, nx)), np.zeros((2, nu)), threads=2)
     else:
         raise ValueError(f"unknown warm-up part {part!r} (parts: {', '.join(PARTS)})")
 

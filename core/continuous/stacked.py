@@ -15,6 +15,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from core.base.chunks import chunk
 from core.base.jit import njit
 from core.continuous.dynamics import forward_dynamics, linearize_plain
 from core.errors import OK
@@ -38,12 +39,13 @@ def _own_evaluation(ev):
 @njit(cache=True, nogil=True, parallel=True)
 def _qdd_stack(ev, Q, DQ, U, DDQ, status, nchunks):
     """``DDQ[k]`` = :func:`core.continuous.dynamics.forward_dynamics` at ``(Q[k], DQ[k], U[k])`` for every
-    ``k``, in ``nchunks`` contiguous chunks in parallel (each thread writes its own pages of
-    ``DDQ``); ``status[k]`` its status."""
+    ``k``, in ``nchunks`` contiguous chunks in parallel (:func:`core.base.chunks.chunk`);
+    ``status[k]`` its status."""
     N = Q.shape[0]
     for c in prange(nchunks):
         own = _own_evaluation(ev)
-        for k in range(c * N // nchunks, (c + 1) * N // nchunks):
+        start, stop = chunk(c, N, nchunks)
+        for k in range(start, stop):
             forward_dynamics(own, Q[k], DQ[k], U[k], DDQ[k])
             status[k, 0], status[k, 1] = own.status[0], own.status[1]
 
@@ -51,12 +53,13 @@ def _qdd_stack(ev, Q, DQ, U, DDQ, status, nchunks):
 @njit(cache=True, nogil=True, parallel=True)
 def _linearize_stack(ev, Q, DQ, U, A, B, status, nchunks):
     """``(A[k], B[k])`` = :func:`core.continuous.dynamics.linearize_plain` at ``(Q[k], DQ[k], U[k])`` for
-    every ``k``, in ``nchunks`` contiguous chunks in parallel (each thread writes its own pages of
-    ``A`` and ``B``: interleaved points cost 5 % more on the Panda); ``status[k]`` its status."""
+    every ``k``, in ``nchunks`` contiguous chunks in parallel (:func:`core.base.chunks.chunk`);
+    ``status[k]`` its status."""
     N = Q.shape[0]
     for c in prange(nchunks):
         own = _own_evaluation(ev)
-        for k in range(c * N // nchunks, (c + 1) * N // nchunks):
+        start, stop = chunk(c, N, nchunks)
+        for k in range(start, stop):
             linearize_plain(own, Q[k], DQ[k], U[k], A[k], B[k])
             status[k, 0], status[k, 1] = own.status[0], own.status[1]
 

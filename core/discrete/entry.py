@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
+from core.base.chunks import chunk
 from core.base.jit import njit
 from core.base.records import record_at, record_type, set_constructor
 from core.discrete.first_order import del_linearize
@@ -200,10 +201,11 @@ def _own_step_call(rec):
 @njit(cache=True, nogil=True, parallel=True)
 def step_stack(rec, X, U, X1, status, nchunks):
     """``X1[k]`` = :func:`step_entry` from ``X[k]`` with ``U[k]`` for every ``k``, in ``nchunks``
-    interleaved chunks in parallel; ``status[k]`` its status."""
+    contiguous chunks in parallel (:func:`core.base.chunks.chunk`); ``status[k]`` its status."""
     N = X.shape[0]
     for c in prange(nchunks):
         own = _own_step_call(rec)
-        for k in range(c, N, nchunks):
+        start, stop = chunk(c, N, nchunks)
+        for k in range(start, stop):
             step_entry(own, X[k], U[k], X1[k])
             status[k, 0], status[k, 1] = own.status[0], own.status[1]

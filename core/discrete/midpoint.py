@@ -1182,7 +1182,7 @@ class MidpointVI:
         nchunks = self._chunks(N, threads)
         if nchunks == 1:
             linearize_chunk(model, data, der, self.dt, dyn, kin, Q, Q1, P, LAM, DH1, Uf, rho,
-                            self.condition_limit, As, Bs, Hs, contraction, stat, conds, 0, 1)
+                            self.condition_limit, As, Bs, Hs, contraction, stat, conds, 0, N)
         else:
             linearize_parallel(model, data, der, self.dt, dyn, kin, Q, Q1, P, LAM, DH1, Uf, rho,
                                self.condition_limit, As, Bs, Hs, contraction, stat, conds, nchunks)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
+from core.base.chunks import chunk
 from core.base.jit import njit
 from core.discrete.first_order import del_linearize
 from core.discrete.second_order import contracted_scratch, second_order_scratch
@@ -52,17 +53,18 @@ def solve_each(model, data, der, dt, dyn, kin, Q, P, u_force, rho, tol, max_iter
 @njit(cache=True, nogil=True, parallel=True)
 def solve_parallel(model, data_proto, der_proto, dt, dyn, kin, Q, P, u_force, rho, tol, max_iter,
                    Q1, LAM, DH1, status, info, nchunks):
-    """:func:`solve_each` over ``nchunks`` interleaved chunks in parallel (the steps are
-    independent; each chunk has its own scratch). Every knot is solved; ``status`` and
-    ``info`` report the first knot that failed (``status[2]``, -1 if none), as the serial
-    kernel does."""
+    """:func:`solve_each` over ``nchunks`` contiguous chunks in parallel
+    (:func:`core.base.chunks.chunk`; the steps are independent; each chunk has its own
+    scratch). Every knot is solved; ``status`` and ``info`` report the first knot that failed
+    (``status[2]``, -1 if none), as the serial kernel does."""
     N = u_force.shape[0]
     stat = np.zeros((N, 2), np.int64)
     infos = np.zeros((N, 4))
     for c in prange(nchunks):
         data, der = copy_data(data_proto), copy_derivs(der_proto)
         p1 = np.empty(P.shape[1])
-        for k in range(c, N, nchunks):
+        start, stop = chunk(c, N, nchunks)
+        for k in range(start, stop):
             del_step(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], tol,
                      max_iter, Q1[k], p1, LAM[k], DH1[k], stat[k], infos[k])
     status[0], status[1], status[2] = OK, -1, -1
@@ -75,8 +77,8 @@ def solve_parallel(model, data_proto, der_proto, dt, dyn, kin, Q, P, u_force, rh
 
 @njit(cache=True, nogil=True)
 def linearize_chunk(model, data, der, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force, rho, cond_limit,
-                    As, Bs, Hs, contraction, stat, conds, first, stride):
-    """Linearize the steps ``k = first, first + stride, ...`` from ``(Q[k], P[k])`` to
+                    As, Bs, Hs, contraction, stat, conds, start, stop):
+    """Linearize the steps ``k = start, ..., stop - 1`` from ``(Q[k], P[k])`` to
     ``Q1[k]`` (solved by :func:`solve_each`); ``stat[k]`` receives each status code. ``Hs``:
     the second-order tensors' stack (N, nx, nz, nz) or None; ``contraction``: None or
     ``(costates, Ws)``, ``Ws[k] = sum_i costates[k, i] H_k[i]`` (N, nz, nz). What is None is
@@ -89,7 +91,7 @@ def linearize_chunk(model, data, der, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force,
     if contraction is not None:
         size = max(size, contracted_scratch(n, nc))
     scratch = np.empty(size)
-    for k in range(first, u_force.shape[0], stride):
+    for k in range(start, stop):
         if contraction is None:
             if Hs is None:
                 del_linearize(model, data, der, dt, dyn, kin, Q[k], P[k], u_force[k], rho[k], Q1[k],
@@ -109,9 +111,11 @@ def linearize_chunk(model, data, der, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force,
 @njit(cache=True, nogil=True, parallel=True)
 def linearize_parallel(model, data_proto, der_proto, dt, dyn, kin, Q, Q1, P, LAM, DH1, u_force,
                        rho, cond_limit, As, Bs, Hs, contraction, stat, conds, nchunks):
-    """:func:`linearize_chunk` over ``nchunks`` interleaved chunks in parallel (each with its
-    own scratch)."""
+    """:func:`linearize_chunk` over ``nchunks`` contiguous chunks in parallel
+    (:func:`core.base.chunks.chunk`; each with its own scratch)."""
+    N = u_force.shape[0]
     for c in prange(nchunks):
+        start, stop = chunk(c, N, nchunks)
         linearize_chunk(model, copy_data(data_proto), copy_derivs(der_proto), dt, dyn, kin, Q, Q1,
-                        P, LAM, DH1, u_force, rho, cond_limit, As, Bs, Hs, contraction, stat, conds, c,
-                        nchunks)
+                        P, LAM, DH1, u_force, rho, cond_limit, As, Bs, Hs, contraction, stat, conds, start,
+                        stop)
