@@ -152,6 +152,8 @@ CALLS = {
     "System.input_matrix": lambda a, b, c: CARTPOLE.input_matrix(a),
     "MidpointVI.step": lambda a, b, c: VI.step(a, b),
     "MidpointVI.linearize": lambda a, b, c: VI.linearize(a, b),
+    "MidpointVI.step_linearize": lambda a, b, c: VI.step_linearize(a, b),
+    "MidpointVI.linearize2 (costate)": lambda a, b, c: VI.linearize2(a, b, costate=c),
     "MidpointVI.discrete_state": lambda a, b, c: VI.discrete_state(a, b),
     "MidpointVI.continuous_state": lambda a, b, c: VI.continuous_state(a),
     "dlqr": lambda a, b, c: core.dlqr(a, b, c, np.eye(1)),

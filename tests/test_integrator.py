@@ -399,6 +399,10 @@ def test_spherical_pendulum_singularity_is_reported():
     with pytest.raises(core.errors.SingularStepError) as err:
         vi.linearize(vi.state(q0, p0), [])
     assert "M_k+1" in str(err.value) and "Sec. VII-A" in str(err.value)
+    for call in (lambda x: vi.step_linearize(x, []), lambda x: vi.linearize2(x, [], costate=np.ones(4))):
+        with pytest.raises(core.errors.SingularStepError) as again:   # (the same, from each entry)
+            call(vi.state(q0, p0))
+        assert str(again.value) == str(err.value) and again.value.measure == err.value.measure
     # away from the pole the same construction is regular
     q1[names.index("theta")] = 0.25
     d = s.lagrangian_derivatives(0.5 * (q0 + q1), (q1 - q0) / dt, 1)
@@ -447,6 +451,9 @@ def test_sec7b_singular_constraint_step_is_reported():
     assert err.value.measure > 1e15           # 1/|cos(pi/2)| = 1.6e16
     with pytest.raises(core.errors.SingularStepError):
         vi.linearize2(x, [])
+    with pytest.raises(core.errors.SingularStepError, match=r"Sec. VII-B") as err:
+        vi.linearize2(x, [], costate=[1.0, 2.0, 3.0, 4.0])
+    assert err.value.matrix == "Dh M^-1 Dh^T" and err.value.measure > 1e15
     with pytest.raises(core.errors.SingularStepError, match="at step 0"):
         X = np.vstack([x, vi.step(x, [])])
         vi.linearize_trajectory(X, np.zeros((1, 0)))

@@ -1,5 +1,5 @@
-"""Entry kernels of ``MidpointVI.step`` and ``MidpointVI.linearize``: one record, plain vectors
-straight in.
+"""Entry kernels of ``MidpointVI.step``, ``MidpointVI.linearize`` and ``linearize2`` with a
+costate: one record, plain vectors straight in.
 
 A call from Python costs numba a few hundred nanoseconds per argument to type and unbox; the
 DEL kernels take 18 to 21. A :class:`StepCall` record holds everything but the state, the input
@@ -132,19 +132,27 @@ def step_entry(rec, x, u, x1):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def linearize_entry(rec, x, u, A, B):
-    """``(A, B)`` of the step from ``x`` with ``u``, in place (first order)."""
+def linearize_entry(rec, x, u, A, B, contraction, scratch):
+    """``(A, B)`` of the step from ``x`` with ``u``, in place (first order). With
+    ``contraction = (w, W)`` (None: not compiled in) also the second order contracted with
+    ``w`` (a vector over x_k+1), ``W = sum_i w_i H[i]`` (nz x nz), in ``scratch``
+    (:func:`core.discrete.second_order.contracted_scratch` doubles)."""
     nx, nu = x.shape[0], u.shape[0]
     if A.shape[0] != nx or A.shape[1] != nx or B.shape[0] != nx or B.shape[1] != nu:
         rec.status[0], rec.status[1] = BAD_SIZE, -1
         return
+    if contraction is not None:
+        w, W = contraction
+        if w.shape[0] != nx or W.shape[0] != nx + nu or W.shape[1] != nx + nu:
+            rec.status[0], rec.status[1] = BAD_SIZE, -1
+            return
     if not _solve(rec, x, u):
         return
     model = rec.model
     n, nd, m = model.nq, rec.dyn.shape[0], model.nu
     s = rec.settings
     del_linearize(model, rec.data, rec.der, s[0], rec.dyn, rec.kin, x[:n], x[n:n + nd], u[:m], u[m:],
-                  rec.q1, rec.lam, rec.Dh1, s[3], A, B, None, None, rec.status, rec.conds, np.empty(0))
+                  rec.q1, rec.lam, rec.Dh1, s[3], A, B, None, contraction, rec.status, rec.conds, scratch)
 
 
 @njit(cache=True, nogil=True)
@@ -161,7 +169,17 @@ def linearize_step_at(address, x, u, A, B):
     """:func:`linearize_entry` on the StepCall at ``address``; returns the status code (the
     entry of ``MidpointVI.linearize``)."""
     rec = record_at(address, STEP_CALL)
-    linearize_entry(rec, x, u, A, B)
+    linearize_entry(rec, x, u, A, B, None, np.empty(0))
+    return rec.status[0]
+
+
+@njit(cache=True, nogil=True)
+def contracted_step_at(address, x, u, w, A, B, W, scratch):
+    """:func:`linearize_entry` with the second order contracted with ``w`` into ``W`` on the
+    StepCall at ``address``; returns the status code (the entry of
+    ``MidpointVI.linearize2(x, u, costate=w)``)."""
+    rec = record_at(address, STEP_CALL)
+    linearize_entry(rec, x, u, A, B, (w, W), scratch)
     return rec.status[0]
 
 @njit(cache=True, nogil=True)
@@ -184,7 +202,7 @@ def closed_loop_entry(rec, x0, X_ref, U_ref, K, X, U, A, B):
             return k
         if A.shape[0] == 0:
             continue
-        linearize_entry(rec, X[k], U[k], A[k], B[k])
+        linearize_entry(rec, X[k], U[k], A[k], B[k], None, np.empty(0))
         if rec.status[0] != OK:
             return k
     return -1

@@ -29,7 +29,14 @@ from core.cache import call_and_freeze, compile_in_background, is_cached
 from core.continuous.floating import refuse
 from core.continuous.stacked import raise_at_point
 from core.discrete import entry
-from core.discrete.entry import closed_loop_entry, create_step_call, linearize_step_at, step_at, step_stack
+from core.discrete.entry import (
+    closed_loop_entry,
+    contracted_step_at,
+    create_step_call,
+    linearize_step_at,
+    step_at,
+    step_stack,
+)
 from core.discrete.first_order import del_linearize
 from core.discrete.inverse import del_inverse_dynamics, discrete_momenta
 from core.discrete.legendre import (
@@ -879,14 +886,13 @@ class MidpointVI:
         return U, P, resid
 
     # ---------------------------------------------------------------- linearization
-    def _linearize(self, x, u, second, costate=None):
+    def _linearize(self, x, u, second):
+        """The checked path of :meth:`linearize`, :meth:`step_linearize` and :meth:`linearize2`
+        (its tensor ``H`` with ``second``): ``(q, q1, p1, rho, A, B, H or None)``."""
         u = np.zeros(self.nu) if u is None else u
         # sizes now; finiteness with the solve (a step solved before had its inputs checked)
         # and for v_k, which the solve does not see
-        contracted = costate is not None
-        if contracted:
-            costate = check_vector("costate", costate, self.nx, self.state_names)
-        elif second:
+        if second:
             check_second_order_memory("MidpointVI.linearize2", self.nx, self.nx + self.nu)
         q, p, v = self.split_state(x, finite=False)
         u_force, rho = self.split_input(u, finite=False, copy=False)  # the kernels only read
@@ -895,18 +901,16 @@ class MidpointVI:
             check()
         q1, p1, lam, Dh1 = self._solve(q, p, u_force, rho, check)
         model = self.system.model
-        data, der = self.system.workspace.get(third_order=second and not contracted)
+        data, der = self.system.workspace.get(third_order=second)
         A, B = np.empty((self.nx, self.nx)), np.empty((self.nx, self.nu))
         nz = self.nx + self.nu
         status, conds = self._status()
-        # the tensor H, or the contraction (costate, W): each None when not asked for
-        H = np.empty((self.nx, nz, nz)) if second and not contracted else None
-        contraction = (costate, np.empty((nz, nz))) if contracted else None
+        H = np.empty((self.nx, nz, nz)) if second else None    # (None: not compiled in)
         del_linearize(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q, p,
-                      u_force, rho, q1, lam, Dh1, self.condition_limit, A, B, H, contraction, status,
-                      conds, self._scratch(second, contracted))
+                      u_force, rho, q1, lam, Dh1, self.condition_limit, A, B, H, None, status,
+                      conds, self._scratch(second))
         self._raise_singular(int(status[0]), conds, None)
-        return q, q1, p1, rho, A, B, contraction[1] if contracted else H
+        return q, q1, p1, rho, A, B, H
 
     def _status(self):
         """This thread's status and condition-number arrays of the linearization kernel (read
@@ -1018,7 +1022,29 @@ class MidpointVI:
             Without ``costate``: ``H`` and its work arrays would pass
             :data:`core.validation.SECOND_ORDER_MEMORY_LIMIT`.
         """
-        return self._linearize(x, u, True, costate)[4:]
+        if costate is not None:
+            return self._contracted(x, u, costate)
+        return self._linearize(x, u, True)[4:]
+
+    def _contracted(self, x, u, costate):
+        """:meth:`linearize2` with a costate, in one call of its entry kernel
+        (:func:`core.discrete.entry.contracted_step_at`); anything but plain float64 vectors is
+        checked and converted first, and a failed solve raises from the checked path."""
+        w = check_vector("costate", costate, self.nx, self.state_names)
+        if not (is_plain_vector(x, self.nx) and (u is None or is_plain_vector(u, self.nu))):
+            self.split_state(x)             # (the checked path's errors, naming the entry)
+            self.split_input(np.zeros(self.nu) if u is None else u)
+            x, u = check_vector("x", x, self.nx), check_vector("u", u, self.nu, optional=True)
+        nz = self.nx + self.nu
+        A, B, W = np.empty(self._shape_A), np.empty(self._shape_B), np.empty((nz, nz))
+        if self._direct(contracted_step_at, x, u, (w, A, B, W, self._scratch(True, True))):
+            return A, B, W
+        rec, status, _ = self._call()
+        code = int(status[0])
+        if code in (SINGULAR_M_NEXT, SINGULAR_CONSTRAINT_STEP):
+            self._raise_singular(code, rec.conds, None)
+        self._linearize(x, u, False)        # (its solve fails the same way, and raises)
+        raise RuntimeError(f"linearize2 failed with status {code}, but not on the checked path")  # pragma: no cover
 
     def step_linearize(self, x, u=None, second_order: bool = False):
         """One step and its exact linearization from the same solve.
@@ -1048,6 +1074,10 @@ class MidpointVI:
         ResourceLimitError
             With ``second_order``, as :meth:`linearize2`.
         """
+        if not second_order:    # (the entries: the linearization reuses the step's solve)
+            x1, A, B = np.empty(self.nx), np.empty(self._shape_A), np.empty(self._shape_B)
+            if self._direct(step_at, x, u, (x1,)) and self._direct(linearize_step_at, x, u, (A, B)):
+                return x1, A, B
         q, q1, p1, rho, A, B, H = self._linearize(x, u, second_order)
         x1 = np.concatenate([q1, p1, (rho - q[self.kinematic_index]) / self.dt])
         return (x1, A, B, H) if second_order else (x1, A, B)
