@@ -33,7 +33,7 @@ import numpy as np
 from core.base.jit import njit
 from core.base.linalg import add_product, condition_from_lu, lu_checked, norm1, tree_lu, tree_lu_solve
 from core.discrete.second_order import contracted_second_order, costate_directions, second_order
-from core.discrete.step import constraint_rows, midpoint_terms, slot_jacobians, sparse_newton
+from core.discrete.step import constraint_rows, input_sources, midpoint_terms, slot_jacobians, sparse_newton
 from core.errors import OK, SINGULAR_CONSTRAINT_STEP, SINGULAR_M_NEXT
 from core.tree.coupling import coupled_third_order
 from core.tree.forces import has_dampers, has_force_curvature
@@ -44,16 +44,19 @@ def _term_scale(der, dt, Fq, Fv, dyn):
     """``|T|_1`` for ``T`` the sum of the absolute values of the terms of
     ``M_k+1 = dt/4 Lqq + (Lqv - Lqv^T)/2 - Lvv/dt + dt/2 Fq + Fv`` (dynamic rows and columns)."""
     Lqq, Lqv, Lvv = der.Lqq, der.Lqv, der.Lvv
-    best = 0.0
-    for b in range(dyn.shape[0]):
-        j = dyn[b]
-        s = 0.0
-        for a in range(dyn.shape[0]):
-            i = dyn[a]
-            s += (0.25 * dt * abs(Lqq[i, j]) + 0.5 * (abs(Lqv[i, j]) + abs(Lqv[j, i]))
-                  + abs(Lvv[i, j]) / dt + 0.5 * dt * abs(Fq[i, j]) + abs(Fv[i, j]))
-        best = max(best, s)
-    return best
+    nd = dyn.shape[0]
+    c_qq, c_vv, c_f = 0.25 * dt, 1.0 / dt, 0.5 * dt
+    col = np.zeros(nd)      # the column sums, summed row by row (the arrays' order)
+    for a in range(nd):
+        i = dyn[a]
+        row = 0.0           # |Lqv| along row i: the (Lqv^T)'s term of column a
+        for b in range(nd):
+            j = dyn[b]
+            col[b] += (c_qq * abs(Lqq[i, j]) + 0.5 * abs(Lqv[i, j]) + c_vv * abs(Lvv[i, j])
+                       + c_f * abs(Fq[i, j]) + abs(Fv[i, j]))
+            row += abs(Lqv[i, j])
+        col[a] += 0.5 * row
+    return col.max() if nd > 0 else 0.0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -117,7 +120,11 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     ny = nd + nc
     Ry = np.zeros((ny, ny))
     Rzq = np.empty((ny, n))
-    Rzu = np.zeros((ny, m + nk))
+    # Inputs that each drive one dynamic variable (joint torques) have R_z columns that are
+    # gain times a p0 column (the identity's): their columns of dy/dz are copies, not products
+    u_src, u_gain = np.empty(m, np.int64), np.empty(m)
+    mp = 0 if input_sources(Gu, dyn, u_src, u_gain) else m     # input columns multiplied
+    Rzu = np.zeros((ny, mp + nk))
     for a in range(nd):
         i = dyn[a]
         for b in range(nd):
@@ -126,16 +133,16 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
             Ry[a, nd + r] = -Dh0[r, i]
         for j in range(n):
             Rzq[a, j] = Gq0[i, j] - lamD2h0[i, j]
-        for r in range(m):
+        for r in range(mp):
             Rzu[a, r] = Gu[i, r]
         for j in range(nk):
-            Rzu[a, m + j] = Gq1[i, kin[j]]
+            Rzu[a, mp + j] = Gq1[i, kin[j]]
     for r in range(nc):
         for b in range(nd):
             Ry[nd + r, b] = Dh1[r, dyn[b]]
         Rzq[nd + r] = 0.0
         for j in range(nk):
-            Rzu[nd + r, m + j] = Dh1[r, kin[j]]
+            Rzu[nd + r, mp + j] = Dh1[r, kin[j]]
     # Sec. VII checks, scale-aware (a plain condition number cannot see a 1 x 1 matrix vanish):
     # see :func:`singularity_measures`. One LU of M_k+1 gives its inverse, from which the Schur
     # complement and R_y^-1 follow
@@ -211,18 +218,23 @@ def del_linearize(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, q1, lam
     else:
         Ry_inv = Minv
     # dy/dz = -R_y^-1 R_z: a BLAS product for the q0 columns and one for the inputs' (the
-    # inverse is at hand: condition numbers); the p0 columns are -R_y^-1's dynamic columns
+    # inverse is at hand: condition numbers); the p0 columns are -R_y^-1's dynamic columns,
+    # and those of inputs on one variable each scaled copies of them
     Y = np.zeros((ny, nz))
     if ny > 0:
         Yq = Ry_inv @ Rzq
-        Yu = Ry_inv @ Rzu if m + nk > 0 else np.zeros((ny, 0))
+        Yu = Ry_inv @ Rzu if mp + nk > 0 else np.zeros((ny, 0))
         for a in range(ny):
             for j in range(n):
                 Y[a, j] = -Yq[a, j]
             for b in range(nd):
                 Y[a, cp + b] = -Ry_inv[a, b]
-            for j in range(m + nk):
-                Y[a, cu + j] = -Yu[a, j]
+            for j in range(mp + nk):
+                Y[a, cu + m - mp + j] = -Yu[a, j]
+            if mp < m:
+                for r in range(m):
+                    if u_src[r] >= 0:
+                        Y[a, cu + r] = u_gain[r] * Y[a, cp + u_src[r]]
     for a in range(nd):
         Q1[dyn[a]] = Y[a]
     Lam = Y[nd:]

@@ -16,6 +16,7 @@ import numpy as np
 
 from core.base.jit import njit
 from core.base.linalg import add_run, copy_run, symmetric_run
+from core.discrete.step import input_sources
 
 
 @njit(cache=True, nogil=True)
@@ -321,15 +322,8 @@ def _contract_rows(Tout, Ncg, off, dt, dyn, kin, Fqu, Gu, D2h0, Rzq, Q1, Lam, ou
     # columns; when each input drives at most one dynamic variable they are scaled copies. The
     # contraction then runs without the u columns (for a chain with a torque on every joint a
     # third fewer columns) and the u rows and columns are copied in afterwards.
-    u_src, u_gain = np.full(m, -1, np.int64), np.zeros(m)
-    reduce_u = m > 0 and not force_cross
-    for r in range(m):
-        for a in range(nd):
-            g = Gu[dyn[a], r]
-            if g != 0.0:
-                if u_src[r] >= 0:
-                    reduce_u = False
-                u_src[r], u_gain[r] = a, g
+    u_src, u_gain = np.empty(m, np.int64), np.empty(m)
+    reduce_u = input_sources(Gu, dyn, u_src, u_gain) and m > 0 and not force_cross
     mr = 0 if reduce_u else m            # u columns kept in z'
     ns = n + nk                          # selected columns of z' (q0, rho1)
     nzr = ns + nd + mr

@@ -86,6 +86,24 @@ def slot_jacobians(der, dt, Fq, Fv, Fu):
 
 
 @njit(cache=True, nogil=True)
+def input_sources(Gu, dyn, src, gain):
+    """Whether every input drives at most one dynamic variable (joint torques: one entry per
+    column of ``Gu = dt Fu``); then input ``r`` acts as ``gain[r]`` times the momentum of
+    dynamic variable ``src[r]`` (``-1``: none), and the linearization's columns of ``u`` are
+    scaled copies of columns of ``p_k``."""
+    single = True
+    for r in range(Gu.shape[1]):
+        src[r], gain[r] = -1, 0.0
+        for a in range(dyn.shape[0]):
+            g = Gu[dyn[a], r]
+            if g != 0.0:
+                if src[r] >= 0:
+                    single = False
+                src[r], gain[r] = a, g
+    return single
+
+
+@njit(cache=True, nogil=True)
 def _newton_matrix(der, dt, Fq, Fv, dyn, tree, on_tree, Ry):
     """``Ry[:nd, :nd] = dG/dq1`` on the dynamic rows and columns (:func:`slot_jacobians`'
     ``Gq1``, alone). With ``on_tree`` (every variable dynamic, ``dyn`` the identity) only the
