@@ -220,8 +220,9 @@ def _marionette_points(vi, q, count=3):
 
 
 def test_the_direct_entries_equal_the_checked_path(puppet):
-    """step and linearize on plain vectors run the entry kernels (core.discrete.entry); lists,
-    read-only arrays and step_linearize take the checked path: the same numbers."""
+    """step, linearize, step_linearize and linearize2 with a costate run the entry kernels
+    (core.discrete.entry); lists and read-only arrays are converted once and run them too:
+    the same numbers as the checked path."""
     vi, q = puppet
     xs, us = _marionette_points(vi, q)
     for x, u in zip(xs, us, strict=True):
@@ -234,6 +235,12 @@ def test_the_direct_entries_equal_the_checked_path(puppet):
         ro = x.copy()
         ro.flags.writeable = False
         np.testing.assert_array_equal(vi.linearize(ro, u)[0], A)
+        np.testing.assert_array_equal(vi.step_linearize(x.tolist(), u.tolist())[1], A)
+        lam = np.linspace(-1.0, 1.0, vi.nx)
+        W = vi.linearize2(x, u, costate=lam)[2]
+        np.testing.assert_array_equal(vi.linearize2(x.tolist(), u.tolist(), costate=lam)[2], W)
+        np.testing.assert_array_equal(vi.linearize2(ro, u, costate=lam)[2], W)
+        np.testing.assert_allclose(W, np.einsum("i,iab->ab", lam, vi.linearize2(x, u)[2]), rtol=1e-9, atol=1e-9)
     # the record remembers its last solve: linearize after step at the same point, no re-solve
     rec = vi._call()[0]
     x1 = vi.step(xs[0], us[0])

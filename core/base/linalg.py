@@ -197,7 +197,7 @@ def _subtract_rows(L, B, k, rows, lo, hi, transposed, divide=True):
 TREE_LU_THRESHOLD = 1e-6
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def tree_lu(A, tree, F, rel_tol=PIVOT_TOLERANCE, threshold=TREE_LU_THRESHOLD):
     """Unpivoted LU factors of a (not necessarily symmetric) matrix with a tree's sparsity.
 
@@ -247,7 +247,7 @@ def tree_lu(A, tree, F, rel_tol=PIVOT_TOLERANCE, threshold=TREE_LU_THRESHOLD):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline=INTO_FLAT)
 def tree_lu_solve(F, tree, B):
     """Solve ``A X = B`` in place from :func:`tree_lu`'s factors (B is n x m, C-ordered):
     the multipliers leaves first (each row minus its descendants' rows), then U root first

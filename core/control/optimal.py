@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Protocol, runti
 import numpy as np
 
 from core.base.jit import njit
-from core.control.riccati import lq_riccati, state_weights, tvlqr, weight_stack
+from core.control.riccati import lq_riccati, state_weights, tvlqr_checked, weight_stack
 from core.control.simulation import initial_state, next_state, simulate_open_loop
 from core.errors import RiccatiError
 from core.progress import progress_reporter
@@ -606,14 +606,15 @@ def _solve_lq_indefinite(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
 
 def _projection_gains(A, B, Qproj=None, Rproj=None) -> np.ndarray:
     """Feedback of the projection operator: time-varying LQR with weights ``Qproj`` (running
-    and terminal) and ``Rproj`` (trep's defaults: identities) along the current linearization."""
+    and terminal) and ``Rproj`` (trep's defaults: identities) along the current linearization.
+    The weights are :func:`_projection_weights`' stacks, checked once for the whole run."""
     nx, nu = A.shape[1], B.shape[2]
     if Qproj is None:
         Qproj = np.eye(nx)[None]
     if Rproj is None:
         Rproj = np.eye(nu)[None]
-    Q_run = Qproj[0] if Qproj.shape[0] == 1 else Qproj[:-1]
-    return tvlqr(A, B, Q_run, Rproj[0] if Rproj.shape[0] == 1 else Rproj, Qproj[-1])[0]
+    Q_run = Qproj if Qproj.shape[0] == 1 else Qproj[:-1]
+    return tvlqr_checked(A, B, Q_run, Rproj, Qproj[-1])[0]
 
 
 FALLBACK = {"second_order": "first_order", "first_order": "steepest_descent"}

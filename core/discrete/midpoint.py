@@ -665,10 +665,11 @@ class MidpointVI:
         return local["call"]
 
     def _direct(self, entry, x, u, out):
-        """``entry(address, x, u, *out)`` for plain float64 vectors; whether it succeeded. Its
-        first call compiles (or loads) the kernel on checked vectors, which then compiles
-        nothing more (``disable_compile``): anything but plain vectors is a ``TypeError``,
-        answered False, and the caller's checked path then names what is wrong."""
+        """``entry(address, x, u, *out)``; whether it succeeded. Its first call compiles (or
+        loads) the kernel on checked vectors, which then compiles nothing more
+        (``disable_compile``): anything but plain float64 vectors is a ``TypeError``, and is
+        converted once and passed again. Inputs that do not convert (a wrong size, a non-finite
+        entry) answer False, and the caller's checked path then names what is wrong."""
         _, status, address = self._call()
         if u is None:
             u = self._last.zero_u
@@ -680,7 +681,11 @@ class MidpointVI:
         try:
             return entry(address, x, u, *out) == OK
         except (TypeError, ValueError):     # (numba: an unsupported type; an empty list)
-            return False
+            try:
+                x, u = check_vector("x", x, self.nx), check_vector("u", u, self._nu)
+            except ValueError:
+                return False
+            return entry(address, x, u, *out) == OK
 
     def step(self, x, u=None, multipliers: bool = False):
         """The one-step map ``x_k+1 = f(x_k, u_k)``: the forced, constrained DEL equations
@@ -1028,22 +1033,15 @@ class MidpointVI:
 
     def _contracted(self, x, u, costate):
         """:meth:`linearize2` with a costate, in one call of its entry kernel
-        (:func:`core.discrete.entry.contracted_step_at`); anything but plain float64 vectors is
-        checked and converted first, and a failed solve raises from the checked path."""
+        (:func:`core.discrete.entry.contracted_step_at`). Its failures are the first order's
+        (the inputs, the solve, Sec. VII), so the checked first-order path raises them."""
         w = check_vector("costate", costate, self.nx, self.state_names)
-        if not (is_plain_vector(x, self.nx) and (u is None or is_plain_vector(u, self.nu))):
-            self.split_state(x)             # (the checked path's errors, naming the entry)
-            self.split_input(np.zeros(self.nu) if u is None else u)
-            x, u = check_vector("x", x, self.nx), check_vector("u", u, self.nu, optional=True)
         nz = self.nx + self.nu
         A, B, W = np.empty(self._shape_A), np.empty(self._shape_B), np.empty((nz, nz))
         if self._direct(contracted_step_at, x, u, (w, A, B, W, self._scratch(True, True))):
             return A, B, W
-        rec, status, _ = self._call()
-        code = int(status[0])
-        if code in (SINGULAR_M_NEXT, SINGULAR_CONSTRAINT_STEP):
-            self._raise_singular(code, rec.conds, None)
-        self._linearize(x, u, False)        # (its solve fails the same way, and raises)
+        self._linearize(x, u, False)
+        code = int(self._call()[1][0])
         raise RuntimeError(f"linearize2 failed with status {code}, but not on the checked path")  # pragma: no cover
 
     def step_linearize(self, x, u=None, second_order: bool = False):

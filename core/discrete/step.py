@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.base.jit import njit
+from core.base.jit import flat, njit
 from core.base.linalg import lu_checked, lu_solve, tree_cholesky, tree_cholesky_solve, tree_lu, tree_lu_solve
 from core.errors import NEWTON_FAILED, OK, OVERFLOW, SINGULAR_JACOBIAN
 from core.tree.coupling import (
@@ -197,6 +197,7 @@ def _displacement(q0, q1, info):
 
 
 @njit(cache=True, nogil=True)
+@flat
 def del_step(model, data, der, dt, dyn, kin, q0, p0, u_force, rho1, tol, max_iter,
              q1, p1, lam, Dh1, status, info):
     """Solve the DEL equations for ``q1`` (all variables), ``p1`` (dynamic) and ``lam``;
