@@ -223,22 +223,30 @@ def forward_kinematics(model, q, dq, data):
 def spatial_inertia(m, I_body, R, p, out):
     """World-frame spatial inertia of a mass ``m`` at ``p`` with body inertia ``I_body``:
     ``KE = 1/2 V^T out V`` for the world twist ``V = (v, w)``, i.e.
-    ``[[m 1, -m p^], [m p^, R I R^T - m p^ p^]]`` (written out: no temporaries)."""
-    for i in range(3):
+    ``[[m 1, -m p^], [m p^, R I R^T - m p^ p^]]`` with ``-p^ p^ = |p|^2 1 - p p^T`` (written
+    out: no temporaries; ``I_body R^T`` first, then the symmetric lower-right block's upper
+    triangle, mirrored: 45 products where the direct double sum takes 162)."""
+    for k in range(3):      # I_body R^T, held in out's upper right block until that is set
         for j in range(3):
-            s = 0.0
-            for k in range(3):
-                for l in range(3):
-                    s += R[i, k] * I_body[k, l] * R[j, l]
+            out[k, 3 + j] = I_body[k, 0] * R[j, 0] + I_body[k, 1] * R[j, 1] + I_body[k, 2] * R[j, 2]
+    p0, p1, p2 = p[0], p[1], p[2]
+    pp = p0 * p0 + p1 * p1 + p2 * p2
+    for i in range(3):
+        for j in range(i, 3):
+            s = R[i, 0] * out[0, 3 + j] + R[i, 1] * out[1, 3 + j] + R[i, 2] * out[2, 3 + j]
+            s += m * ((pp if i == j else 0.0) - p[i] * p[j])
             out[3 + i, 3 + j] = s
-    px = ((0.0, -p[2], p[1]), (p[2], 0.0, -p[0]), (-p[1], p[0], 0.0))
+            out[3 + j, 3 + i] = s
+    mp0, mp1, mp2 = m * p0, m * p1, m * p2
     for i in range(3):
         for j in range(3):
-            pp = px[i][0] * px[0][j] + px[i][1] * px[1][j] + px[i][2] * px[2][j]
             out[i, j] = m if i == j else 0.0
-            out[i, 3 + j] = -m * px[i][j]
-            out[3 + i, j] = m * px[i][j]
-            out[3 + i, 3 + j] -= m * pp
+    out[0, 3], out[0, 4], out[0, 5] = 0.0, mp2, -mp1
+    out[1, 3], out[1, 4], out[1, 5] = -mp2, 0.0, mp0
+    out[2, 3], out[2, 4], out[2, 5] = mp1, -mp0, 0.0
+    out[3, 0], out[3, 1], out[3, 2] = 0.0, -mp2, mp1
+    out[4, 0], out[4, 1], out[4, 2] = mp2, 0.0, -mp0
+    out[5, 0], out[5, 1], out[5, 2] = -mp1, mp0, 0.0
 
 
 @njit(cache=True, nogil=True, inline="always")
