@@ -626,11 +626,9 @@ def _kernel_bodies(frames: list[dict], parent, qindex) -> dict:
             bodies[par].add(m, c, I, R_off @ R_x, p)
             bodies[fi] = MergedBody()
     merged = [b.mass_com_inertia() for b in bodies]
-    inertia = np.array([b[2] for b in merged]).reshape(nf, 3, 3)
     return dict(frame_mass=np.array([b[0] for b in merged]).reshape(nf),
                 frame_com=np.array([b[1] for b in merged]).reshape(nf, 3),
-                # exactly symmetric (the kernels compute one triangle of R I R^T and mirror it)
-                frame_inertia=(inertia + inertia.transpose(0, 2, 1)) / 2)
+                frame_inertia=np.array([b[2] for b in merged]).reshape(nf, 3, 3))
 
 
 def _coupling(mimic: dict, joint_names: list[str], frames: list[dict], vc: list):

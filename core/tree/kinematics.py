@@ -225,7 +225,8 @@ def spatial_inertia(m, I_body, R, p, out):
     ``KE = 1/2 V^T out V`` for the world twist ``V = (v, w)``, i.e.
     ``[[m 1, -m p^], [m p^, R I R^T - m p^ p^]]`` with ``-p^ p^ = |p|^2 1 - p p^T`` (written
     out: no temporaries; ``I_body R^T`` first, then the symmetric lower-right block's upper
-    triangle, mirrored: 45 products where the direct double sum takes 162)."""
+    triangle, mirrored: 45 products where the direct double sum takes 162). ``I_body`` must be
+    exactly symmetric, as the model's are (``MergedBody.mass_com_inertia`` makes them so)."""
     for k in range(3):      # I_body R^T, held in out's upper right block until that is set
         for j in range(3):
             out[k, 3 + j] = I_body[k, 0] * R[j, 0] + I_body[k, 1] * R[j, 1] + I_body[k, 2] * R[j, 2]
