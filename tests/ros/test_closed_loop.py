@@ -40,8 +40,10 @@ def check_run(status, history, stats, text, start_error=0.1):
     # (up to ~0.2 s seen); the robot reports them and catches up, the bounds catch a robot that
     # falls behind for good (as with the shared multi-threaded executor: 4-7x slower than real time)
     # A single late tick is the test machine's, not the node's (a 0.3 s pause of the robot's
-    # process has been seen under CI load): the node's answer to it is its watchdog, and the loop
-    # must converge regardless. What is bounded is a robot that stalls for good.
+    # process has been seen under CI load: full garbage collections of this test process, 0.1-0.17 s
+    # on an idle host, which SimRobot.start now keeps out by freezing the heap): the node's answer
+    # to a pause is its watchdog, and the loop must converge regardless. What is bounded is a
+    # robot that stalls for good.
     assert stats["overruns"] <= 0.1 * stats["ticks"], stats
     assert stats["max_lateness"] < 1.0, stats
 
