@@ -12,6 +12,7 @@ real time) over real DDS on this run's private domain.
 """
 from __future__ import annotations
 
+import gc
 import os
 import time
 
@@ -127,6 +128,8 @@ def test_no_command_with_idle_action_none(rclpy_mod, ifaces, tmp_path):
         h.bring_up()
         robot = _robot(h, start_on_command=False)     # released at once: nothing holds it
         robot.start()
+        # the robot's process froze its heap (SimRobot.start): no full collection stalls its steps
+        assert gc.get_freeze_count() > 0
         h.wait(lambda: int(status.get("states", 0)) > 0, "the node to take the robot's states")
         worst, _ = _watch(robot, 1.0)
         print(f"idle_action none: largest |q - q0| per joint over 1 s {np.round(worst, 3).tolist()}")
@@ -135,6 +138,9 @@ def test_no_command_with_idle_action_none(rclpy_mod, ifaces, tmp_path):
         assert "(no command sent)" in status["_message"]
         assert "idle_action none: no command until a schedule is in force" in h.log()
         assert worst.max() > 10 * HOLD_BOUND            # it fell
+        robot.stop()
+        robot, frozen = None, gc.get_freeze_count()
+        assert frozen == 0                              # and SimRobot.stop unfroze it
     finally:
         if robot is not None:
             robot.stop()
