@@ -40,7 +40,7 @@ DATA_FIELDS = [
     "a", "w",                # per frame (6): accelerations and wrenches of a Newton-Euler pass
     "P",                     # per frame (6x6): composite velocity coupling (rnea's derivatives)
     "rows", "dF",            # per joint: packed rows (3, nj, 12) and wrench derivatives (2, nj, 6)
-    "t6", "t3",              # small vectors: (12, 6) and (8, 3)
+    "t6", "t3",              # small vectors: (6, 6) and (8, 3)
 ]
 DataType, Data = record_type("Data", DATA_FIELDS, __name__)
 
@@ -67,7 +67,7 @@ def create_data(model: Model, pairs: bool = True):
                 np.zeros((npair, npair, 6)), np.zeros((npair, npair, 6)), np.zeros(nq),
                 np.array(model.gravity, float),
                 np.zeros((nf, 6)), np.zeros((nf, 6)), np.zeros((nf, 6, 6)), np.zeros((3, nq, 12)),
-                np.zeros((2, nq, 6)), np.zeros((12, 6)), np.zeros((8, 3)))
+                np.zeros((2, nq, 6)), np.zeros((6, 6)), np.zeros((8, 3)))
 
 
 @njit(cache=True, nogil=True)

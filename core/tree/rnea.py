@@ -200,8 +200,7 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
     rows, dFs, t6 = data.rows, data.dF, data.t6
     row, col_q, col_v = rows[0], rows[1], rows[2]
     dF, dFv = dFs[0], dFs[1]                            # subtree wrench derivatives per joint
-    c1, c2, c3, t1, t2, SxH = t6[0], t6[1], t6[2], t6[3], t6[4], t6[5]
-    Psym = t6[6:]
+    c1, c2, c3, t2, SxH = t6[0], t6[1], t6[2], t6[3], t6[4]
     S, Ic, Hc, Vp = data.S, data.Ic, data.Hc, data.Vp
     joint_frame, anc_ptr, anc_idx = model.joint_frame, model.anc_ptr, model.anc_idx
     for j in range(n):
@@ -213,37 +212,37 @@ def inverse_dynamics_derivatives(model, data, Ib, has_mass, Ap, F, dtau_dq, dtau
                 dF[j, i] = dFv[j, i] = 0.0
             continue
         Sj, Icj, Pj, Hcj, Vpj = S[j], Ic[fj], P[fj], Hc[fj], Vp[j]
-        for i in range(6):
-            for k in range(6):
-                Psym[i, k] = Pj[i, k] + Pj[k, i]
         bracket(Sj, Ap[j], c1)
         bracket(Sj, Vpj, c2)
         bracket(c2, Vpj, c3)
         cross_force(Sj, Hcj, SxH)
-        matvec6(Icj, Sj, t1)
-        for i in range(6):                       # G_j = (P_j + P_jᵀ) S_j + S_j ×* Hc_j
-            s = SxH[i]
-            for k in range(6):
-                s += Psym[i, k] * Sj[k]
-            row[j, i] = t1[i]
-            row[j, 6 + i] = s
+        cross_force(Sj, F[fj], dF[j])
+        cross_force(c2, Hcj, t2)
+        for i in range(6):
             col_q[j, i] = c3[i] - c1[i]
             col_q[j, 6 + i] = c2[i]
             col_v[j, i] = -2.0 * c2[i]
             col_v[j, 6 + i] = -Sj[i]
-        # dF_j = S_j ×* F_j - Ic_j (c1 - c3) + (P_j + P_jᵀ) c2 - c2 ×* Hc_j
-        cross_force(Sj, F[fj], dF[j])
-        matvec6(Icj, col_q[j, :6], t1)
-        cross_force(c2, Hcj, t2)
+        # The five products with Ic_j and P_j + P_jᵀ in one sweep over their entries (each
+        # read once, P + Pᵀ never stored), each sum in the order of a plain matrix-vector product:
+        #   G_j   = (P_j + P_jᵀ) S_j + S_j ×* Hc_j
+        #   dF_j  = S_j ×* F_j - Ic_j (c1 - c3) + (P_j + P_jᵀ) c2 - c2 ×* Hc_j
+        #   dFv_j = -(P_j + P_jᵀ) S_j - 2 Ic_j c2 + S_j ×* Hc_j = 2 S_j ×* Hc_j - G_j - 2 Ic_j c2
+        d = col_q[j]
         for i in range(6):
-            s = 0.0
+            g = SxH[i]
+            iS = iD = iC = pC = 0.0
             for k in range(6):
-                s += Psym[i, k] * c2[k]
-            dF[j, i] += s + t1[i] - t2[i]
-        # dFv_j = -(P_j + P_jᵀ) S_j - 2 Ic_j c2 + S_j ×* Hc_j = 2 S_j ×* Hc_j - G_j - 2 Ic_j c2
-        matvec6(Icj, c2, t1)
-        for i in range(6):
-            dFv[j, i] = 2.0 * (SxH[i] - t1[i]) - row[j, 6 + i]
+                ic, ps = Icj[i, k], Pj[i, k] + Pj[k, i]
+                iS += ic * Sj[k]
+                iD += ic * d[k]
+                iC += ic * c2[k]
+                g += ps * Sj[k]
+                pC += ps * c2[k]
+            row[j, i] = iS
+            row[j, 6 + i] = g
+            dF[j, i] += pC + iD - t2[i]
+            dFv[j, i] = 2.0 * (SxH[i] - iC) - g
     for j in range(n):
         if joint_frame[j] < 0:
             continue
