@@ -68,6 +68,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         in_process=False, startup_timeout=600.0, log=print, context_domain=None, robot="cartpole",
         replan_period=None, push=None, node_status_out=None):
     """Run the demo; returns ``(exit_status, history, robot_stats)`` with history = [(t, error), ...]
+    at every tick of the simulated robot from the schedule's start (the first at ``t <= 0``)
     and robot_stats the simulated robot's :meth:`~mechnode.testing.sim.SimRobot.stats` at the end
     of the tracking (None if the robot did not start). ``robot``: a key of :data:`SCENARIOS`.
     ``replan_period``: the node's parameter of that name (seconds; None keeps the parameter
@@ -234,35 +235,46 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
         pushed = push is None
         deadline = t_active + timeout
         end_s = sched.times[-1]
+        # every tick of the robot's record from the last one at or before the schedule's start (the
+        # state the tracking starts from; polling robot.latest would miss the first ticks when the
+        # schedule reaches this process late, and the error falls fast)
+        index, ticks = robot.states_since(0)
+        before = [i for i, (stamp, _) in enumerate(ticks) if stamp <= start_ns]
+        index += (before[-1] if before else 0) - len(ticks)
+        converged = False
         while True:
-            stamp, q, _ = robot.latest
-            t = (stamp - start_ns) * 1e-9
-            k = sched.knot(t)
-            e = q - sched.x_ref[k, :n]
-            err = float(np.linalg.norm(e))
-            history.append((t, err))
-            if not pushed and t >= push[0]:
-                robot.push(push[1])
-                pushed = True
-                log(f"t = {t:5.2f} s   push: momenta {np.round(push[1], 3).tolist()} added to the robot's")
-            if t >= next_print:
-                parts = ", ".join(f"{j} {abs(v):.4f}" for j, v in zip(jm.joint_names, e, strict=True))
-                log(f"t = {t:5.2f} s   tracking error |q - q_ref| = {err:.5f}   ({parts})")
-                next_print = 0.5 * (np.floor(t / 0.5) + 1)
+            index, ticks = robot.states_since(index)
+            for stamp, q in ticks:
+                t = (stamp - start_ns) * 1e-9
+                k = sched.knot(t)
+                e = q - sched.x_ref[k, :n]
+                err = float(np.linalg.norm(e))
+                history.append((t, err))
+                if not pushed and t >= push[0]:
+                    robot.push(push[1])
+                    pushed = True
+                    log(f"t = {t:5.2f} s   push: momenta {np.round(push[1], 3).tolist()} added to the robot's")
+                if t >= next_print:
+                    parts = ", ".join(f"{j} {abs(v):.4f}" for j, v in zip(jm.joint_names, e, strict=True))
+                    log(f"t = {t:5.2f} s   tracking error |q - q_ref| = {err:.5f}   ({parts})")
+                    next_print = 0.5 * (np.floor(t / 0.5) + 1)
+                if err >= threshold:
+                    below_since = None
+                elif below_since is None:
+                    below_since, below_wall = t, time.monotonic() - t_begin
+                if t >= end_s and below_since is not None and t - below_since >= 1.0:
+                    log(f"converged: error {err:.2e} < {threshold} since t = {below_since:.2f} s, "
+                        f"{below_wall:.1f} s after start ({robot.steps} steps, {robot.commands} commands)")
+                    status = 0
+                    converged = True
+                    break
             if robot.failure:
                 raise RuntimeError(f"simulation failed: {robot.failure}")
-            if err >= threshold:
-                below_since = None
-            elif below_since is None:
-                below_since, below_wall = t, time.monotonic() - t_begin
-            if t >= end_s and below_since is not None and t - below_since >= 1.0:
-                log(f"converged: error {err:.2e} < {threshold} since t = {below_since:.2f} s, "
-                    f"{below_wall:.1f} s after start ({robot.steps} steps, {robot.commands} commands)")
-                status = 0
+            if converged:
                 break
             if time.monotonic() > deadline:
-                log(f"NOT converged within {timeout} s of activation: error {err:.3e} "
-                    f"(threshold {threshold})")
+                last = f"error {history[-1][1]:.3e}" if history else "no state"
+                log(f"NOT converged within {timeout} s of activation: {last} (threshold {threshold})")
                 break
             time.sleep(0.02)
         stats = robot.stats()

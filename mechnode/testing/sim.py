@@ -52,12 +52,17 @@ unfreezes them.
 
 Commands: received with depth ``COMMAND_DEPTH`` (reliable) so that every command reaches the
 callback and is counted; the latest one is applied.
+
+Record: every published state ``(stamp, q)`` also goes into a record of the last
+``RECORD_TICKS`` ticks, read with :meth:`SimRobot.states_since`, so that a reader polling now and
+then still sees every tick (:attr:`SimRobot.latest` is only the last one).
 """
 from __future__ import annotations
 
 import gc
 import threading
 import time
+from collections import deque
 from typing import cast
 
 import numpy as np
@@ -74,6 +79,8 @@ from mechnode.ros import conversions as cv
 COMMAND_DEPTH = 10
 ROBOT_COMMAND_QOS = QoSProfile(depth=COMMAND_DEPTH, history=HistoryPolicy.KEEP_LAST,
                                reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+#: Ticks kept in the record (:meth:`SimRobot.states_since`): one minute at 100 Hz.
+RECORD_TICKS = 6000
 
 
 class SimRobot(Node):
@@ -110,6 +117,8 @@ class SimRobot(Node):
         self.last_step_mono: float | None = None
         self.failure: str | None = None
         self.latest = (0, q0.copy(), dq0.copy())   # (stamp ns = simulated time, q, qdot)
+        self._record: deque = deque(maxlen=RECORD_TICKS)   # (stamp, q) per tick, guarded by _cond
+        self._recorded = 0                                 # ticks ever recorded
         self._impulse: np.ndarray | None = None     # added to the momenta at the next step (push)
         self.pushes = 0
         self._last_command_mono: float | None = None
@@ -156,6 +165,14 @@ class SimRobot(Node):
             raise ValueError(f"a push needs {self.plant.vi.nd} finite momenta, got {impulse!r}")
         with self._cond:
             self._impulse = impulse if self._impulse is None else self._impulse + impulse
+
+    def states_since(self, index: int) -> tuple[int, list]:
+        """The ticks recorded from the ``index``-th on (counting from 0, the first tick), as
+        ``(next index, [(stamp ns, q), ...])``; ticks older than the record's ``RECORD_TICKS``
+        are gone."""
+        with self._cond:
+            total, kept = self._recorded, list(self._record)
+        return total, kept[max(index - (total - len(kept)), 0):]
 
     def start(self):
         """Collect and freeze the process's objects (see the module docstring), start the
@@ -275,6 +292,9 @@ class SimRobot(Node):
         q, dq = plant.vi.continuous_state(self._x)
         stamp = min(stamp, clock.now().nanoseconds)
         self.latest = (stamp, q, dq)
+        with self._cond:
+            self._record.append((stamp, q))
+            self._recorded += 1
         try:
             self._pub.publish(cv.joint_state(self.joint_names, q, dq, stamp))
         except Exception:  # noqa: BLE001 - context shut down while stopping

@@ -138,6 +138,12 @@ def test_no_command_with_idle_action_none(rclpy_mod, ifaces, tmp_path):
         assert "(no command sent)" in status["_message"]
         assert "idle_action none: no command until a schedule is in force" in h.log()
         assert worst.max() > 10 * HOLD_BOUND            # it fell
+        # its record has every tick, a dt apart in stamp, read from any index on
+        total, ticks = robot.states_since(0)
+        stamps = np.array([s for s, _ in ticks])
+        assert total == len(ticks) >= 90 and np.allclose(np.diff(stamps), 1e9 * robot.plant.dt, atol=1.0)
+        assert robot.states_since(total - 2)[1][0][0] == stamps[-2]
+        assert robot.states_since(total)[1] == []
         robot.stop()
         robot, frozen = None, gc.get_freeze_count()
         assert frozen == 0                              # and SimRobot.stop unfroze it
