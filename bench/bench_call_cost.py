@@ -7,7 +7,8 @@ every call solves.
 
     .venv/bin/python bench/bench_call_cost.py
 
-Prints medians in microseconds; asserts nothing.
+Prints microseconds (per figure the minimum over rounds that alternate the three ways of calling,
+so that the differences are not a shared host's slow spells); asserts nothing.
 """
 import glob
 import os
@@ -20,7 +21,7 @@ import core
 from core.continuous.dynamics import forward_dynamics, linearize_at, linearize_plain, qdd_at
 from core.discrete.entry import linearize_entry, linearize_step_at, step_at, step_entry
 
-from common import median_us
+from common import interleaved_min_us
 
 
 @njit(nogil=True)
@@ -44,7 +45,7 @@ def _step_loop(rec, xs, u, x1, K):
 @njit(nogil=True)
 def _vi_linearize_loop(rec, xs, u, A, B, K):
     for k in range(K):
-        linearize_entry(rec, xs[k % 2], u, A, B)
+        linearize_entry(rec, xs[k % 2], u, A, B, None, np.empty(0))
 
 
 def one_joint():
@@ -71,22 +72,16 @@ def split(name, s):
     s.linearize(q, dq, u)
     ev, at = s.workspace.evaluation(), s.workspace.address()
     ddq, A, B = np.empty(n), np.empty((2 * n, 2 * n)), np.empty((2 * n, nu))
-    K = 2000
     _qdd_loop(ev, q, dq, u, ddq, 1)
     _linearize_loop(ev, q, dq, u, A, B, 1)
-    rows = [("qdd", median_us(lambda: s.qdd(q, dq, u)), median_us(lambda: qdd_at(at, q, dq, u, ddq)),
-             median_us(lambda: _qdd_loop(ev, q, dq, u, ddq, K)) / K),
-            ("linearize", median_us(lambda: s.linearize(q, dq, u)),
-             median_us(lambda: linearize_at(at, q, dq, u, A, B)),
-             median_us(lambda: _linearize_loop(ev, q, dq, u, A, B, K)) / K)]
     vi = core.MidpointVI(s, 0.01)
     xs = np.array([vi.discrete_state(q, dq), vi.discrete_state(q + 1e-3, dq)])
-    flip = [0]
+    states, flip = (xs[0], xs[1]), [0]
 
-    def alternate(fn):
+    def alternate(fn):      # (its own cost, about 0.1 us, is in the call and the dispatch)
         def call():
             flip[0] ^= 1
-            return fn(xs[flip[0]])
+            return fn(states[flip[0]])
         return call
 
     x1, Av, Bv = np.empty(vi.nx), np.empty((vi.nx, vi.nx)), np.empty((vi.nx, vi.nu))
@@ -95,12 +90,21 @@ def split(name, s):
     rec, _, vat = vi._call()
     _step_loop(rec, xs, u, x1, 2)
     _vi_linearize_loop(rec, xs, u, Av, Bv, 2)
-    rows += [("VI step", median_us(alternate(lambda x: vi.step(x, u))),
-              median_us(alternate(lambda x: step_at(vat, x, u, x1))),
-              median_us(lambda: _step_loop(rec, xs, u, x1, K)) / K),
-             ("VI linear.", median_us(alternate(lambda x: vi.linearize(x, u))),
-              median_us(alternate(lambda x: linearize_step_at(vat, x, u, Av, Bv))),
-              median_us(lambda: _vi_linearize_loop(rec, xs, u, Av, Bv, K)) / K)]
+    K = 200
+    t = interleaved_min_us({
+        ("qdd", 0): lambda: s.qdd(q, dq, u), ("qdd", 1): lambda: qdd_at(at, q, dq, u, ddq),
+        ("qdd", 2): lambda: _qdd_loop(ev, q, dq, u, ddq, K),
+        ("linearize", 0): lambda: s.linearize(q, dq, u),
+        ("linearize", 1): lambda: linearize_at(at, q, dq, u, A, B),
+        ("linearize", 2): lambda: _linearize_loop(ev, q, dq, u, A, B, K),
+        ("VI step", 0): alternate(lambda x: vi.step(x, u)),
+        ("VI step", 1): alternate(lambda x: step_at(vat, x, u, x1)),
+        ("VI step", 2): lambda: _step_loop(rec, xs, u, x1, K),
+        ("VI linear.", 0): alternate(lambda x: vi.linearize(x, u)),
+        ("VI linear.", 1): alternate(lambda x: linearize_step_at(vat, x, u, Av, Bv)),
+        ("VI linear.", 2): lambda: _vi_linearize_loop(rec, xs, u, Av, Bv, K)})
+    rows = [(what, t[what, 0], t[what, 1], t[what, 2] / K)
+            for what in ("qdd", "linearize", "VI step", "VI linear.")]
     for what, call, kernel, work in rows:
         print(f"{name:10s} {what:10s} call {call:6.2f}   front-end {call - kernel:5.2f}   "
               f"dispatch {kernel - work:5.2f}   kernel's work {work:6.2f}   (us)")
