@@ -64,7 +64,7 @@ def panda():
     return None
 
 
-def split(name, s):
+def split(name, s, rounds=15):
     n, nu = s.nq, s.nu
     rng = np.random.default_rng(0)
     q, dq, u = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-1, 1, nu)
@@ -102,7 +102,7 @@ def split(name, s):
         ("VI step", 2): lambda: _step_loop(rec, xs, u, x1, K),
         ("VI linear.", 0): alternate(lambda x: vi.linearize(x, u)),
         ("VI linear.", 1): alternate(lambda x: linearize_step_at(vat, x, u, Av, Bv)),
-        ("VI linear.", 2): lambda: _vi_linearize_loop(rec, xs, u, Av, Bv, K)})
+        ("VI linear.", 2): lambda: _vi_linearize_loop(rec, xs, u, Av, Bv, K)}, rounds=rounds)
     rows = [(what, t[what, 0], t[what, 1], t[what, 2] / K)
             for what in ("qdd", "linearize", "VI step", "VI linear.")]
     for what, call, kernel, work in rows:
