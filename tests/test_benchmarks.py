@@ -6,31 +6,16 @@ there and finite). Its compiled loops inline core's entry kernels, so this compi
 (about 80 s)."""
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
+from benchref import load
 
 pytestmark = pytest.mark.slow
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
-
-def _module(name):
-    sys.path.insert(0, str(BENCH))         # (the scripts import their common.py)
-    try:
-        spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
-
 
 def test_call_cost_benchmark_runs_every_row(capsys):
-    bench = _module("bench_call_cost")
+    bench = load("bench_call_cost")
     bench.split("one joint", bench.one_joint(), rounds=1)
     rows = capsys.readouterr().out.splitlines()
     assert [r.split()[2] for r in rows] == ["qdd", "linearize", "VI", "VI"], rows

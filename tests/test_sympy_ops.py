@@ -287,13 +287,9 @@ def test_kane_rolling_disc():
 # ---------------------------------------------------------------------- test_kane3.py
 def _bench_bicycle():
     """The bicycle of test_kane3 as built by bench/bench_linearizer.py: (KM, parameter values)."""
-    import importlib.util
-    from pathlib import Path
+    from benchref import load
 
-    path = Path(__file__).resolve().parents[1] / "bench" / "bench_linearizer.py"
-    spec = importlib.util.spec_from_file_location("bench_linearizer", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load("bench_linearizer")
     KM, random_point = module.bicycle()
     return KM, random_point(np.random.default_rng(0))
 
