@@ -4,7 +4,8 @@
 
 Documents ``core``'s public API (the names in ``core.__all__``, pdoc follows ``__all__``, and the
 public modules ``core.errors``, ``core.datatypes``, ``core.validation``, ``core.data``) and
-``mechnode`` (every module but the test harness ``mechnode.testing``). Importing ``mechnode``'s
+``mechnode`` (every module but the test harness ``mechnode.testing``), and the modules of the
+classes ``System`` and ``MidpointVI`` inherit their methods from (:data:`MODULES`). Importing ``mechnode``'s
 modules needs rclpy and ``mechnode_interfaces``, which ``scripts/setup_ros.sh`` installs into
 ``.venv``. Called by ``scripts/test.sh``; ``build/`` is ignored by git. Docstrings are read as
 Google style (``Args:``, ``Returns:``) with reST roles (``:func:`...``` becomes a link); the few
@@ -25,8 +26,11 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: besides core's public modules (``core.PUBLIC_MODULES``, read in :func:`main`)
-MODULES = ["core", "mechnode", "!mechnode.testing"]
+#: besides core's public modules (``core.PUBLIC_MODULES``, read in :func:`main`). The modules of the
+#: classes ``System`` and ``MidpointVI`` are made of are listed too: pdoc shows a class's inherited
+#: members only when their class is documented, and there each is documented once.
+MODULES = ["core", "core.model.description", "core.continuous.evaluation", "mechnode",
+           "!mechnode.testing"]
 #: pdoc's known false alarm (see the module docstring); matched exactly, nothing else is allowed.
 PDOC_NAMEDTUPLE_ANNOTATION = re.escape(
     "Error parsing type annotation ForwardRef('np.ndarray') for core.datatypes.Controllability.__init__. "
