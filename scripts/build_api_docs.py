@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: besides core's public modules (``core.PUBLIC_MODULES``, read in :func:`main`). The modules of the
 #: classes ``System`` and ``MidpointVI`` are made of are listed too: pdoc shows a class's inherited
 #: members only when their class is documented, and there each is documented once.
-MODULES = ["core", "core.model.description", "core.continuous.evaluation", "mechnode",
-           "!mechnode.testing"]
+MODULES = ["core", "core.model.description", "core.continuous.evaluation", "core.discrete.states",
+           "core.discrete.rollouts", "mechnode", "!mechnode.testing"]
 #: pdoc's known false alarm (see the module docstring); matched exactly, nothing else is allowed.
 PDOC_NAMEDTUPLE_ANNOTATION = re.escape(
     "Error parsing type annotation ForwardRef('np.ndarray') for core.datatypes.Controllability.__init__. "

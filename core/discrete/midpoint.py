@@ -12,6 +12,13 @@ the simulators. State and input layouts, tensor index order: :mod:`core.conventi
     u_k = [force inputs, rho_k+1 (next values of the kinematic variables)]
     H[i, a, b] = d2 x_k+1,i / dz_a dz_b,  z = [x_k, u_k]
 
+:class:`MidpointVI` is a façade over three rooms: its settings, its one step and its
+linearizations are here (the DEL solve remembered per thread, the entry kernels called
+directly); its state transforms and tracking law are :class:`core.discrete.states.DiscreteStates`
+(``discrete_state``, ``rest_state``, ``feedback``, ...); its trajectory calls are
+:class:`core.discrete.rollouts.TrajectoryCalls` (``closed_loop``, ``simulate``,
+``inverse_dynamics``, ``linearize_trajectory``, stacks of states).
+
 Errors: a DEL solve that does not converge, or a singular one-step map (Sec. VII), raises
 :class:`core.errors.IntegratorError` naming the step, the matrix, the residual and the iterations; bad
 numeric input raises ``ValueError`` naming the entry.
@@ -21,40 +28,23 @@ from __future__ import annotations
 import math
 import threading
 
-import numba
 import numpy as np
 
 from core.base.records import typed_address
 from core.cache import call_and_freeze, compile_in_background, is_cached
 from core.continuous.floating import refuse
-from core.continuous.stacked import raise_at_point
 from core.discrete import entry
 from core.discrete.entry import (
-    closed_loop_entry,
     contracted_step_at,
     create_step_call,
     linearize_step_at,
     step_at,
-    step_stack,
 )
 from core.discrete.first_order import del_linearize
-from core.discrete.inverse import del_inverse_dynamics, discrete_momenta
-from core.discrete.legendre import (
-    inverse_legendre,
-    legendre,
-    legendre_jacobian,
-    legendre_many,
-)
+from core.discrete.rollouts import TrajectoryCalls
 from core.discrete.second_order import contracted_scratch, second_order_scratch
+from core.discrete.states import DiscreteStates
 from core.discrete.step import del_step
-from core.discrete.tracking import feedback
-from core.discrete.trajectory import (
-    linearize_chunk,
-    linearize_parallel,
-    simulate_kernel,
-    solve_each,
-    solve_parallel,
-)
 from core.errors import (
     NEWTON_FAILED,
     OK,
@@ -66,13 +56,9 @@ from core.errors import (
     SingularMatrixError,
     SingularStepError,
 )
-from core.progress import progress_reporter
 from core.validation import (
-    check_memory,
     check_second_order_memory,
     check_vector,
-    float_stack,
-    is_plain_vector,
     largest_entry,
     number,
 )
@@ -108,16 +94,7 @@ class _Setting:
         vi._settings[self.index] = value
 
 
-def _read_only(a: np.ndarray) -> np.ndarray:
-    """``a`` if it is read-only, else a read-only view of it."""
-    if not a.flags.writeable:
-        return a
-    view = a.view()
-    view.flags.writeable = False
-    return view
-
-
-class MidpointVI:
+class MidpointVI(DiscreteStates, TrajectoryCalls):
     """Midpoint variational integrator for a :class:`core.System` with time step ``dt``.
 
     A discrete system in state form: ``x_k = [q_k, p_k, v_k]``, ``u_k = [force inputs, rho_k+1]``
@@ -242,344 +219,6 @@ class MidpointVI:
             inputs = self.system.input_names + [names[i] + "_next" for i in self.kinematic_index]
             cached = self.__dict__["_names_cache"] = (model, tuple(state), tuple(inputs))
         return cached[1], cached[2]
-
-    # ---------------------------------------------------------------- packing
-    # (called on every step and linearization: the names for the error message are only
-    # looked up when the check fails)
-    def split_state(self, x, finite: bool = True):
-        """``(q, p, v)`` views of ``x = [q, p, v]``.
-
-        Parameters
-        ----------
-        x : array_like, shape (nx,)
-            A discrete state (converted to float64 once if it is not a plain float64 vector).
-        finite : bool
-            Also refuse non-finite entries.
-
-        Returns
-        -------
-        q, p, v : ndarray, shapes (n,), (nd,), (nk,)
-            Views of ``x`` (or of its conversion).
-
-        Raises
-        ------
-        ValueError
-            A wrong size or, with ``finite``, the first non-finite entry (named).
-        """
-        n, nd = self._nq, self._nd
-        if not is_plain_vector(x, n + nd + self._nk, finite):
-            x = check_vector("x", x, n + nd + self._nk, self._names()[0], finite)
-        return x[:n], x[n:n + nd], x[n + nd:]
-
-    def split_input(self, u, finite: bool = True, copy: bool = True):
-        """``(u_force, rho)`` of ``u = [force inputs, rho_k+1]``.
-
-        Parameters
-        ----------
-        u : array_like, shape (nu,) or None
-            A discrete input (None: zeros).
-        finite : bool
-            Also refuse non-finite entries.
-        copy : bool
-            Copies (default) or views.
-
-        Returns
-        -------
-        u_force, rho : ndarray, shapes (m,), (nk,)
-
-        Raises
-        ------
-        ValueError
-            As :meth:`split_state`.
-        """
-        if not is_plain_vector(u, self._nu, finite):
-            u = check_vector("u", u, self._nu, self._names()[1], finite, optional=True)
-        m = self._m
-        return (u[:m].copy(), u[m:].copy()) if copy else (u[:m], u[m:])
-
-    def state(self, q, p, v=None):
-        """Pack ``x = [q, p_dyn, v_kin]``.
-
-        Parameters
-        ----------
-        q : array_like, shape (n,)
-        p : array_like, shape (nd,)
-        v : array_like, shape (nk,), optional
-            Default zeros.
-
-        Returns
-        -------
-        x : ndarray, shape (nx,)
-
-        Raises
-        ------
-        ValueError
-            A wrong size or a non-finite entry (named).
-        """
-        v = np.zeros(self.nk) if v is None else v
-        return np.concatenate([check_vector("q", q, self.nq), check_vector("p", p, self.nd),
-                               check_vector("v", v, self.nk)])
-
-    # ---------------------------------------------------------------- exact state transforms
-    def momentum(self, q, dq):
-        """Discrete-state momentum from a continuous state: ``p = dL/d dq`` on dynamic rows.
-
-        Parameters
-        ----------
-        q, dq : array_like, shape (n,)
-
-        Returns
-        -------
-        p : ndarray, shape (nd,)
-
-        Raises
-        ------
-        ValueError
-            A wrong size or a non-finite entry (named).
-        """
-        return self.system.momentum(q, dq)[self.dynamic_index]
-
-    def discrete_state(self, q, dq) -> np.ndarray:
-        """The exact Legendre transform ``[q, qdot] -> x = [q, p, v]``: ``p = dL/dqdot`` on the
-        dynamic rows, ``v = qdot`` on the kinematic rows.
-
-        Parameters
-        ----------
-        q, dq : array_like, shape (n,)
-            The continuous state.
-
-        Returns
-        -------
-        x : ndarray, shape (nx,)
-
-        Raises
-        ------
-        ValueError
-            A wrong size or a non-finite entry (named).
-        """
-        names = self.system.config_names
-        q = check_vector("q", q, self.nq, names)
-        dq = check_vector("qdot", dq, self.nq, names)
-        x = np.empty(self.nx)
-        data, der = self.system.workspace.get()
-        legendre(self.system.model, data, der, self.dynamic_index, self.kinematic_index, q, dq, x)
-        return x
-
-    def discrete_states(self, Q, dQ) -> np.ndarray:
-        """:meth:`discrete_state` of each row of ``Q`` and ``dQ``.
-
-        Parameters
-        ----------
-        Q, dQ : array_like, shape (knots, n)
-            Positions and velocities.
-
-        Returns
-        -------
-        X : ndarray, shape (knots, nx)
-
-        Raises
-        ------
-        ValueError
-            Shapes that differ or are wrong; a non-finite entry (named).
-        """
-        Q = float_stack("positions", Q, (None, self.nq))
-        dQ = float_stack("velocities", dQ, Q.shape)
-        X = np.empty((Q.shape[0], self.nx))
-        data, der = self.system.workspace.get()
-        legendre_many(self.system.model, data, der, self.dynamic_index, self.kinematic_index, Q, dQ, X)
-        return X
-
-    def continuous_state(self, x):
-        """The inverse transform ``x = [q, p, v] -> (q, qdot)``: ``M_dd qdot_dyn = p - M_dk v``.
-
-        Parameters
-        ----------
-        x : array_like, shape (nx,)
-
-        Returns
-        -------
-        q, dq : ndarray, shape (n,)
-
-        Raises
-        ------
-        ValueError
-            A wrong size or a non-finite entry (named).
-        SingularMatrixError
-            ``M_dd`` is singular at ``q``.
-        """
-        q, p, v = self.split_state(x)
-        dq = np.empty(self.nq)
-        data, der = self.system.workspace.get()
-        if not inverse_legendre(self.system.model, data, der, self.dynamic_index,
-                                self.kinematic_index, q.copy(), p.copy(), v.copy(), dq):
-            raise SingularMatrixError("inverse Legendre transform: the mass matrix of the dynamic "
-                                      "variables is singular at this q", "mass matrix", -1)
-        return q.copy(), dq
-
-    def state_jacobian(self, q, dq) -> np.ndarray:
-        """``d[q, p, v] / d[q, qdot]`` at ``(q, qdot)``: maps a continuous-state perturbation (or
-        weight) to the discrete state.
-
-        Parameters
-        ----------
-        q, dq : array_like, shape (n,)
-
-        Returns
-        -------
-        ndarray, shape (2n, 2n)
-
-        Raises
-        ------
-        ValueError
-            A wrong size or a non-finite entry (named).
-        """
-        names = self.system.config_names
-        q = check_vector("q", q, self.nq, names)
-        dq = check_vector("qdot", dq, self.nq, names)
-        J = np.empty((2 * self.nq, 2 * self.nq))
-        data, der = self.system.workspace.get()
-        legendre_jacobian(self.system.model, data, der, self.dynamic_index, self.kinematic_index,
-                          q, dq, J)
-        return J
-
-    def discrete_momentum(self, q_prev, q):
-        """The discrete Legendre transform ``p_k = D2 L_d(q_k-1, q_k)`` (dynamic rows).
-
-        ``discrete_momentum(q, q)`` is the momentum of the discrete rest state (see
-        :meth:`rest_state`): ``dt/2 L_q(q, 0)``, not the continuous ``dL/d dq (q, 0) = 0``.
-
-        Parameters
-        ----------
-        q_prev, q : array_like, shape (n,)
-            ``q_k-1`` and ``q_k``.
-
-        Returns
-        -------
-        p : ndarray, shape (nd,)
-
-        Raises
-        ------
-        ValueError
-            A wrong size or a non-finite entry (named).
-        """
-        Q = np.stack([check_vector("q_prev", q_prev, self.nq), check_vector("q", q, self.nq)])
-        return self.discrete_momenta(Q, np.zeros(self.nd))[1]
-
-    def rest_state(self, q) -> np.ndarray:
-        """The discrete state at rest at ``q``: ``x = [q, D2 L_d(q, q), 0]``, the fixed point of the
-        one-step map under :meth:`rest_input` (when :func:`core.holding_inputs` reports a zero
-        residual).
-
-        With ``q_k = q_k+1 = q`` the DEL equations give ``p_k+1 = D2 L_d(q, q) = dt/2 L_q(q, 0)``
-        and ``D1 L_d + D2 L_d = dt L_q(q, 0)``, so ``p_k = p_k+1`` exactly when
-        ``L_q + B u = Dh^T lam / dt``: the continuous static balance.
-        ``vi.state(q, vi.momentum(q, 0))`` (``p = 0``) is *not* at rest: it starts a step late by
-        half a step of gravity and drifts. Stepping reproduces the fixed point to the DEL solve's
-        ``tolerance`` (its Newton iteration starts from ``q + dt M^-1 p``).
-
-        Parameters
-        ----------
-        q : array_like, shape (n,)
-            A configuration on the holonomic constraints.
-
-        Returns
-        -------
-        x : ndarray, shape (nx,)
-
-        Raises
-        ------
-        ValueError
-            A wrong size or non-finite entry; ``q`` off the holonomic constraints
-            (:meth:`core.System.check_configuration`).
-        """
-        q = check_vector("q", q, self.nq, self.system.config_names)
-        self.system.check_configuration(q, what="the rest state")
-        return self.state(q, self.discrete_momentum(q, q))
-
-    def rest_input(self, q, u=None) -> np.ndarray:
-        """The discrete input that keeps :meth:`rest_state` fixed: ``[u, q_kinematic]``.
-
-        Parameters
-        ----------
-        q : array_like, shape (n,)
-            The configuration.
-        u : array_like, shape (m,), optional
-            The force inputs (None: :func:`core.holding_inputs`, whose residual is then not checked:
-            call it yourself to know whether the system can hold ``q``).
-
-        Returns
-        -------
-        ndarray, shape (nu,)
-
-        Raises
-        ------
-        ValueError
-            A wrong size or non-finite entry; with ``u`` None, ``q`` off the holonomic constraints.
-        """
-        q = check_vector("q", q, self.nq, self.system.config_names)
-        if u is None:
-            from core.continuous.equilibrium import holding_inputs
-            u = holding_inputs(self.system, q)[0]
-        u = check_vector("u", u, self._m, self.system.input_names, optional=True)
-        return np.concatenate([u, q[self.kinematic_index]])
-
-    def discrete_momenta(self, Q, p0) -> np.ndarray:
-        """Momenta along configurations: ``p_0`` given, then ``p_k = D2 L_d(q_k-1, q_k)``.
-
-        Parameters
-        ----------
-        Q : array_like, shape (knots, n)
-            The configurations.
-        p0 : array_like, shape (nd,)
-            The first momentum.
-
-        Returns
-        -------
-        P : ndarray, shape (knots, nd)
-
-        Raises
-        ------
-        ValueError
-            A wrong shape or a non-finite entry (named).
-        """
-        Q = float_stack("configurations", Q, (None, self.nq))
-        P = np.empty((Q.shape[0], self.nd))
-        P[0] = check_vector("p0", p0, self.nd)
-        data, der = self.system.workspace.get()
-        discrete_momenta(self.system.model, data, der, self.dt, self.dynamic_index, Q, P)
-        return P
-
-    # ---------------------------------------------------------------- the tracking law
-    def feedback(self, q, dq, x_ref, u_ref, K, x_out=None, u_out=None):
-        """``u = u_ref - K (x - x_ref)`` with ``x = discrete_state(q, dq)``, in one compiled call
-        (the 1 kHz path of a controller).
-
-        The arguments are not checked: pass float64 arrays of the right sizes. ``x_ref``, ``u_ref``,
-        ``K`` reach the kernel read-only (a gain schedule's are; numba types read-only arrays apart,
-        so one compiled law serves both kinds).
-
-        Parameters
-        ----------
-        q, dq : ndarray, shape (n,)
-            The measured continuous state.
-        x_ref : ndarray, shape (nx,)
-        u_ref : ndarray, shape (nu,)
-        K : ndarray, shape (nu, nx)
-        x_out, u_out : ndarray, shapes (nx,), (nu,), optional
-            Receive the results if given.
-
-        Returns
-        -------
-        u : ndarray, shape (nu,), or None
-            None if an entry of ``u`` is not finite.
-        x : ndarray, shape (nx,)
-        """
-        x = np.empty(self.nx) if x_out is None else x_out
-        u = np.empty(self.nu) if u_out is None else u_out
-        data, der = self.system.workspace.get()
-        ok = feedback(self.system.model, data, der, self.dynamic_index, self.kinematic_index, q, dq,
-                      _read_only(x_ref), _read_only(u_ref), _read_only(K), x, u)
-        return (u if ok else None), x
 
     # ---------------------------------------------------------------- stepping
     def _solve(self, q, p, u_force, rho, check=None):
@@ -740,156 +379,6 @@ class MidpointVI:
         x1 = np.concatenate([q1, p1, v1])
         return (x1, lam.copy()) if multipliers else x1
 
-    def _step_stack(self, x, u):
-        """:meth:`step` from each state of a stack ``x`` (N, nx) with ``u`` (N, nu): (N, nx),
-        in parallel chunks (each with its own record); the first failing point raises the
-        single call's error, naming it."""
-        X = float_stack("x", x, (None, self.nx))
-        N = X.shape[0]
-        U = np.zeros((N, self.nu)) if u is None else float_stack("u", u, (N, self.nu))
-        check_memory("MidpointVI.step on a stack", 8 * N * self.nx, f"the states are {N} x {self.nx} doubles")
-        X1 = np.empty((N, self.nx))
-        if N == 0:
-            return X1
-        self._direct(step_at, X[0], U[0], (np.empty(self.nx),))   # (compiles or loads it)
-        status = np.zeros((N, 2), np.int64)
-        step_stack(self._call()[0], X, U, X1, status, max(1, min(N, numba.get_num_threads())))
-        bad = np.flatnonzero(status[:, 0] != OK)
-        if bad.size:
-            k = int(bad[0])
-            raise_at_point(k, self.step, X[k], U[k])
-        return X1
-
-    def closed_loop(self, x0, X_ref, U_ref, K, linearize: bool = True):
-        """The closed loop from ``x0`` under the time-varying law
-        ``u_k = U_ref[k] - K[k] (x_k - X_ref[k])`` and its exact linearization, each step linearized
-        from its own solve, in one compiled call. What a re-plan needs: the trajectory the robot is
-        predicted to follow from its measured state, and the linearization along it.
-
-        Parameters
-        ----------
-        x0 : array_like, shape (nx,)
-            The measured state.
-        X_ref : array_like, shape (N, nx) or (N+1, nx)
-            The reference states (the first N rows are used).
-        U_ref : array_like, shape (N, nu)
-            The reference inputs.
-        K : array_like, shape (N, nu, nx)
-            The gains.
-        linearize : bool
-            Also linearize (False: ``A`` and ``B`` are None).
-
-        Returns
-        -------
-        X : ndarray, shape (N+1, nx)
-        U : ndarray, shape (N, nu)
-        A : ndarray, shape (N, nx, nx), or None
-        B : ndarray, shape (N, nx, nu), or None
-
-        Raises
-        ------
-        ValueError
-            A wrong shape or a non-finite entry (named), of the arguments or of an input the law
-            computed (naming the step).
-        IntegratorError
-            A failed step raises the single call's error (:meth:`step_linearize`'s, or
-            :meth:`step`'s without ``linearize``; a :class:`SingularStepError` for a singular step),
-            naming the step.
-        """
-        U_ref = float_stack("U_ref", U_ref, (None, self.nu))
-        N = U_ref.shape[0]
-        X_ref = float_stack("X_ref", X_ref, (None, self.nx))
-        if X_ref.shape[0] not in (N, N + 1):
-            raise ValueError(f"X_ref must have N = {N} or N + 1 rows (U_ref has {N}), got {X_ref.shape[0]}")
-        K = float_stack("K", K, (N, self.nu, self.nx))
-        x0 = check_vector("x0", x0, self.nx, self.state_names)
-        # (C-contiguous and writable: the kernel's one signature)
-        X_ref, U_ref, K = (np.require(a, np.float64, ("C", "W")) for a in (X_ref, U_ref, K))
-        X, U = np.empty((N + 1, self.nx)), np.empty((N, self.nu))
-        L = N if linearize else 0
-        A, B = np.empty((L, self.nx, self.nx)), np.empty((L, self.nx, self.nu))
-        rec = self._call()[0]
-        k = closed_loop_entry(rec, x0, X_ref, U_ref, K, X, U, A, B)
-        if k >= 0:
-            raise_at_point(k, self.step_linearize if linearize else self.step, X[k], U[k],
-                           where="step {k} of the closed loop")
-        return (X, U, A, B) if linearize else (X, U, None, None)
-
-    def simulate(self, q0, p0, u_sequence):
-        """Simulate ``N = len(u_sequence)`` steps of :meth:`step` from ``(q0, p0)``.
-
-        Parameters
-        ----------
-        q0 : array_like, shape (n,)
-        p0 : array_like, shape (nd,)
-        u_sequence : array_like, shape (N, nu)
-
-        Returns
-        -------
-        Q : ndarray, shape (N+1, n)
-        P : ndarray, shape (N+1, nd)
-        LAM : ndarray, shape (N, nh)
-            The holonomic constraint multipliers of each step.
-
-        Raises
-        ------
-        ValueError
-            A wrong shape or a non-finite entry (named).
-        IntegratorError
-            Naming the failing step.
-        """
-        model = self.system.model
-        U = float_stack("u_sequence", u_sequence, (None, self.nu))
-        q0 = check_vector("q0", q0, self.nq, self.system.config_names)
-        p0 = check_vector("p0", p0, self.nd)
-        N, m = U.shape[0], self._m
-        Q, P, LAM = np.empty((N + 1, self.nq)), np.empty((N + 1, self.nd)), np.zeros((N, model.nh))
-        data, der = self.system.workspace.get()
-        status, info = np.zeros(3, np.int64), np.zeros(4)
-        simulate_kernel(model, data, der, self.dt, self.dynamic_index, self.kinematic_index, q0, p0,
-                        np.ascontiguousarray(U[:, :m]), np.ascontiguousarray(U[:, m:]),
-                        self.tolerance, self.max_iterations, Q, P, LAM, status, info)
-        if status[0] != OK:
-            k = int(status[2])
-            self._raise_solve(status, info, k, self._step_inputs(Q[k], P[k], U[k, :m], U[k, m:]))
-        return Q, P, LAM
-
-    def inverse_dynamics(self, Q, p0):
-        """The least-squares inputs that make the forced DEL equations hold along configurations
-        ``Q``.
-
-        The kinematic columns of ``U`` are the next configurations; the momenta ``P`` follow from
-        ``p0`` by the discrete Legendre transform. Holonomic constraint forces are not modelled:
-        constrained systems leave a residual.
-
-        Parameters
-        ----------
-        Q : array_like, shape (N+1, n)
-            At least 2 knots.
-        p0 : array_like, shape (nd,)
-
-        Returns
-        -------
-        U : ndarray, shape (N, nu)
-        P : ndarray, shape (N+1, nd)
-        residual : ndarray, shape (N,)
-            The DEL residual of each step relative to its terms (0 where exactly feasible).
-
-        Raises
-        ------
-        ValueError
-            A wrong shape, fewer than 2 knots, a non-finite entry (named).
-        """
-        Q = float_stack("configurations", Q, (None, self.nq))
-        if Q.shape[0] < 2:
-            raise ValueError(f"configurations must have at least 2 knots, got {Q.shape[0]}")
-        N = Q.shape[0] - 1
-        U, P, resid = np.empty((N, self.nu)), np.empty((N + 1, self.nd)), np.empty(N)
-        data, der = self.system.workspace.get()
-        del_inverse_dynamics(self.system.model, data, der, self.dt, self.dynamic_index,
-                             self.kinematic_index, Q, check_vector("p0", p0, self.nd), U, P, resid)
-        return U, P, resid
-
     # ---------------------------------------------------------------- linearization
     def _linearize(self, x, u, second):
         """The checked path of :meth:`linearize`, :meth:`step_linearize` and :meth:`linearize2`
@@ -980,10 +469,7 @@ class MidpointVI:
             naming the step.
         """
         if (type(x) is not np.ndarray or x.ndim == 2) and np.ndim(x) == 2:
-            X = float_stack("x", x, (None, self.nx))
-            U = (np.zeros((X.shape[0], self.nu)) if u is None
-                 else float_stack("u", u, (X.shape[0], self.nu)))
-            return self._linearize_stack(X, U, False, None, 0)
+            return self._linearize_states(x, u)
         A, B = np.empty(self._shape_A), np.empty(self._shape_B)
         if self._direct(linearize_step_at, x, u, (A, B)):
             return A, B
@@ -1079,148 +565,6 @@ class MidpointVI:
         q, q1, p1, rho, A, B, H = self._linearize(x, u, second_order)
         x1 = np.concatenate([q1, p1, (rho - q[self.kinematic_index]) / self.dt])
         return (x1, A, B, H) if second_order else (x1, A, B)
-
-    def linearize_trajectory(self, X, U, second_order: bool = False, costates=None, *,
-                             threads: int | None = None, progress=None):
-        """:func:`core.linearize_trajectory` of this integrator (the same signature without the
-        system; that function hands a MidpointVI's stacks here): every knot ``X[k]`` solved and
-        linearized in compiled code.
-
-        Parameters
-        ----------
-        X : array_like, shape (N+1, nx)
-        U : array_like, shape (N, nu)
-        second_order : bool
-            Also ``H`` (N, nx, nz, nz), as :meth:`linearize2`.
-        costates : array_like, shape (N, nx), optional
-            With ``second_order``: ``W[k] = Σ_i costates[k, i] H_k[i]`` (N, nz, nz) in place of
-            ``H`` (see :meth:`linearize2`).
-        threads : int, optional
-            Chunks in parallel (default numba's thread count; ``threads=1``: one serial call without
-            the GIL and numba's threading layer).
-        progress : True or callable, optional
-            A bar on stderr (True) or ``progress(done, N)``: the work in about 50 blocks, the same
-            kernels and results, reported after each.
-
-        Returns
-        -------
-        (A, B) or (A, B, H) or (A, B, W) : tuple of ndarray
-            Shapes (N, nx, nx), (N, nx, nu), then ``H`` or ``W``; ``nz = nx + nu``.
-
-        Raises
-        ------
-        ValueError
-            A wrong shape or a non-finite entry (named); ``costates`` without ``second_order``.
-        IntegratorError
-            The DEL solve failed (as in :meth:`step`); for stacks, naming the step.
-        SingularStepError
-            The one-step map is singular: the scale-aware measure of ``M_k+1`` or of
-            ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` reaches ``condition_limit`` (Sec. VII); for stacks,
-            naming the step.
-        ResourceLimitError
-            The ``H`` stack would pass :data:`core.validation.SECOND_ORDER_MEMORY_LIMIT`, or the
-            ``W`` stack :data:`core.validation.STACK_MEMORY_LIMIT`.
-        """
-        X = float_stack("X", X, (None, self.nx))
-        U = float_stack("U", U, (X.shape[0] - 1, self.nu))
-        N, nz = U.shape[0], self.nx + self.nu
-        if costates is not None:
-            if not second_order:
-                raise ValueError("costates weigh the second order: pass second_order=True with them")
-            costates = float_stack("costates", costates, (N, self.nx))
-        report = progress_reporter(progress)
-        if report is None:
-            return self._linearize_stack(X, U, second_order, threads, 0, costates)
-        As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
-        shape = (N, 0, 0) if not second_order else (N, nz, nz) if costates is not None else (N, self.nx, nz, nz)
-        Hs = np.empty(shape)
-        block = max(1, -(-N // 50))
-        report(0, N)
-        for start in range(0, N, block):
-            end = min(N, start + block)
-            out = self._linearize_stack(X[start:end + 1], U[start:end], second_order, threads, start,
-                                        None if costates is None else costates[start:end])
-            As[start:end], Bs[start:end] = out[0], out[1]
-            if second_order:
-                Hs[start:end] = out[2]
-            report(end, N)
-        return (As, Bs, Hs) if second_order else (As, Bs)
-
-    def _linearize_stack(self, X, U, second_order, threads, offset, costates=None):
-        """:meth:`linearize_trajectory` of checked stacks; errors name step ``k + offset``."""
-        nz, N = self.nx + self.nu, U.shape[0]
-        if costates is not None:
-            check_memory("linearize_trajectory(costates=...)", 8 * N * nz * nz,
-                         f"the contractions are {N} x {nz} x {nz} doubles")
-        elif second_order:
-            check_second_order_memory("linearize_trajectory(second_order=True)", self.nx, nz, N)
-        # the solves are remembered per thread (as the single step's): a Newton step's curvature
-        # pass along the trajectory that its first-order pass just linearized solves nothing again
-        key = (X.tobytes(), U.tobytes(), self._settings.tobytes())
-        cache = self._last.__dict__
-        if cache.get("knots_key") == key and cache.get("knots_model") is self.system.model:
-            knots = cache["knots"]
-        else:
-            knots = self._solve_knots(X, U, threads, offset)
-            cache.update(knots_key=key, knots_model=self.system.model, knots=knots)
-        return self._linearize_knots(knots, second_order, threads, offset, costates)
-
-    def _chunks(self, N, threads):
-        return max(1, min(N, threads or numba.get_num_threads()))
-
-    def _solve_knots(self, X, U, threads, offset):
-        """The step from each knot of the stacks (:func:`core.discrete.trajectory.solve_each`):
-        ``(Q, P, Uf, rho, Q1, LAM, DH1)``; a failed solve raises, naming step ``k + offset``."""
-        N, n, nd, m = U.shape[0], self.nq, self.nd, self._m
-        model = self.system.model
-        dyn, kin = self.dynamic_index, self.kinematic_index
-        Q = np.ascontiguousarray(X[:, :n])
-        P = np.ascontiguousarray(X[:, n:n + nd])
-        Uf, rho = np.ascontiguousarray(U[:, :m]), np.ascontiguousarray(U[:, m:])
-        Q1, LAM, DH1 = np.empty((N, n)), np.zeros((N, model.nh)), np.empty((N, model.nh, n))
-        data, der = self.system.workspace.get()
-        status, info = np.zeros(3, np.int64), np.zeros(4)
-        nchunks = self._chunks(N, threads)
-        if nchunks == 1:
-            solve_each(model, data, der, self.dt, dyn, kin, Q, P, Uf, rho, self.tolerance,
-                       self.max_iterations, Q1, LAM, DH1, status, info)
-        else:   # (the steps from the knots are independent)
-            solve_parallel(model, data, der, self.dt, dyn, kin, Q, P, Uf, rho, self.tolerance,
-                           self.max_iterations, Q1, LAM, DH1, status, info, nchunks)
-        if status[0] != OK:
-            k = int(status[2])
-            self._raise_solve(status, info, k + offset, self._step_inputs(Q[k], P[k], Uf[k], rho[k]))
-        return Q, P, Uf, rho, Q1, LAM, DH1
-
-    def _linearize_knots(self, knots, second_order, threads, offset, costates=None):
-        """``(As, Bs[, Hs])`` of the solved steps ``knots`` (:meth:`_solve_knots`); a singular
-        step raises, naming step ``k + offset``."""
-        Q, P, Uf, rho, Q1, LAM, DH1 = knots
-        N, nz = Uf.shape[0], self.nx + self.nu
-        model = self.system.model
-        dyn, kin = self.dynamic_index, self.kinematic_index
-        data, der = self.system.workspace.get(third_order=second_order and costates is None)
-        As, Bs = np.empty((N, self.nx, self.nx)), np.empty((N, self.nx, self.nu))
-        Hs, contraction = None, None
-        if costates is not None:
-            contraction = (costates, np.empty((N, nz, nz)))
-        elif second_order:
-            Hs = np.empty((N, self.nx, nz, nz))
-        stat, conds = np.zeros(N, np.int64), np.zeros((N, 2))
-        nchunks = self._chunks(N, threads)
-        if nchunks == 1:
-            linearize_chunk(model, data, der, self.dt, dyn, kin, Q, Q1, P, LAM, DH1, Uf, rho,
-                            self.condition_limit, As, Bs, Hs, contraction, stat, conds, 0, N)
-        else:
-            linearize_parallel(model, data, der, self.dt, dyn, kin, Q, Q1, P, LAM, DH1, Uf, rho,
-                               self.condition_limit, As, Bs, Hs, contraction, stat, conds, nchunks)
-        bad = np.flatnonzero(stat != OK)
-        if bad.size:
-            k = int(bad[0])
-            self._raise_singular(int(stat[k]), conds[k], k + offset)
-        if contraction is not None:
-            return As, Bs, contraction[1]
-        return (As, Bs, Hs) if second_order else (As, Bs)
 
     # ---------------------------------------------------------------- compilation
     def warm_up(self, processes: int = 1, part: str = "all", second_order: bool = True) -> None:
