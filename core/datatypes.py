@@ -16,7 +16,8 @@ the classes of those results, in one public place (``from core.datatypes import 
 from __future__ import annotations
 
 from core.continuous.minimal import MinimalInfo
-from core.control.optimal import DiscreteSystem, TrajectoryOptimizationResult
+from core.control.costs import DiscreteSystem
+from core.control.optimal import TrajectoryOptimizationResult
 from core.control.riccati import Controllability
 from core.io.loader import ModelText
 from core.io.trajectory import Trajectory

@@ -55,7 +55,7 @@ PARTS = {
     "inverse": ("discrete.inverse.del_inverse_dynamics",),
     "linearize": ("discrete.trajectory.linearize_chunk",),
     "lqr": ("control.riccati.lq_riccati",),
-    "optimize": ("control.optimal._costate_and_gradient", "control.optimal._linear_response"),
+    "optimize": ("control.costs.costate_and_gradient", "control.directions.linear_response"),
     "continuous": ("continuous.dynamics.linearize_at", "continuous.dynamics.qdd_at",
                    "continuous.dynamics.continuous_dynamics", "discrete.legendre.legendre_jacobian"),
     "discrete": ("discrete.trajectory.simulate_kernel", "discrete.entry.linearize_step_at"),

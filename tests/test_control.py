@@ -28,7 +28,7 @@ from core import (
     tracking_step,
     tvlqr,
 )
-from core.control import optimal
+from core.control import costs, directions, line_search, optimal
 from core.control.optimal import METHODS, PROJECTIONS, cost_and_gradient, trajectory_cost
 from core.errors import RiccatiError
 
@@ -625,8 +625,8 @@ def _linearized_swing_up(system, problem):
     u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
     x = pb.rollout(u)
     A, B, H = linearize_trajectory(system, x, u, second_order=True)
-    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
-    lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
+    _, _, wx, wu, w_N = costs.weighted_errors(pb, x, u)
+    lam, g = costs.costate_and_gradient(A, B, wx, wu, w_N)
     return pb, x, u, A, B, _contract(H), wx, wu, w_N, lam, g
 
 
@@ -643,22 +643,22 @@ def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
     open-loop path u + γv for ``direction``: open-loop costate). Central differences."""
     problem = swing_up_problem(N=30)
     pb, x, u, A, B, H, wx, wu, w_N, lam, g = _linearized_swing_up(problem["system"], problem)
-    J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
+    J = lambda xu: costs.tracking_cost(pb, *xu)  # noqa: E731
     for method in METHODS:
-        d = optimal._descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N)
+        d = directions.descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N)
         h = 1e-5
-        fd = (J(optimal._projected_rollout(pb, x, u, d, h))
-              - J(optimal._projected_rollout(pb, x, u, d, -h))) / (2 * h)
+        fd = (J(line_search.projected_rollout(pb, x, u, d, h))
+              - J(line_search.projected_rollout(pb, x, u, d, -h))) / (2 * h)
         assert d.slope < 0
         assert fd == pytest.approx(d.slope, rel=1e-6), (method, d.model)
-    z, v = optimal._linear_response(A, B, d.K, d.kff)      # tangent of the last direction
+    z, v = directions.linear_response(A, B, d.K, d.kff)      # tangent of the last direction
     if projection == "lqr":
-        lam_model = optimal._closed_loop_costate(A, B, d.K, wx, wu, w_N)
-        path = lambda gam: optimal._projected_rollout(pb, x, u, d, gam)  # noqa: E731
+        lam_model = directions.closed_loop_costate(A, B, d.K, wx, wu, w_N)
+        path = lambda gam: line_search.projected_rollout(pb, x, u, d, gam)  # noqa: E731
     else:
         lam_model = lam
         path = lambda gam: (pb.rollout(u + gam * v), u + gam * v)  # noqa: E731
-    Wxx, Wuu, Wux = optimal._newton_weights(pb, H(lam_model), 2)
+    Wxx, Wuu, Wux = directions.newton_weights(pb, H(lam_model), 2)
     curvature = (np.einsum("ki,kij,kj->", z[:-1], Wxx, z[:-1])
                  + np.einsum("ki,kij,kj->", v, Wuu, v)
                  + 2 * np.einsum("ki,kij,kj->", v, Wux, z[:-1]) + z[-1] @ pb.Q_N @ z[-1])
@@ -666,9 +666,9 @@ def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
     fd2 = (J(path(h)) - 2 * J(path(0.0)) + J(path(-h))) / h ** 2
     assert fd2 == pytest.approx(curvature, rel=1e-5)
     # and the other costate does not fit this path (the test can tell the two apart)
-    other = lam if projection == "lqr" else optimal._closed_loop_costate(
-        A, B, optimal._projection_gains(A, B), wx, wu, w_N)
-    Wxx2, _, _ = optimal._newton_weights(pb, H(other), 2)
+    other = lam if projection == "lqr" else directions.closed_loop_costate(
+        A, B, directions.projection_gains(A, B), wx, wu, w_N)
+    Wxx2, _, _ = directions.newton_weights(pb, H(other), 2)
     wrong = curvature + np.einsum("ki,kij,kj->", z[:-1], Wxx2 - Wxx, z[:-1])
     assert fd2 != pytest.approx(wrong, rel=1e-3)
 
@@ -780,16 +780,16 @@ def test_projection_weights_set_the_projection_gains(swing_up_results):
     u = 2.0 * np.sin(np.linspace(0, 3, N))[:, None]
     x = pb.rollout(u)
     A, B = linearize_trajectory(problem["system"], x, u)
-    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
-    lam, g = optimal._costate_and_gradient(A, B, wx, wu, w_N)
-    d = optimal._descent_direction(pb, "first_order", "lqr", A, B, None, lam, g, wx, wu, w_N,
+    _, _, wx, wu, w_N = costs.weighted_errors(pb, x, u)
+    lam, g = costs.costate_and_gradient(A, B, wx, wu, w_N)
+    d = directions.descent_direction(pb, "first_order", "lqr", A, B, None, lam, g, wx, wu, w_N,
                                    Qproj=Qproj[None], Rproj=Rproj[None])
     np.testing.assert_allclose(d.K, tvlqr(A, B, Qproj, Rproj, Qproj)[0], rtol=1e-12)
-    assert not np.allclose(d.K, optimal._projection_gains(A, B))
+    assert not np.allclose(d.K, directions.projection_gains(A, B))
     h = 1e-5
-    J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
-    fd = (J(optimal._projected_rollout(pb, x, u, d, h))
-          - J(optimal._projected_rollout(pb, x, u, d, -h))) / (2 * h)
+    J = lambda xu: costs.tracking_cost(pb, *xu)  # noqa: E731
+    fd = (J(line_search.projected_rollout(pb, x, u, d, h))
+          - J(line_search.projected_rollout(pb, x, u, d, -h))) / (2 * h)
     assert fd == pytest.approx(d.slope, rel=1e-6)
     stack = np.repeat(Qproj[None], N + 1, axis=0)
     stack[-1] = np.eye(2)
@@ -814,22 +814,22 @@ def test_newton_model_that_is_not_convex_falls_back_or_is_reversed():
     problem, system = swing_up_problem(N=30), _StrongCurvature(dt=0.1)
     pb, x, u, A, B, H, wx, wu, w_N, lam, g = _linearized_swing_up(system, problem)
     args = (pb, "second_order", "lqr", A, B, H, lam, g, wx, wu, w_N)
-    Kp = optimal._projection_gains(A, B)
-    lam_cl = optimal._closed_loop_costate(A, B, Kp, wx, wu, w_N)
-    raw = optimal._model_direction(pb, "second_order", A, B, H, lam_cl, g, wx, wu, w_N, Kp)
+    Kp = directions.projection_gains(A, B)
+    lam_cl = directions.closed_loop_costate(A, B, Kp, wx, wu, w_N)
+    raw = directions.model_direction(pb, "second_order", A, B, H, lam_cl, g, wx, wu, w_N, Kp)
     assert raw.model == "newton_indefinite"
-    trep = optimal._descent_direction(*args, negative_curvature=False)
+    trep = directions.descent_direction(*args, negative_curvature=False)
     assert trep.alternative is None and trep.slope < 0
     assert trep.model == ("newton_indefinite" if raw.slope < 0 else "gauss_newton")
-    d = optimal._descent_direction(*args, negative_curvature=True)
+    d = directions.descent_direction(*args, negative_curvature=True)
     assert d.model == "gauss_newton" and d.slope < 0
     alt = d.alternative
     assert alt.model == ("newton_indefinite" if raw.slope < 0 else "newton_reversed")
     assert alt.slope == pytest.approx(-abs(raw.slope), rel=1e-12)
-    J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
+    J = lambda xu: costs.tracking_cost(pb, *xu)  # noqa: E731
     h = 1e-6
-    fd = (J(optimal._projected_rollout(pb, x, u, alt, h))
-          - J(optimal._projected_rollout(pb, x, u, alt, -h))) / (2 * h)
+    fd = (J(line_search.projected_rollout(pb, x, u, alt, h))
+          - J(line_search.projected_rollout(pb, x, u, alt, -h))) / (2 * h)
     assert fd == pytest.approx(alt.slope, rel=1e-5)
     r = optimize_trajectory(system, **{k: problem[k] for k in ("x0", "x_ref", "u_ref", "Q", "R",
                                                                "Q_N")},
@@ -876,16 +876,16 @@ def test_optimize_ic_solves_a_linear_problem_over_initial_state_and_inputs():
     u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
     x = pb.rollout(u)
     A_, B_, H_ = linearize_trajectory(problem["system"], x, u, second_order=True)
-    _, _, wx, wu, w_N = optimal._weighted_errors(pb, x, u)
-    lam, g = optimal._costate_and_gradient(A_, B_, wx, wu, w_N)
-    J = lambda xu: optimal._cost(pb, *xu)  # noqa: E731
+    _, _, wx, wu, w_N = costs.weighted_errors(pb, x, u)
+    lam, g = costs.costate_and_gradient(A_, B_, wx, wu, w_N)
+    J = lambda xu: costs.tracking_cost(pb, *xu)  # noqa: E731
     for method in METHODS:
-        d = optimal._descent_direction(pb, method, "lqr", A_, B_, _contract(H_), lam, g, wx, wu, w_N,
+        d = directions.descent_direction(pb, method, "lqr", A_, B_, _contract(H_), lam, g, wx, wu, w_N,
                                        optimize_ic=True)
         assert d.dx0 is not None and np.any(d.dx0 != 0) and d.slope < 0
         h = 1e-6
-        fd = (J(optimal._projected_rollout(pb, x, u, d, h))
-              - J(optimal._projected_rollout(pb, x, u, d, -h))) / (2 * h)
+        fd = (J(line_search.projected_rollout(pb, x, u, d, h))
+              - J(line_search.projected_rollout(pb, x, u, d, -h))) / (2 * h)
         assert fd == pytest.approx(d.slope, rel=1e-5), method
     r = optimize_trajectory(**problem, optimize_ic=True, stop="gradient", tol=1e-6,
                             max_iterations=200)

@@ -1,11 +1,16 @@
 """Trajectory optimization for discrete systems: the projection-operator method of the
 discrete paper's authors (trep's ``DOptimizer``) with first-order (Gauss-Newton), second-order
-(Newton, with ``linearize2``) and steepest-descent directions, plus the cost, its gradient and
-linearization along a trajectory.
+(Newton, with ``linearize2``) and steepest-descent directions.
+
+The problem (:class:`TrackingProblem`), the options (:class:`OptimizerOptions`) and the
+iteration live here; the cost, its gradient and the linearizations along a trajectory in
+:mod:`core.control.costs`, each iteration's direction (the LQ subproblem and its models) in
+:mod:`core.control.directions`, the backtracking on projected trajectories in
+:mod:`core.control.line_search`.
 
 Works on any discrete system in state form (the :class:`DiscreteSystem` protocol; a
 :class:`core.MidpointVI` is one); it never looks inside ``x``. Conventions:
-:mod:`core.conventions`. The costate pass and the linear rollouts are ``@njit`` kernels; the
+:mod:`core.conventions`. The costate passes and the linear rollouts are ``@njit`` kernels; the
 orchestration is Python because it calls the system's ``step``/``linearize`` methods.
 """
 from __future__ import annotations
@@ -15,16 +20,27 @@ import logging
 import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
-from core.base.jit import njit
-from core.control.riccati import lq_riccati, state_weights, tvlqr_checked, weight_stack
-from core.control.simulation import initial_state, next_state, simulate_open_loop
-from core.errors import RiccatiError
-from core.progress import progress_reporter
-from core.validation import check_second_order_memory, float_array
+from core.control.costs import (
+    DiscreteSystem,
+    costate_and_gradient,
+    linearize_trajectory,
+    tracking_cost,
+    trajectory_cost,
+    weighted_errors,
+)
+from core.control.directions import FALLBACK, Direction, descent_direction
+from core.control.line_search import line_search
+from core.control.riccati import state_weights, weight_stack
+from core.control.simulation import initial_state, simulate_open_loop
+from core.validation import float_array
+
+__all__ = ["METHODS", "STOP_RULES", "PROJECTIONS", "FALLBACK", "TREP_ARMIJO", "DiscreteSystem",
+           "TrajectoryOptimizationResult", "OptimizerOptions", "TrackingProblem", "optimize_trajectory",
+           "linearize_trajectory", "trajectory_cost", "cost_and_gradient"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,85 +50,6 @@ PROJECTIONS = ("direction", "lqr")
 
 
 # ================================================================================ njit kernels
-@njit(cache=True, nogil=True)
-def _costate_and_gradient(A, B, wx, wu, w_N):
-    """Adjoint pass: ``λ_N = w_N``, ``λ_k = wx_k + A_kᵀ λ_{k+1}`` and the reduced gradient
-    ``g_k = ∂J/∂u_k = wu_k + B_kᵀ λ_{k+1}`` (with ``wx_k = Q_k δx_k``, ``wu_k = R_k δu_k``)."""
-    N, nx, nu = B.shape
-    lam = np.empty((N + 1, nx))
-    g = np.empty((N, nu))
-    lam[N] = w_N
-    for k in range(N - 1, -1, -1):
-        g[k] = wu[k] + B[k].T @ lam[k + 1]
-        lam[k] = wx[k] + A[k].T @ lam[k + 1]
-    return lam, g
-
-
-@njit(cache=True, nogil=True)
-def _closed_loop_costate(A, B, K, wx, wu, w_N):
-    """Costate of the cost composed with the projection ``u = ū − K(x − x̄)``:
-    ``λ_N = w_N``, ``λ_k = wx_k − K_kᵀ wu_k + (A_k − B_k K_k)ᵀ λ_{k+1}``."""
-    N, nx, nu = B.shape
-    lam = np.empty((N + 1, nx))
-    lam[N] = w_N
-    for k in range(N - 1, -1, -1):
-        lam[k] = wx[k] - K[k].T @ wu[k] + (A[k] - B[k] @ K[k]).T @ lam[k + 1]
-    return lam
-
-
-@njit(cache=True, nogil=True)
-def _linear_response(A, B, K, kff):
-    """Roll out ``z_0 = 0``, ``v_k = kff_k − K_k z_k``, ``z_{k+1} = A_k z_k + B_k v_k``."""
-    N, nx, nu = B.shape
-    z = np.zeros((N + 1, nx))
-    v = np.empty((N, nu))
-    for k in range(N):
-        v[k] = kff[k] - K[k] @ z[k]
-        z[k + 1] = A[k] @ z[k] + B[k] @ v[k]
-    return z, v
-
-
-# ===================================================================== trajectory optimization
-@runtime_checkable
-class DiscreteSystem(Protocol):
-    """What :func:`optimize_trajectory` needs from a discrete dynamic system (duck-typed).
-
-    ``step`` may signal failure (e.g. a diverging implicit solve) by raising ``ArithmeticError``
-    or ``numpy.linalg.LinAlgError`` or by returning non-finite values; during a line search
-    that just rejects the trial step. A :class:`core.MidpointVI` has both optional members.
-
-    Attributes
-    ----------
-    nx : int
-        State dimension.
-    nu : int
-        Input dimension.
-    constrained : bool, optional
-        True when not every state is admissible (then ``optimize_ic`` is refused).
-
-    Methods
-    -------
-    step(x, u)
-        ``x_next``, shape ``(nx,)``.
-    linearize(x, u)
-        ``(A, B)`` with shapes ``(nx, nx)``, ``(nx, nu)``.
-    linearize2(x, u)
-        ``(A, B, H)`` with ``H`` of shape ``(nx, nz, nz)``, ``z = [x, u]``,
-        ``H[i, a, b] = ∂²x_next_i / ∂z_a ∂z_b`` (only the second-order method calls it).
-    linearize_trajectory(X, U, second_order, costates, *, threads, progress)
-        Optional: the stacks of :func:`linearize_trajectory` computed by the system itself
-        (that function uses it when present).
-    """
-    nx: int
-    nu: int
-
-    def step(self, x: np.ndarray, u: np.ndarray) -> np.ndarray: ...
-
-    def linearize(self, x: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
-
-    def linearize2(self, x: np.ndarray,
-                   u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
-
 
 @dataclass
 class TrajectoryOptimizationResult:
@@ -156,16 +93,6 @@ class TrajectoryOptimizationResult:
     message: str
     method: str
     history: list = field(default_factory=list)
-
-
-class _Weights(NamedTuple):
-    """The quadratic tracking cost's data: what :func:`_cost` reads (a :class:`TrackingProblem`
-    carries the same attributes)."""
-    x_ref: np.ndarray
-    u_ref: np.ndarray
-    Qs: np.ndarray
-    Rs: np.ndarray
-    Q_N: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -329,7 +256,7 @@ class TrackingProblem:
 
     def cost(self, x, u) -> float:
         """``J`` of the trajectory ``(x, u)`` (``x`` need not be a rollout)."""
-        return _cost(self, x, u)
+        return tracking_cost(self, x, u)
 
     def cost_and_gradient(self, u) -> tuple[float, np.ndarray]:
         """``J(u)`` of the rollout of ``u`` and its exact gradient ``∂J/∂u`` (N, nu), by the
@@ -338,9 +265,9 @@ class TrackingProblem:
         u = self.controls(u, "u")
         x = simulate_open_loop(self.system.step, self.x0, u)
         A, B = linearize_trajectory(self.system, x, u, threads=1)
-        _, _, wx, wu, w_N = _weighted_errors(self, x, u)
-        _, g = _costate_and_gradient(A, B, wx, wu, w_N)
-        return _cost(self, x, u), g
+        _, _, wx, wu, w_N = weighted_errors(self, x, u)
+        _, g = costate_and_gradient(A, B, wx, wu, w_N)
+        return tracking_cost(self, x, u), g
 
     def solve(self, options: OptimizerOptions | None = None, u_init=None,
               callback: Callable[[dict], object] | None = None,
@@ -371,148 +298,6 @@ class TrackingProblem:
         """
         return _solve(self, OptimizerOptions() if options is None else options, u_init, callback,
                       verbose)
-
-
-def _apply_weight(Ws: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """``W_k d_k`` for every row of ``d`` (Ws has 1 or len(d) entries)."""
-    return np.ascontiguousarray((Ws @ d[:, :, None])[:, :, 0])
-
-
-def _weighted_errors(pb: TrackingProblem | _Weights, x, u):
-    """Errors and the cost's linear terms ``wx_k = Q_k δx_k``, ``wu_k = R_k δu_k``, ``w_N``."""
-    N = u.shape[0]
-    dx, du = x - pb.x_ref, u - pb.u_ref
-    wx, wu = _apply_weight(pb.Qs, dx[:N]), _apply_weight(pb.Rs, du)
-    return dx, du, wx, wu, pb.Q_N @ dx[N]
-
-
-def _cost(pb: TrackingProblem | _Weights, x, u) -> float:
-    dx, du, wx, wu, w_N = _weighted_errors(pb, x, u)
-    N = u.shape[0]
-    return 0.5 * float(np.sum(dx[:N] * wx) + np.sum(du * wu) + dx[N] @ w_N)
-
-
-def _check_linearization(parts, k: int, shapes: tuple, second_order: bool) -> None:
-    name = "system.linearize2" if second_order else "system.linearize"
-    if len(parts) != len(shapes):
-        raise ValueError(f"{name} must return {'(A, B, H)' if second_order else '(A, B)'}, "
-                         f"got {len(parts)} items")
-    for label, part, shape in zip("ABH"[:len(shapes)], parts, shapes, strict=True):
-        if np.shape(part) != shape:
-            raise ValueError(f"{name} returned {label} of shape {np.shape(part)} at k={k}, "
-                             f"expected {shape}")
-        if not np.all(np.isfinite(part)):
-            raise ValueError(f"{name} returned a non-finite {label} at k={k}")
-
-
-def linearize_trajectory(system, x, u, second_order: bool = False, costates=None, *,
-                         threads: int | None = None, progress=None):
-    """Linearizations along a trajectory: ``system.linearize(x[k], u[k])`` (or ``linearize2``)
-    for ``k < N``, stacked.
-
-    Parameters
-    ----------
-    system : DiscreteSystem
-        A system that has its own ``linearize_trajectory`` (a :class:`~core.MidpointVI`: every
-        knot solved and linearized in compiled code, ``threads`` in parallel) is handed the
-        stacks when ``x`` has ``N + 1`` rows; another is linearized knot by knot.
-    x, u : array_like, shapes (N+1, nx) or (N, nx), and (N, nu)
-    second_order : bool
-        Also ``H`` (N, nx, nz, nz), ``H[k, i, a, b] = ∂²x_{k+1,i} / ∂z_a ∂z_b``, ``z = [x, u]``.
-    costates : array_like, shape (N, nx), optional
-        With ``second_order``: ``W[k] = Σ_i costates[k, i] H_k[i]`` (N, nz, nz) in place of
-        ``H``, what a Newton step needs (``costates[k]`` weighs the entries of ``x[k + 1]``; a
-        :class:`~core.MidpointVI` computes it without the tensors).
-    threads : int, optional
-        For a system with its own stacks: chunks in parallel (default numba's thread count;
-        ``threads=1``: one serial compiled call, for callers that are themselves
-        multi-threaded, as a ROS node's executor).
-    progress : True or callable, optional
-        A progress bar on stderr (True) or ``progress(done, N)`` after each block.
-
-    Returns
-    -------
-    (A, B) or (A, B, H) or (A, B, W)
-        Shapes (N, nx, nx), (N, nx, nu), then ``H`` or ``W``; feed ``(A, B)`` to
-        :func:`core.tvlqr` for a tracking controller.
-
-    Raises
-    ------
-    ValueError
-        A shape, ``costates`` without ``second_order``, or a linearization that is not finite
-        (naming the knot ``k``).
-    """
-    x, u = float_array("x", x), float_array("u", u)
-    if u.ndim != 2 or x.ndim != 2 or x.shape[0] not in (u.shape[0], u.shape[0] + 1):
-        raise ValueError(f"x must have shape (N+1, nx) and u shape (N, nu), "
-                         f"got {x.shape}, {u.shape}")
-    (N, nu), nx = u.shape, x.shape[1]
-    if costates is not None:
-        if not second_order:
-            raise ValueError("costates weigh the second order: pass second_order=True with them")
-        costates = float_array("costates", costates)
-        if costates.shape != (N, nx):
-            raise ValueError(f"costates must have shape (N, nx) = ({N}, {nx}), got {costates.shape}")
-    own = getattr(system, "linearize_trajectory", None)
-    if own is not None and x.shape[0] == N + 1:
-        return own(x, u, second_order, costates, threads=threads, progress=progress)
-    if second_order and costates is None:
-        check_second_order_memory("linearize_trajectory(second_order=True)", nx, nx + nu, N)
-    nz = nx + nu
-    shapes = ((nx, nx), (nx, nu), (nx, nz, nz))[:3 if second_order else 2]   # what linearize2 returns
-    stacks = [np.empty((N,) + shape) for shape in (shapes if costates is None else shapes[:2] + ((nz, nz),))]
-    report = progress_reporter(progress)
-    if report is not None:
-        report(0, N)
-    for k in range(N):
-        parts = system.linearize2(x[k], u[k]) if second_order else system.linearize(x[k], u[k])
-        _check_linearization(parts, k, shapes, second_order)
-        if costates is not None:
-            parts = (*parts[:2], np.tensordot(costates[k], parts[2], axes=1))
-        for stack, part in zip(stacks, parts, strict=True):
-            stack[k] = part
-        if report is not None:
-            report(k + 1, N)
-    return tuple(stacks)
-
-
-def trajectory_cost(x, u, x_ref, u_ref, Q, R, Q_N=None) -> float:
-    """The tracking cost of a trajectory,
-    ``½Σ_{k<N}[δx_kᵀQ_kδx_k + δu_kᵀR_kδu_k] + ½δx_NᵀQ_Nδx_N`` with ``δx = x − x_ref``,
-    ``δu = u − u_ref``.
-
-    Parameters
-    ----------
-    x, x_ref : array_like, shape (N+1, nx)
-        States and reference states.
-    u, u_ref : array_like, shape (N, nu)
-        Inputs and reference inputs.
-    Q, R, Q_N : array_like
-        Weights, shapes as in :func:`tvlqr`; here ``R`` need only be positive semi-definite.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ValueError
-        A shape, a non-finite entry, a weight that is not symmetric positive semi-definite, or
-        a ``Q_N`` given or missing as :func:`tvlqr` refuses it.
-    """
-    u_ref = float_array("u_ref", u_ref)
-    x_ref = float_array("x_ref", x_ref)
-    u = float_array("u", u)
-    x = float_array("x", x)
-    if u.shape != u_ref.shape or u.ndim != 2:
-        raise ValueError(f"u must have shape {u_ref.shape} (that of u_ref), got {u.shape}")
-    if x.shape != x_ref.shape or x.shape != (u.shape[0] + 1, x.shape[-1]):
-        raise ValueError(f"x and x_ref must have shape (N+1, nx) = ({u.shape[0] + 1}, nx), "
-                         f"got {x.shape} and {x_ref.shape}")
-    N, nx, nu = u.shape[0], x.shape[1], u.shape[1]
-    Qs, Q_N = state_weights(Q, Q_N, N, nx)
-    pb = _Weights(x_ref, u_ref, Qs, weight_stack("R", R, nu, N, (N,)), Q_N)
-    return _cost(pb, x, u)
 
 
 def cost_and_gradient(system, x0, u, x_ref, u_ref, Q, R, Q_N=None) -> tuple[float, np.ndarray]:
@@ -550,223 +335,6 @@ def cost_and_gradient(system, x0, u, x_ref, u_ref, Q, R, Q_N=None) -> tuple[floa
         that is not finite (:func:`linearize_trajectory`).
     """
     return TrackingProblem(system, x0, x_ref, u_ref, Q, R, Q_N).cost_and_gradient(u)
-
-
-class _Direction(NamedTuple):
-    K: np.ndarray        # (N, nu, nx) feedback used to project trial trajectories
-    kff: np.ndarray      # (N, nu) feedforward of the projected update
-    slope: float         # directional derivative Σ g_k · v_k of J along the direction
-    model: str           # quadratic model that produced it: newton, gauss_newton or identity
-                         # (newton_reversed: the Newton direction reversed, see _descent_direction)
-    alternative: "_Direction | None" = None   # a second candidate, also line-searched
-    dx0: np.ndarray | None = None   # (nx,) initial-state change z_0 (optimize_ic), else z_0 = 0
-
-
-def _newton_weights(pb: TrackingProblem, W: np.ndarray, nx: int):
-    """Hessian blocks of the Lagrangian ``diag(Q_k, R_k) + W_k`` from the dynamics' curvature
-    along the costate, ``W_k = Σ_i λ_{k+1,i} H_k[i]``."""
-    W = 0.5 * (W + np.swapaxes(W, 1, 2))
-    Wxx = np.ascontiguousarray(W[:, :nx, :nx] + pb.Qs)
-    Wuu = np.ascontiguousarray(W[:, nx:, nx:] + pb.Rs)
-    Wux = np.ascontiguousarray(W[:, nx:, :nx])
-    return Wxx, Wuu, Wux
-
-
-def _solve_lq(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
-    """Policy ``(K, kff)`` of the LQ subproblem and its value Hessian ``P_0``, or None where it
-    is not convex."""
-    N, nx, nu = B.shape
-    K, kff, P = np.empty((N, nu, nx)), np.empty((N, nu)), np.empty((N + 1, nx, nx))
-    status = lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P)
-    return (K, kff, P[0]) if status < 0 else None
-
-
-def _solve_lq_indefinite(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
-    """The same Riccati pass as :func:`_solve_lq` with LU instead of Cholesky solves, as trep's
-    ``solve_tv_lq``: the stationary point of a non-convex LQ subproblem (None if singular)."""
-    N, nx, nu = B.shape
-    K, kff = np.empty((N, nu, nx)), np.empty((N, nu))
-    P, p = P_N.copy(), p_N.copy()
-    at = lambda W, k: W[k if W.shape[0] > 1 else 0]  # noqa: E731
-    for k in range(N - 1, -1, -1):
-        PA, PB = P @ A[k], P @ B[k]
-        Quu = at(Wuu, k) + B[k].T @ PB
-        Qux = at(Wux, k) + B[k].T @ PA
-        try:
-            sol = np.linalg.solve(0.5 * (Quu + Quu.T),
-                                  np.column_stack([Qux, -(at(wu, k) + B[k].T @ p)]))
-        except np.linalg.LinAlgError:
-            return None
-        K[k], kff[k] = sol[:, :nx], sol[:, nx]
-        Pk = at(Wxx, k) + A[k].T @ PA - Qux.T @ K[k]
-        P = 0.5 * (Pk + Pk.T)
-        p = at(wx, k) + A[k].T @ p + Qux.T @ kff[k]
-    return (K, kff, P) if np.all(np.isfinite(K)) and np.all(np.isfinite(kff)) else None
-
-
-def _projection_gains(A, B, Qproj=None, Rproj=None) -> np.ndarray:
-    """Feedback of the projection operator: time-varying LQR with weights ``Qproj`` (running
-    and terminal) and ``Rproj`` (trep's defaults: identities) along the current linearization.
-    The weights are :func:`_projection_weights`' stacks, checked once for the whole run."""
-    nx, nu = A.shape[1], B.shape[2]
-    if Qproj is None:
-        Qproj = np.eye(nx)[None]
-    if Rproj is None:
-        Rproj = np.eye(nu)[None]
-    Q_run = Qproj if Qproj.shape[0] == 1 else Qproj[:-1]
-    return tvlqr_checked(A, B, Q_run, Rproj, Qproj[-1])[0]
-
-
-FALLBACK = {"second_order": "first_order", "first_order": "steepest_descent"}
-
-
-def _value_gradient(A, W, wx, wu, w_N, z, v) -> np.ndarray:
-    """``p_0 = ∇V_0(0)`` of the LQ subproblem's value function, along its solution ``(z, v)``
-    from ``z_0 = 0``: ``μ_N = P_N z_N + p_N``, ``μ_k = wx_k + Wxx_k z_k + Wux_kᵀ v_k + A_kᵀ μ_{k+1}``
-    (envelope theorem)."""
-    Wxx, _, Wux, P_N = W
-    N = A.shape[0]
-    at = lambda M, k: M[k if M.shape[0] > 1 else 0]  # noqa: E731
-    mu = P_N @ z[N] + w_N
-    for k in range(N - 1, -1, -1):
-        mu = at(wx, k) + at(Wxx, k) @ z[k] + at(Wux, k).T @ v[k] + A[k].T @ mu
-    return mu
-
-
-def _model_direction(pb, method, A, B, curvature, lam_model, g, wx, wu, w_N, Kp, lam=None):
-    """The LQ subproblem's direction for one model, or None if its Riccati pass is singular.
-    ``curvature(λ)``: the dynamics' second order contracted with the costate ``λ`` (N+1, nx),
-    ``Σ_i λ_{k+1,i} H_k[i]`` (the Newton model's).
-    With ``lam`` (the open-loop costate; optimize_ic) the initial state is free too: trep's
-    ``z_0 = −P_0⁻¹ p_0`` minimizes the LQ subproblem's value ``½ z_0ᵀP_0 z_0 + p_0ᵀz_0``."""
-    nx, nu = A.shape[1], B.shape[2]
-    no_cross = np.zeros((1, nu, nx))
-    if method == "second_order":
-        W, model = (*_newton_weights(pb, curvature(lam_model), nx), pb.Q_N), "newton"
-    elif method == "first_order":
-        W, model = (pb.Qs, pb.Rs, no_cross, pb.Q_N), "gauss_newton"
-    else:
-        # trep's "steepest" model: identity weights on the whole tangent trajectory (z_k, v_k),
-        # i.e. the gradient in the metric Σ |z_k|² + |v_k|².
-        W, model = (np.eye(nx)[None], np.eye(nu)[None], no_cross, np.eye(nx)), "identity"
-    policy = _solve_lq(A, B, W[0], W[1], W[2], wx, wu, W[3], w_N)
-    if policy is None and method == "second_order":
-        # not convex: trep solves it anyway (LU) and keeps the direction if it descends
-        policy = _solve_lq_indefinite(A, B, W[0], W[1], W[2], wx, wu, W[3], w_N)
-        model = "newton_indefinite"
-    if policy is None:
-        return None
-    K, kff, P0 = policy
-    z, v = _linear_response(A, B, K, kff)
-    dx0 = None
-    if lam is not None:
-        try:
-            dx0 = -np.linalg.solve(P0, _value_gradient(A, W, wx, wu, w_N, z, v))
-        except np.linalg.LinAlgError:
-            return None
-        zh = np.empty_like(z)          # response to z_0 = dx0 under v_k = −K_k z_k
-        zh[0] = dx0
-        for k in range(A.shape[0]):
-            vh = -K[k] @ zh[k]
-            v[k] += vh
-            zh[k + 1] = A[k] @ zh[k] + B[k] @ vh
-        z = z + zh
-    slope = float(np.sum(g * v)) + (0.0 if dx0 is None else float(lam[0] @ dx0))
-    if Kp is not None:
-        # ũ_k = u_k + γ v_k − Kp_k (x̃_k − x_k − γ z_k): the same tangent (z, v) at γ = 0.
-        kff = v + np.einsum("kij,kj->ki", Kp, z[:-1])
-        K = Kp
-    return _Direction(K, kff, slope, model, dx0=dx0)
-
-
-def _descent_direction(pb, method, projection, A, B, curvature, lam, g, wx, wu, w_N,
-                       negative_curvature=False, Qproj=None, Rproj=None,
-                       optimize_ic=False) -> _Direction:
-    """The LQ subproblem's direction ``(z, v)`` and the feedback that projects trial trajectories.
-
-    Models (weights of the LQ subproblem's quadratic part): ``newton`` (second_order; the
-    Hessian of the cost composed with the projection; ``newton_indefinite`` where that is not
-    convex and the Riccati pass uses LU solves, as trep's), ``gauss_newton`` (first_order: the
-    cost's own ``Q, R``) and ``identity`` (steepest_descent). trep's fallback chain: where the
-    directional derivative of a model's direction is not negative, the next model is used,
-    newton → gauss_newton → identity. ``negative_curvature``: where the Newton model is not
-    convex, the Gauss-Newton direction is returned with the Newton direction as its
-    ``alternative`` (reversed, ``newton_reversed``, if it ascends: then it descends along
-    negative model curvature); the caller line-searches both and keeps the lower cost.
-    ``projection="lqr"``: trial trajectories follow the fixed gains ``Kp`` = LQR(Qproj, Rproj)
-    and the Newton model uses the matching closed-loop costate; ``projection="direction"``:
-    they follow the LQ policy's own gains (DDP's forward pass) and the open-loop costate.
-    """
-    Kp = _projection_gains(A, B, Qproj, Rproj) if projection == "lqr" else None
-    lam_model = lam
-    if method == "second_order" and Kp is not None:
-        lam_model = _closed_loop_costate(A, B, Kp, wx, wu, w_N)
-    alternative, d = None, None
-    while True:
-        d = _model_direction(pb, method, A, B, curvature, lam_model, g, wx, wu, w_N, Kp,
-                             lam if optimize_ic else None)
-        if negative_curvature and d is not None and d.model == "newton_indefinite":
-            if np.isfinite(d.slope) and d.slope != 0:
-                alternative = d if d.slope < 0 else d._replace(
-                    kff=-d.kff, slope=-d.slope, model="newton_reversed",
-                    dx0=None if d.dx0 is None else -d.dx0)
-            method = FALLBACK[method]
-            continue
-        if d is not None and np.isfinite(d.slope) and not d.slope > 0:
-            break
-        if method not in FALLBACK:
-            break
-        method = FALLBACK[method]
-    if d is None:
-        raise RiccatiError(0, "the LQ subproblem (Q, Q_N positive semi-definite and R positive "
-                              "definite make it convex; are the linearizations finite?)")
-    return d._replace(alternative=alternative)
-
-
-def _projected_rollout(pb: TrackingProblem, x, u, d: _Direction, gamma: float):
-    """Trial trajectory ``ũ_k = u_k + γ kff_k − K_k (x̃_k − x_k)``, ``x̃_{k+1} = step(x̃_k, ũ_k)``
-    (Hauser's projection operator; the DDP forward pass). Returns None if the rollout fails."""
-    N = u.shape[0]
-    xt, ut = np.empty_like(x), np.empty_like(u)
-    xt[0] = pb.x0 if d.dx0 is None else x[0] + gamma * d.dx0
-    step = pb.system.step
-    with np.errstate(all="ignore"):
-        try:
-            for k in range(N):
-                ut[k] = u[k] + gamma * d.kff[k] - d.K[k] @ (xt[k] - x[k])
-                xt[k + 1] = next_state(step, xt[k], ut[k], k)
-        except (ArithmeticError, np.linalg.LinAlgError):
-            return None
-        if not (np.all(np.isfinite(xt)) and np.all(np.isfinite(ut))):
-            return None
-        return xt, ut
-
-
-def _cost_change(pb: TrackingProblem, x, u, xt, ut) -> float:
-    """``J(xt, ut) − J(x, u)`` as ``½Σ Δᵀ W (Δ + 2δ)`` (Δ = trial − current, δ = current − ref):
-    no cancellation between two large sums, so small decreases stay resolvable."""
-    N = u.shape[0]
-    dx, du, wx, wu, w_N = _weighted_errors(pb, x, u)
-    Dx, Du = xt - x, ut - u
-    WDx, WDu = _apply_weight(pb.Qs, Dx[:N]), _apply_weight(pb.Rs, Du)
-    return (float(np.sum(Dx[:N] * (0.5 * WDx + wx)) + np.sum(Du * (0.5 * WDu + wu)))
-            + float(Dx[N] @ (0.5 * pb.Q_N @ Dx[N] + w_N)))
-
-
-def _line_search(pb, x, u, J, d: _Direction, armijo, backtrack, max_backtracks):
-    """Armijo backtracking on the projected trajectory: accept the first γ = backtrack^j with
-    ``ΔJ(γ) ≤ armijo·γ·slope + 8·eps·(J + J(γ))`` (the last term absorbs round-off in J)."""
-    gamma = 1.0
-    for j in range(max_backtracks + 1):
-        trial = _projected_rollout(pb, x, u, d, gamma)
-        if trial is not None:
-            J_trial = _cost(pb, *trial)
-            slack = 8 * np.finfo(float).eps * (abs(J) + abs(J_trial))
-            if (np.isfinite(J_trial)
-                    and _cost_change(pb, x, u, *trial) <= armijo * gamma * d.slope + slack):
-                return trial[0], trial[1], J_trial, gamma, j
-        gamma *= backtrack
-    return None
 
 
 TREP_ARMIJO = OptimizerOptions.TREP_ARMIJO
@@ -922,7 +490,7 @@ def _solve(pb: TrackingProblem, opts: OptimizerOptions, u_init, callback, verbos
     x = simulate_open_loop(system.step, pb.x0, u)
     if not np.all(np.isfinite(x)):
         raise ValueError("rolling out u_init from x0 gives non-finite states")
-    J = _cost(pb, x, u)
+    J = tracking_cost(pb, x, u)
     history: list[dict] = []
     entry: dict[str, Any] = {"iteration": 0, "cost": J, "step": 0.0, "model": "", "backtracks": 0}
     tol, max_iterations, stop = opts.tol, opts.max_iterations, opts.stop
@@ -933,13 +501,13 @@ def _solve(pb: TrackingProblem, opts: OptimizerOptions, u_init, callback, verbos
         # the Newton model's curvature, contracted with the costate it is given (open or
         # closed loop), computed only if that model is tried
         curvature = functools.partial(_curvature, system, x, u)
-        _, _, wx, wu, w_N = _weighted_errors(pb, x, u)
-        lam, g = _costate_and_gradient(A, B, wx, wu, w_N)
+        _, _, wx, wu, w_N = weighted_errors(pb, x, u)
+        lam, g = costate_and_gradient(A, B, wx, wu, w_N)
         entry["gradient_norm"] = float(np.sqrt(np.sum(g * g)
                                                + (lam[0] @ lam[0] if opts.optimize_ic else 0.0)))
-        d: _Direction | None = None
+        d: Direction | None = None
         if stop == "slope" or (entry["gradient_norm"] >= tol and it < max_iterations):
-            d = _descent_direction(pb, it_method, opts.projection, A, B, curvature, lam, g, wx, wu,
+            d = descent_direction(pb, it_method, opts.projection, A, B, curvature, lam, g, wx, wu,
                                    w_N, opts.negative_curvature, Qproj, Rproj, opts.optimize_ic)
         entry["slope"] = d.slope if d is not None else float("nan")
         _record(history, entry, callback, verbose)
@@ -964,7 +532,7 @@ def _solve(pb: TrackingProblem, opts: OptimizerOptions, u_init, callback, verbos
         for cand in (d, d.alternative):
             if cand is None:
                 continue
-            trial = _line_search(pb, x, u, J, cand, opts.armijo, opts.backtrack, opts.max_backtracks)
+            trial = line_search(pb, x, u, J, cand, opts.armijo, opts.backtrack, opts.max_backtracks)
             if trial is not None and (found is None or trial[2] < found[0][2]):
                 found = (trial, cand)
         if found is None:
