@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from core.tree.constraints import holonomic
-from core.tree.kinematics import create_data, forward_kinematics, joint_union, point_jet
+from core.tree.jets import joint_union, point_jet
+from core.tree.kinematics import create_data, forward_kinematics
 from core.tree.lagrangian import create_derivs, prepare, third_order
 
 from randsys import KINDS, assert_close, fd, fd2_along, fd_along, force_terms, random_system

@@ -27,7 +27,7 @@ second derivatives (``lam . D2a`` and the first-order ``dlam`` against ``Da``) j
 side, and ``lam_ab`` comes from the same Schur complement as ``lam``
 (:func:`_constraint_correction`). ``b``'s Hessian in ``q`` needs the constraint points' fourth
 derivative along ``v`` twice, again a rate of the third order
-(:func:`core.tree.kinematics.point_rate`).
+(:func:`core.tree.jets.point_rate`).
 """
 from __future__ import annotations
 

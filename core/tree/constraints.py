@@ -20,11 +20,10 @@ import numpy as np
 
 from core.base.jit import njit
 from core.model.record import HC_DISTANCE, HC_PLANE
-from core.tree.kinematics import (
+from core.tree.jets import (
     PAIR_AXIS_DIFFERENCE,
     PAIR_PLANE,
     PAIR_SQUARED_DISTANCE,
-    dot3,
     jets_max_joints,
     joint_union,
     pair_fourth,
@@ -34,6 +33,7 @@ from core.tree.kinematics import (
     point_rate,
     scalar_jets,
 )
+from core.tree.kinematics import dot3
 
 _PAIR_OF = (PAIR_SQUARED_DISTANCE, PAIR_PLANE, PAIR_AXIS_DIFFERENCE)
 
@@ -171,7 +171,7 @@ def velocity_rows(model, data, dq, ddq, lam, row0, A, b, Cq, Cv, lam_dA):
 def holonomic_fourth(model, data, v, T3, Q4):
     """Per holonomic row, for the continuous second-order linearization: ``T3[r] = D3h_r``
     (n, n, n) and ``Q4[r, a, b] = d4h_r/dv dv dq_a dq_b`` (the fourth derivative along the
-    velocity ``v`` twice, :func:`core.tree.kinematics.pair_fourth`), after
+    velocity ``v`` twice, :func:`core.tree.jets.pair_fourth`), after
     :func:`core.tree.lagrangian.prepare` at ``(q, v)``. (A length variable's ``-d^2`` has neither.)"""
     nh = model.hc_kind.shape[0]
     pos = -np.ones(model.nj, np.int64)
@@ -210,7 +210,7 @@ def velocity_fourth(model, data, v, A, Da, D2a, Bqq):
     ``Da[r, i, x] = da_r,i/dq_x``, ``D2a[r, i, x, y]`` and ``Bqq[r] = d2b_r/dq2`` of
     ``b_r = sum_ik da_r,i/dq_k v_i v_k`` at fixed ``v``: with ``P = dp/dq . v``, ``b = dn/dv . P
     + n . dP/dv``, whose Hessian takes the point's fourth derivative along ``v`` twice
-    (:func:`core.tree.kinematics.point_rate`). After :func:`core.tree.lagrangian.prepare` at ``(q, v)``."""
+    (:func:`core.tree.jets.point_rate`). After :func:`core.tree.lagrangian.prepare` at ``(q, v)``."""
     nv = model.vc_frame.shape[0]
     pos = -np.ones(model.nj, np.int64)
     idx = np.empty(model.nj, np.int64)

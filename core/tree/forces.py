@@ -34,17 +34,16 @@ import numpy as np
 
 from core.base.jit import njit
 from core.model.record import INPUT_TORQUE
-from core.tree.kinematics import (
+from core.tree.jets import (
     PAIR_SQUARED_DISTANCE,
-    bracket,
     compose_scalar,
-    dot6,
     jets_max_joints,
     joint_union,
     pair_jet,
     pair_work,
     scalar_jets,
 )
+from core.tree.kinematics import bracket, dot6
 
 
 @njit(cache=True, nogil=True)

@@ -29,23 +29,25 @@ import numpy as np
 
 from core.base.jit import njit
 from core.base.records import record_type, set_constructor
-from core.tree.kinematics import (
+from core.tree.jets import (
     PAIR_SQUARED_DISTANCE,
+    compose_scalar,
+    jets_max_joints,
+    joint_union,
+    pair_jet,
+    pair_work,
+    scalar_jets,
+)
+from core.tree.kinematics import (
     body_com,
     body_inertias,
     bracket,
-    compose_scalar,
     composites,
     cross_force,
     dot6,
     forward_kinematics,
-    jets_max_joints,
-    joint_union,
     matvec6,
     omega_cross,
-    pair_jet,
-    pair_work,
-    scalar_jets,
     spatial_inertia,
     subtree_sums,
 )
