@@ -327,6 +327,18 @@ def test_the_module_map_has_one_row_per_python_file():
                                     f"not in the tree: {sorted(set(mapped) - set(tree))}")
 
 
+#: The most lines a module of core/ or mechnode/ may have: a room a newcomer can read through.
+MAX_MODULE_LINES = 800
+
+
+def test_no_module_is_over_800_lines():
+    sizes = {os.path.relpath(p, ROOT): sum(1 for _ in open(p, encoding="utf-8"))
+             for d in (CORE, MECHNODE) for p in python_files(d)}
+    assert len(sizes) > 50 and "core/system.py" in sizes
+    over = {path: n for path, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not over, f"modules over {MAX_MODULE_LINES} lines (give each idea its own module): {over}"
+
+
 #: Kernels that call raw tree kernels through their module (``rnea.mass_matrix``) and why that is
 #: right: flat kernels (core.base.jit.flat) entered only without coupled variables (nj == nq).
 RAW_TREE_CALLERS = {("core.continuous.dynamics", "_articulated"), ("core.continuous.dynamics", "_linearize_tree")}
