@@ -28,7 +28,8 @@ from core import (
     tracking_step,
     tvlqr,
 )
-from core.control import costs, directions, line_search, optimal
+from core.control import costs as tracking_costs
+from core.control import directions, line_search, optimal
 from core.control.optimal import METHODS, PROJECTIONS, cost_and_gradient, trajectory_cost
 from core.errors import RiccatiError
 
@@ -625,8 +626,8 @@ def _linearized_swing_up(system, problem):
     u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
     x = pb.rollout(u)
     A, B, H = linearize_trajectory(system, x, u, second_order=True)
-    _, _, wx, wu, w_N = costs.weighted_errors(pb, x, u)
-    lam, g = costs.costate_and_gradient(A, B, wx, wu, w_N)
+    _, _, wx, wu, w_N = tracking_costs.weighted_errors(pb, x, u)
+    lam, g = tracking_costs.costate_and_gradient(A, B, wx, wu, w_N)
     return pb, x, u, A, B, _contract(H), wx, wu, w_N, lam, g
 
 
@@ -643,7 +644,7 @@ def test_direction_slope_and_newton_curvature_match_the_trial_path(projection):
     open-loop path u + γv for ``direction``: open-loop costate). Central differences."""
     problem = swing_up_problem(N=30)
     pb, x, u, A, B, H, wx, wu, w_N, lam, g = _linearized_swing_up(problem["system"], problem)
-    J = lambda xu: costs.tracking_cost(pb, *xu)  # noqa: E731
+    J = lambda xu: tracking_costs.tracking_cost(pb, *xu)  # noqa: E731
     for method in METHODS:
         d = directions.descent_direction(pb, method, projection, A, B, H, lam, g, wx, wu, w_N)
         h = 1e-5
@@ -780,14 +781,14 @@ def test_projection_weights_set_the_projection_gains(swing_up_results):
     u = 2.0 * np.sin(np.linspace(0, 3, N))[:, None]
     x = pb.rollout(u)
     A, B = linearize_trajectory(problem["system"], x, u)
-    _, _, wx, wu, w_N = costs.weighted_errors(pb, x, u)
-    lam, g = costs.costate_and_gradient(A, B, wx, wu, w_N)
+    _, _, wx, wu, w_N = tracking_costs.weighted_errors(pb, x, u)
+    lam, g = tracking_costs.costate_and_gradient(A, B, wx, wu, w_N)
     d = directions.descent_direction(pb, "first_order", "lqr", A, B, None, lam, g, wx, wu, w_N,
                                    Qproj=Qproj[None], Rproj=Rproj[None])
     np.testing.assert_allclose(d.K, tvlqr(A, B, Qproj, Rproj, Qproj)[0], rtol=1e-12)
     assert not np.allclose(d.K, directions.projection_gains(A, B))
     h = 1e-5
-    J = lambda xu: costs.tracking_cost(pb, *xu)  # noqa: E731
+    J = lambda xu: tracking_costs.tracking_cost(pb, *xu)  # noqa: E731
     fd = (J(line_search.projected_rollout(pb, x, u, d, h))
           - J(line_search.projected_rollout(pb, x, u, d, -h))) / (2 * h)
     assert fd == pytest.approx(d.slope, rel=1e-6)
@@ -826,7 +827,7 @@ def test_newton_model_that_is_not_convex_falls_back_or_is_reversed():
     alt = d.alternative
     assert alt.model == ("newton_indefinite" if raw.slope < 0 else "newton_reversed")
     assert alt.slope == pytest.approx(-abs(raw.slope), rel=1e-12)
-    J = lambda xu: costs.tracking_cost(pb, *xu)  # noqa: E731
+    J = lambda xu: tracking_costs.tracking_cost(pb, *xu)  # noqa: E731
     h = 1e-6
     fd = (J(line_search.projected_rollout(pb, x, u, alt, h))
           - J(line_search.projected_rollout(pb, x, u, alt, -h))) / (2 * h)
@@ -876,9 +877,9 @@ def test_optimize_ic_solves_a_linear_problem_over_initial_state_and_inputs():
     u = 2.0 * np.sin(np.linspace(0, 3, 30))[:, None]
     x = pb.rollout(u)
     A_, B_, H_ = linearize_trajectory(problem["system"], x, u, second_order=True)
-    _, _, wx, wu, w_N = costs.weighted_errors(pb, x, u)
-    lam, g = costs.costate_and_gradient(A_, B_, wx, wu, w_N)
-    J = lambda xu: costs.tracking_cost(pb, *xu)  # noqa: E731
+    _, _, wx, wu, w_N = tracking_costs.weighted_errors(pb, x, u)
+    lam, g = tracking_costs.costate_and_gradient(A_, B_, wx, wu, w_N)
+    J = lambda xu: tracking_costs.tracking_cost(pb, *xu)  # noqa: E731
     for method in METHODS:
         d = directions.descent_direction(pb, method, "lqr", A_, B_, _contract(H_), lam, g, wx, wu, w_N,
                                        optimize_ic=True)
