@@ -40,11 +40,14 @@ is internal. The calls:
 from core import cache as _cache  # noqa: I001 - first: drops stale compiled kernels before any is loaded
 
 from core.conventions import CONVENTIONS
+from core.continuous.contacts import find_feet
+from core.continuous.standing import standing
 from core.continuous.equilibrium import holding_inputs, project_velocity, satisfy_constraints
 from core.errors import CoreError
 from core.general.linearizer import Linearizer
 from core.io.loader import load_system, read_model
 from core.control.riccati import controllability, dlqr, lqr, tracking_step, tvlqr
+from core.control.balance import balance_lqr
 from core.discrete.midpoint import MidpointVI
 from core.io.trajectory import load_trajectory, save_trajectory
 from core.control.optimal import OptimizerOptions, TrackingProblem, linearize_trajectory, optimize_trajectory
@@ -61,7 +64,7 @@ __all__ = [
     "tvlqr", "dlqr", "lqr", "tracking_step", "controllability",
     "simulate_open_loop", "simulate_closed_loop",
     "optimize_trajectory", "TrackingProblem", "OptimizerOptions", "linearize_trajectory",
-    "satisfy_constraints", "project_velocity", "holding_inputs",
+    "satisfy_constraints", "project_velocity", "holding_inputs", "find_feet", "standing", "balance_lqr",
     "save_trajectory", "load_trajectory",
     "CONVENTIONS", "CoreError",
 ]

@@ -95,6 +95,8 @@ class System(Description, ContinuousDynamics):
         self._kinematic_set: set[str] = set()
         self._locked_values: dict[str, float] = {}
         self._kept_inputs: list[dict] = []
+        self._contact_rows: list = []                        # compiled contacts (core.model.compile.Contact)
+        self._anchors_from_base = False      # a chart system: its contacts are placed by its base's calls
 
     # ----------------------------------------------------------------------------- what compiling fixes
     @property
@@ -276,7 +278,7 @@ class System(Description, ContinuousDynamics):
             frame, prefix = self._free_flyer
             self._config_names = [f"{prefix}_{x}" for x in floating.CONFIG_SUFFIXES] + chart._config_names[6:]
             for name in ("_joint_names", "_input_names", "_frame_names", "_locked_values", "_kept_inputs",
-                         "_kinematic_set", "_workspace"):
+                         "_kinematic_set", "_workspace", "_contact_rows"):
                 setattr(self, name, getattr(chart, name))
             self._model = chart._model
         if self._model is None:
@@ -288,6 +290,7 @@ class System(Description, ContinuousDynamics):
             self._frame_names = compiled.frame_names
             self._locked_values = compiled.locked
             self._kept_inputs = compiled.inputs
+            self._contact_rows = compiled.contacts
             self._kinematic_set = set(self._kinematic)
             names = compiled.config_names
             kin = set(self._kinematic)
@@ -319,6 +322,14 @@ class System(Description, ContinuousDynamics):
     def input_names(self) -> list[str]:
         self.compile()
         return list(self._input_names)
+
+    @property
+    def contacts(self) -> list[tuple[str, str, int]]:
+        """The contacts (:meth:`add_contact`) in the order added: ``(name, kind, row)`` with
+        ``row`` the first of their rows in :meth:`constraint_forces` (3 for a point, 6 for a
+        frame; see :mod:`core.continuous.contacts`)."""
+        self.compile()
+        return [(c.name, c.kind, c.row) for c in self._contact_rows]
 
     @property
     def input_is_joint_torque(self) -> list[bool]:

@@ -265,10 +265,15 @@ def test_refusals():
     with pytest.raises(ValueError, match=r"q\[8\] \(FL_HFE\) is not finite"):
         s.qdd(np.where(np.arange(s.nq) == 8, np.nan, q), v, u)
     for call in (lambda: core.MidpointVI(s, 0.01), lambda: core.holding_inputs(s, q),
-                 lambda: s.lagrangian_derivatives(q, v), lambda: s.linearize_minimal(q, v, u)):
+                 lambda: s.lagrangian_derivatives(q, v)):
         with pytest.raises(core.errors.ModelError, match=r"not available with a quaternion floating base.*"
                            r"floating_base='euler'"):
             call()
+    # without contacts the minimal linearization is the tangent-space one (nothing is dependent)
+    A_m, B_m, info = s.linearize_minimal(q, v, u, residual_limit=None)
+    A_t, B_t = s.linearize(q, v, u)
+    assert info.state_names == s.velocity_names + ["d" + n for n in s.velocity_names]
+    assert np.array_equal(A_m, A_t) and np.array_equal(B_m, B_t)
     built = core.System()
     built.add_frame("body", mass=1.0, inertia=[0.1, 0.2, 0.25])
     built.add_frame("post", offset={"translation": [1, 0, 0]})
@@ -280,7 +285,8 @@ def test_refusals():
     built.add_frame("arm", parent="body", rz="elbow", mass=0.5, com=[0.3, 0, 0])
     built.add_constraint("plane", frame="arm", normal="z", offset=0.0)
     built.set_free_flyer("body", prefix="torso")
-    with pytest.raises(core.errors.ModelError, match=r"constraints are not supported with a quaternion floating base"):
+    with pytest.raises(core.errors.ModelError, match=r"constraints other than contacts \(System.add_contact\) are not "
+                                                     r"supported with a quaternion "):
         built.compile()
     built._constraints.clear()
     assert built.config_names == ["torso_x", "torso_y", "torso_z", "torso_qx", "torso_qy", "torso_qz", "torso_qw",

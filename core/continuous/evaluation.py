@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.continuous import dynamics, floating, minimal, stacked
+from core.continuous import contacts, dynamics, floating, minimal, stacked
 
 
 class ContinuousDynamics:
@@ -24,6 +24,8 @@ class ContinuousDynamics:
 
     #: the quaternion free-flyer ``(frame, prefix)`` or None (:meth:`core.System.set_free_flyer`)
     _free_flyer: tuple[str, str] | None
+    #: the contacts as added (:meth:`core.System.add_contact`)
+    _contacts: list
 
     @property
     def continuous_input_names(self) -> list[str]:
@@ -31,7 +33,7 @@ class ContinuousDynamics:
         accelerations ``<kinematic>_ddot`` of the kinematic variables."""
         return dynamics.continuous_input_names(self)
 
-    def qdd(self, q, dq, u=None):
+    def qdd(self, q, dq, u=None, *, anchors=None):
         """Accelerations of the constrained, forced dynamics (see :mod:`core.continuous.dynamics`)::
 
             M(q) ddq + L_vq dq - L_q = F(q, dq, u) + A(q)^T lam,    A(q) ddq + b(q, dq) = 0
@@ -50,6 +52,9 @@ class ContinuousDynamics:
             :attr:`continuous_input_names`: the force inputs, then the accelerations of the
             kinematic variables (None: zeros). A stack's ``u`` has :attr:`nu` columns, the force
             inputs only, so a system with kinematic variables takes no stack (ValueError).
+        anchors : tuple of ndarray, optional
+            Where the contacts hold their frames (:meth:`contact_anchors`; default: where they are
+            at ``q``; see :mod:`core.continuous.contacts`).
 
         Returns
         -------
@@ -71,21 +76,29 @@ class ContinuousDynamics:
             point of a stack that fails raises the single call's error, prefixed with its index.
         """
         if (type(q) is not np.ndarray or q.ndim == 2) and stacked.is_stack(q):
+            if self._contacts:
+                return self._contact_stack("qdd", q, dq, u)
             return stacked.qdd(self, q, dq, u)
+        if self._contacts:
+            contacts.place(self, q, anchors)
         if self._free_flyer:
             return floating.qdd(self, q, dq, u)
         return dynamics.qdd(self, q, dq, u)
 
-    def constraint_forces(self, q, dq, u=None):
+    def constraint_forces(self, q, dq, u=None, *, anchors=None):
         """Constraint multipliers ``lam`` of :meth:`qdd`'s equations (holonomic rows, then velocity
-        rows). The state is not checked against the constraints.
+        rows; a contact's rows last, :mod:`core.continuous.contacts`). The state is not checked
+        against the constraints.
 
         Parameters
         ----------
         q, dq : array_like, shape (n,)
-            The state.
+            The state (with a quaternion base, ``nq`` entries and the velocity ``v``).
         u : array_like, shape (m + nk,), optional
             :attr:`continuous_input_names` (None: zeros).
+        anchors : tuple of ndarray, optional
+            Where the contacts hold their frames (:meth:`contact_anchors`; default: where they are
+            at ``q``).
 
         Returns
         -------
@@ -94,21 +107,73 @@ class ContinuousDynamics:
 
         Raises
         ------
-        ModelError
-            With a quaternion base.
         ValueError
-            A wrong size or a non-finite entry (named).
+            A wrong size or a non-finite entry (named); anchors of the wrong shape or not rotations.
         SingularMatrixError
             The mass matrix is singular (naming the variable) or the constraint Jacobian is rank
             deficient, ``A M^-1 A^T`` singular (naming the row).
         NonFiniteError
             Finite inputs gave non-finite intermediates (an overflow; naming the largest input).
         """
-        self._fixed_chart("constraint_forces")
+        contacts.place(self, q, anchors)
+        if self._free_flyer:
+            return floating.constraint_forces(self, q, dq, u)
         return dynamics.constraint_forces(self, q, dq, u)
 
+    def contact_anchors(self, q):
+        """Where the contacts (:meth:`add_contact`) hold their frames when the robot is at ``q``:
+        the frames' world poses there (the default anchors of every evaluation at ``q``).
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,)
+            The configuration.
+
+        Returns
+        -------
+        R : ndarray, shape (nc, 3, 3)
+            Each contact frame's rotation (frame to world), contacts in the order added.
+        p : ndarray, shape (nc, 3)
+            Each contact frame's origin in the world.
+
+        Raises
+        ------
+        ValueError
+            A wrong size or non-finite entry of ``q``; a quaternion whose norm is off 1.
+        """
+        return contacts.anchors(self, q)
+
+    def contact_wrenches(self, q, dq, u=None, *, anchors=None):
+        """Each contact's wrench on the robot, ``[fx, fy, fz, mx, my, mz]`` on the world axes at its
+        frame's origin (Pinocchio's ``LOCAL_WORLD_ALIGNED``; a point contact's moment is zero):
+        :meth:`constraint_forces` of the contact rows, mapped (:mod:`core.continuous.contacts`).
+
+        Parameters
+        ----------
+        q, dq : array_like
+            The state (with a quaternion base, ``nq`` entries and the velocity ``v``).
+        u : array_like, optional
+            :attr:`continuous_input_names` (None: zeros).
+        anchors : tuple of ndarray, optional
+            As for :meth:`constraint_forces`.
+
+        Returns
+        -------
+        ndarray, shape (nc, 6)
+            One row per contact, in the order added (N, N m).
+
+        Raises
+        ------
+        ValueError
+            As for :meth:`constraint_forces`.
+        SingularMatrixError
+            As for :meth:`constraint_forces`.
+        """
+        lam = self.constraint_forces(q, dq, u, anchors=anchors)
+        return contacts.wrenches(self, q, lam, anchors)
+
     def linearize(self, q, dq, u=None, multipliers: bool = False, *,
-                  residual_limit: float | None = 1e-6):
+                  residual_limit: float | None = 1e-6, anchors=None):
         """Exact continuous linearization ``d/dt δx = A δx + B δu`` of
         ``d/dt [q, dq] = f(q, dq, u)``, constraints included (the multipliers eliminated as
         functions of the state; see :func:`core.continuous.dynamics.linearize`). With a quaternion base, in the
@@ -125,12 +190,15 @@ class ContinuousDynamics:
             :attr:`continuous_input_names`: the force inputs, then the accelerations of the
             kinematic variables (None: zeros).
         multipliers : bool
-            Also return the derivatives of the multipliers (one state; not with a quaternion base).
+            Also return the derivatives of the multipliers (one state).
         residual_limit : float or None
             A state off the constraints by more than this is refused:
             ``|h_r| > residual_limit |Dh_r|`` (about ``residual_limit`` in ``q``) or
             ``|(J dq)_r| > residual_limit |J_r| max(1, |dq|)`` for the rows ``J`` of the holonomic
             Jacobian and of the velocity constraints (default 1e-6; None skips the check).
+        anchors : tuple of ndarray, optional
+            Where the contacts hold their frames (:meth:`contact_anchors`; default: where they are
+            at ``q``; see :mod:`core.continuous.contacts`).
 
         Returns
         -------
@@ -151,8 +219,6 @@ class ContinuousDynamics:
             deficient, ``A M^-1 A^T`` singular (naming the row).
         NonFiniteError
             Finite inputs gave non-finite intermediates (an overflow; naming the largest input).
-        ModelError
-            ``multipliers`` with a quaternion base.
         ResourceLimitError
             A stack whose results would pass :data:`core.validation.STACK_MEMORY_LIMIT`. The first
             point of a stack that fails raises the single call's error, prefixed with its index.
@@ -160,14 +226,16 @@ class ContinuousDynamics:
         if (type(q) is not np.ndarray or q.ndim == 2) and stacked.is_stack(q):
             if multipliers:
                 raise ValueError("linearize(multipliers=True) takes one state, not a stack")
+            if self._contacts:
+                return self._contact_stack("linearize", q, dq, u, residual_limit=residual_limit)
             return stacked.linearize(self, q, dq, u, residual_limit)
+        if self._contacts:
+            contacts.place(self, q, anchors)
         if self._free_flyer:
-            if multipliers:
-                self._fixed_chart("linearize(multipliers=True)")
-            return floating.linearize(self, q, dq, u)
+            return floating.linearize(self, q, dq, u, residual_limit, multipliers)
         return dynamics.linearize(self, q, dq, u, multipliers, residual_limit)
 
-    def linearize2(self, q, dq, u=None, *, residual_limit: float | None = 1e-6):
+    def linearize2(self, q, dq, u=None, *, residual_limit: float | None = 1e-6, anchors=None):
         """Exact continuous linearization to second order (:func:`core.continuous.dynamics.linearize2`):
         ``A, B`` as :meth:`linearize` and::
 
@@ -188,6 +256,9 @@ class ContinuousDynamics:
             ``|h_r| > residual_limit |Dh_r|`` (about ``residual_limit`` in ``q``) or
             ``|(J dq)_r| > residual_limit |J_r| max(1, |dq|)`` for the rows ``J`` of the holonomic
             Jacobian and of the velocity constraints (default 1e-6; None skips the check).
+        anchors : tuple of ndarray, optional
+            Where the contacts hold their frames (:meth:`contact_anchors`; default: where they are
+            at ``q``; see :mod:`core.continuous.contacts`).
 
         Returns
         -------
@@ -211,12 +282,13 @@ class ContinuousDynamics:
             ``H`` and its work arrays would pass :data:`core.validation.SECOND_ORDER_MEMORY_LIMIT`
             (checked before allocating).
         """
+        contacts.place(self, q, anchors, third_order=True)
         if self._free_flyer:
-            return floating.linearize2(self, q, dq, u)
+            return floating.linearize2(self, q, dq, u, residual_limit)
         return dynamics.linearize2(self, q, dq, u, residual_limit)
 
     def linearize_minimal(self, q, dq, u=None, independent=None, condition_limit: float = 1e8, *,
-                          residual_limit: float = 1e-6):
+                          residual_limit: float = 1e-6, anchors=None):
         """Linearization in independent coordinates and speeds (Peterson, Gede & Hubbard; see
         :mod:`core.continuous.minimal`): ``x_i' = A x_i + B u`` for the state
         ``x_i = [independent q, independent dq]``, each group in model order,
@@ -239,6 +311,9 @@ class ContinuousDynamics:
         residual_limit : float or None
             How far off the constraints the state may be (a distance in ``q``, relative in ``dq``;
             None skips the check).
+        anchors : tuple of ndarray, optional
+            Where the contacts hold their frames (:meth:`contact_anchors`; default: where they are
+            at ``q``; see :mod:`core.continuous.contacts`).
 
         Returns
         -------
@@ -250,8 +325,6 @@ class ContinuousDynamics:
 
         Raises
         ------
-        ModelError
-            With a quaternion base.
         ValueError
             A wrong size or non-finite entry; ``condition_limit`` not a finite number >= 1; more
             velocity-level constraints than speeds; a state off the constraints; redundant or
@@ -261,9 +334,10 @@ class ContinuousDynamics:
         SingularMatrixError, NonFiniteError
             As for :meth:`linearize`.
         """
-        self._fixed_chart("linearize_minimal")
+        if self._contacts:
+            contacts.place(self, q, anchors)
         return minimal.linearize_minimal(self, q, dq, u, independent, condition_limit,
-                                 residual_limit=residual_limit)
+                                         residual_limit=residual_limit, anchors=anchors)
 
     def momentum(self, q, dq):
         """Generalized momentum ``p = dL/d dq`` (with a quaternion base, ``dL/dv``).
@@ -313,7 +387,7 @@ class ContinuousDynamics:
             return floating.energy(self, q, dq)
         return dynamics.energy(self, q, dq)
 
-    def constraint(self, q, order: int = 0):
+    def constraint(self, q, order: int = 0, *, anchors=None):
         """Holonomic constraint values ``h(q)`` (and ``Dh``, ``D2h`` with ``order`` 1, 2), rows in
         the order of the constraints (:mod:`core.tree.constraints`).
 
@@ -323,6 +397,9 @@ class ContinuousDynamics:
             The configuration.
         order : {0, 1, 2}
             The highest derivative returned.
+        anchors : tuple of ndarray, optional
+            Where the contacts hold their frames (:meth:`contact_anchors`; default: where they are
+            at ``q``, so that their rows are zero).
 
         Returns
         -------
@@ -336,9 +413,13 @@ class ContinuousDynamics:
         ValueError
             ``order`` not 0, 1 or 2; a wrong size or non-finite entry of ``q``.
         ModelError
-            With a quaternion base.
+            With a quaternion base, ``order`` 2.
         """
-        self._fixed_chart("constraint")
+        contacts.place(self, q, anchors)
+        if self._free_flyer:
+            if order == 2:
+                self._fixed_chart("constraint(order=2)")
+            return floating.constraint(self, q, order)
         return dynamics.constraint(self, q, order)
 
     def check_configuration(self, q, residual_limit: float = 1e-6, what: str = "the computation") -> None:
@@ -365,6 +446,7 @@ class ContinuousDynamics:
             With a quaternion base.
         """
         self._fixed_chart("check_configuration")
+        contacts.place(self, q)
         dynamics.check_configuration(self, q, residual_limit, what)
 
     def lagrangian_derivatives(self, q, dq, order: int = 2):
@@ -419,6 +501,18 @@ class ContinuousDynamics:
             return floating.input_matrix(self, q)
         return dynamics.input_matrix(self, q)
 
+    def _contact_stack(self, method: str, q, dq, u, **kw):
+        """A stack of states of a system with contacts, one state at a time (each its anchors)."""
+        q, dq = np.asarray(q, dtype=float), np.asarray(dq, dtype=float)
+        us = [None] * len(q) if u is None else np.asarray(u, dtype=float)
+        if dq.ndim != 2 or len(dq) != len(q) or len(us) != len(q):
+            raise ValueError(f"{method}: a stack takes q, dq (and u) with the same number of rows, got "
+                             f"{q.shape}, {dq.shape}" + ("" if u is None else f", {np.shape(u)}"))
+        out = [getattr(self, method)(qi, dqi, ui, **kw) for qi, dqi, ui in zip(q, dq, us, strict=True)]
+        if isinstance(out[0], tuple):
+            return tuple(np.stack(parts) for parts in zip(*out, strict=True))
+        return np.stack(out)
+
     def _fixed_chart(self, what: str) -> None:
         """Refuse ``what`` on a quaternion base (it works on coordinates with ``nq == nv``)."""
-        floating.refuse(self, what)
+        floating.refuse(self, what, contacts=False)

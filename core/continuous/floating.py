@@ -328,11 +328,15 @@ def state_rows(vb, n: int, nz: int, second: bool):
 
 
 # ------------------------------------------------------------------------------ the system
-def refuse(system, what: str) -> None:
+def refuse(system, what: str, contacts: bool = True) -> None:
     """A :class:`~core.errors.ModelError` for ``what``, a computation on coordinates with ``nq ==
-    nv``, when ``system`` has a quaternion base; nothing otherwise."""
+    nv`` (and with ``contacts``, one that does not place them), when ``system`` has a quaternion
+    base (or contacts, :mod:`core.continuous.contacts`); nothing otherwise."""
+    from core.errors import ModelError
+    if contacts and system.model is not None and system._contact_rows and not system._free_flyer:
+        raise ModelError(f"{what}: not available with contacts (System.add_contact) yet; a system with "
+                         "contacts has qdd, constraint_forces, contact_wrenches, linearize and linearize2")
     if system._free_flyer:
-        from core.errors import ModelError
         raise ModelError(f"{what}: not available with a quaternion floating base (frame "
                          f"{system._free_flyer[0]!r}); a system with one has qdd, linearize, linearize2, "
                          "momentum, energy, input_matrix, integrate and difference. For the integrator, "
@@ -363,8 +367,8 @@ def chart_system(system):
         raise ModelError(f"{where}: frame(s) {others} hang from the world; with a floating base every frame "
                          "must descend from the floating frame")
     if system._constraints or system._velocity_constraints:
-        raise ModelError(f"{where}: constraints are not supported with a quaternion floating base "
-                         "(use the Euler chart, floating_base='euler')")
+        raise ModelError(f"{where}: constraints other than contacts (System.add_contact) are not supported "
+                         "with a quaternion floating base (use the Euler chart, floating_base='euler')")
     if system._kinematic:
         raise ModelError(f"{where}: kinematic variables are not supported with a quaternion floating base")
     velocities = [f"{prefix}_{x}" for x in VELOCITY_SUFFIXES]
@@ -376,6 +380,7 @@ def chart_system(system):
         raise ModelError(f"{where}: the base's names {used} are taken by other elements")
     chart = copy.copy(system)
     chart._free_flyer, chart._chart, chart._model, chart._workspace = None, None, None, None
+    chart._anchors_from_base = True         # (its contacts' rows are placed by the base's calls)
     parent = WORLD
     extra = []
     for kind, var in zip(CHART_KINDS, velocities, strict=True):
@@ -398,7 +403,8 @@ def configuration(system, q) -> np.ndarray:
 
 def _evaluation(system, q, v, u, third_order: bool = False):
     """``(chart, q_chart, v, u)`` with the chart's gravity turned into the base frame (``Rᵀ g``)
-    in the scratch the evaluation uses."""
+    in the scratch the evaluation uses (the caller places the contacts' rows first,
+    :func:`core.continuous.contacts.place`)."""
     from core.validation import check_vector
     q = configuration(system, q)
     chart = system._chart
@@ -418,29 +424,70 @@ def qdd(system, q, v, u=None) -> np.ndarray:
     return a
 
 
-def linearize(system, q, v, u=None):
-    """``(A, B)`` in the tangent space (the module docstring)."""
+def linearize(system, q, v, u=None, residual_limit=None, multipliers: bool = False):
+    """``(A, B)`` in the tangent space (the module docstring); with contacts the state must
+    satisfy them to within ``residual_limit`` (None skips the check). With ``multipliers`` also
+    ``dlam/dx`` and ``dlam/du`` of the contacts' multipliers: the chart's, ``ξ̇ = J⁻¹(ξ(δ)) v``
+    composed to first order (``dξ/dδ = I``, ``dξ̇/dv = I`` at zero)."""
     from core.continuous.dynamics import dynamics_and_derivatives
     chart, qc, v, u = _evaluation(system, q, v, u)
     n, m = system.nv, system.nu
-    F, _, Ac, Bc, _ = dynamics_and_derivatives(chart, qc, v, u, True)     # (ddq and A, B in one evaluation)
+    F, _, Ac, Bc, dlam = dynamics_and_derivatives(chart, qc, v, u, True, residual_limit,
+                                                  "the linearization")     # (ddq and A, B in one evaluation)
     a, grad, _ = tangent_derivatives(F, np.hstack([Ac[n:], Bc[n:]]), None, v, n, False)
     top, _ = state_rows(v[:6], n, 2 * n + m, False)
-    return np.vstack([top, grad[:, :2 * n]]), np.vstack([np.zeros((n, m)), grad[:, 2 * n:]])
+    A, B = np.vstack([top, grad[:, :2 * n]]), np.vstack([np.zeros((n, m)), grad[:, 2 * n:]])
+    if not multipliers:
+        return A, B
+    dlam = dlam.copy()
+    dlam[:, :6] += dlam[:, n:n + 6] @ _velocity_jets(v[:6], False)[0][1][:, :6]
+    return A, B, dlam[:, :2 * n], dlam[:, 2 * n:]
 
 
-def linearize2(system, q, v, u=None):
+def linearize2(system, q, v, u=None, residual_limit=None):
     """``(A, B, H)`` in the tangent space, ``H[i, a, b] = d² ẋ_i / dz_a dz_b`` with ``z = [δ, v,
     u]`` and ``ẋ = [dδ/dt, dv/dt]`` (the module docstring)."""
     chart, qc, v, u = _evaluation(system, q, v, u, third_order=True)
     n, m = system.nv, system.nu
-    Ac, Bc, Hc = chart.linearize2(qc, v, u, residual_limit=None)
+    Ac, Bc, Hc = chart.linearize2(qc, v, u, residual_limit=residual_limit)
     F = chart.qdd(qc, v, u)
     a, grad, hess = tangent_derivatives(F, np.hstack([Ac[n:], Bc[n:]]), Hc[n:], v, n, True)
     top, H_top = state_rows(v[:6], n, 2 * n + m, True)
     A = np.vstack([top, grad[:, :2 * n]])
     B = np.vstack([np.zeros((n, m)), grad[:, 2 * n:]])
     return A, B, np.concatenate([H_top, hess])
+
+
+def constraint_forces(system, q, v, u=None) -> np.ndarray:
+    """The contacts' multipliers (:mod:`core.continuous.contacts`)."""
+    from core.continuous.dynamics import dynamics_and_derivatives
+    chart, qc, v, u = _evaluation(system, q, v, u)
+    return dynamics_and_derivatives(chart, qc, v, u, False)[1]
+
+
+def constraint(system, q, order: int = 0):
+    """The contacts' rows ``h`` (and with ``order`` 1 ``Dh`` in the tangent space at ``δ = 0``)."""
+    from core.continuous.dynamics import constraint as chart_constraint
+    chart, qc, _, _ = _evaluation(system, q, np.zeros(system.nv), None)
+    return chart_constraint(chart, qc, order)
+
+
+def constraint_jacobians(system, q, v):
+    """``(h, Dh, Jq)`` of the contacts in the tangent space at ``(q, v)``: ``Dh = dh/dδ`` and
+    ``Jq = d(Dh(q ⊕ δ) v)/dδ`` at ``δ = 0`` (the chart's ``h(ξ)`` with ``ξ(δ)`` and ``ξ̇ = J⁻¹ v``
+    composed to first order: ``dξ/dδ = I``, ``dξ̇/dδ`` from :func:`_velocity_jets`)."""
+    from core.continuous.dynamics import constraint as chart_constraint
+    chart, qc, v, _ = _evaluation(system, q, v, None)
+    h, H1, H2 = chart_constraint(chart, qc, 2)
+    Jq = np.einsum("rab,a->rb", H2, v)
+    Jq[:, :6] += H1[:, :6] @ _velocity_jets(v[:6], False)[0][1][:, :6]
+    return h, H1, Jq
+
+
+def gravity_force(system, q) -> np.ndarray:
+    """``dL/dδ`` at rest: the generalized force of gravity (with springs) in the tangent space."""
+    chart, qc, _, _ = _evaluation(system, q, np.zeros(system.nv), None)
+    return chart.lagrangian_derivatives(qc, np.zeros(system.nv), 1).Lq
 
 
 def momentum(system, q, v) -> np.ndarray:

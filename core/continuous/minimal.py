@@ -92,6 +92,7 @@ import numpy as np
 import scipy.linalg
 
 from core.base.jit import njit
+from core.continuous import floating
 from core.continuous.dynamics import check_consistent
 from core.tree.constraints import velocity_rows
 from core.tree.coupling import coupled_prepare
@@ -287,7 +288,7 @@ def _parse_independent(independent, config_names):
 
 # ------------------------------------------------------------------------------ main entry
 def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: float = 1e8, *,
-                      residual_limit: float | None = 1e-6):
+                      residual_limit: float | None = 1e-6, anchors=None):
     """Linearization in independent coordinates and speeds only: ``(A, B, info)``.
 
     ``x_i' = A x_i + B u`` with ``x_i = [q_i, dq_i]`` (each group in model order), ``A`` of size
@@ -306,11 +307,19 @@ def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: 
     velocity constraints). A choice whose :attr:`MinimalInfo.condition_coordinates` or
     ``condition_speeds`` exceeds ``condition_limit`` raises ValueError naming the automatic
     choice; so does a state where the constraints themselves are degenerate.
+
+    On a quaternion base (with contacts, :mod:`core.continuous.contacts`) the coordinates are the
+    tangent space's ``δ`` and the speeds ``v`` (:mod:`core.continuous.floating`), both named by
+    :attr:`System.velocity_names`; ``anchors`` hold the contacts (default: where they are at ``q``).
     """
     model = system.model
     n, nh, nv = model.nq, model.nh, model.nv
     names = system.config_names
-    q = check_vector("q", q, n, names)
+    if system.free_flyer:
+        n, names = system.nv, system.velocity_names
+        q = floating.configuration(system, q)
+    else:
+        q = check_vector("q", q, n, names)
     dq = check_vector("dq", dq, n, names)
     unames = system.continuous_input_names      # [force inputs, kinematic accelerations]
     u = check_vector("u", u, len(unames), unames, optional=True)
@@ -321,9 +330,13 @@ def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: 
         raise ValueError(f"{nh} holonomic + {nv} velocity constraints on {n} coordinates: more "
                          "velocity-level constraints than speeds")
 
-    h, Dh, H2 = system.constraint(q, order=2)
-    _, Gv, Av = velocity_constraint(system, q, dq)
-    Jq = np.vstack([np.einsum("rij,j->ri", H2, dq), Gv])   # D_q f_v   (m x n)
+    if system.free_flyer:                                    # (contacts only: no velocity rows)
+        h, Dh, Jq = floating.constraint_jacobians(system, q, dq)
+        Av = np.zeros((0, n))
+    else:
+        h, Dh, H2 = system.constraint(q, order=2, anchors=anchors)
+        _, Gv, Av = velocity_constraint(system, q, dq)
+        Jq = np.vstack([np.einsum("rij,j->ri", H2, dq), Gv])   # D_q f_v   (m x n)
     Jv = np.vstack([Dh, Av])                                 # D_v f_v   (m x n), v = dq
 
     if residual_limit is not None:
@@ -398,7 +411,7 @@ def linearize_minimal(system, q, dq, u=None, independent=None, condition_limit: 
     T[n:, :len(q_ind)] = C1 @ C0
     T[n:, len(q_ind):] = C2
 
-    A_full, B_full = system.linearize(q, dq, u, residual_limit=None)   # (checked above)
+    A_full, B_full = system.linearize(q, dq, u, residual_limit=None, anchors=anchors)   # (checked above)
     state_index = np.array(q_ind + [n + i for i in v_ind], dtype=np.int64)
     A = A_full[state_index] @ T
     B = B_full[state_index].copy()

@@ -382,14 +382,43 @@ class Controllability(NamedTuple):
     matrix : ndarray, shape (nx, nx·nu) or (nx, nx)
         The controllability matrix ``[B, AB, …, A^{nx-1}B]`` (single pair) or the reachability
         Gramian (stacks).
+    uncontrollable : tuple of str
+        Single pair: each direction the inputs cannot move (Popov-Belevitch-Hautus: a left null
+        vector ``w`` of ``[A - λI, B]``), as its eigenvalue and the state names (``names``) that
+        make up most of ``w``; empty for stacks. Better conditioned than ``rank`` for large
+        ``nx`` (``A^{nx-1}`` spans many orders of magnitude).
     """
     rank: int
     smallest_singular_value: float
     controllable: bool
     matrix: np.ndarray
+    uncontrollable: tuple = ()
 
 
-def controllability(A, B, rtol: float | None = None) -> Controllability:
+def _uncontrollable_modes(A, B, names, rtol) -> tuple:
+    """The PBH directions of :class:`Controllability` (eigenvalues within ``1e-6`` of one another
+    taken together: a repeated eigenvalue's modes)."""
+    nx = A.shape[0]
+    names = [f"x{i}" for i in range(nx)] if names is None else list(names)
+    scale = max(float(np.linalg.norm(np.hstack([A, B]), 2)), 1e-300)
+    out: list[str] = []
+    seen: list = []
+    for lam in np.linalg.eigvals(A):
+        if any(abs(lam - m) <= 1e-6 * max(1.0, abs(m)) for m in seen):
+            continue
+        seen.append(lam)
+        U, sv, _ = np.linalg.svd(np.hstack([A - lam * np.eye(nx), B]))
+        rank = int(np.sum(sv > (rtol if rtol is not None else 1e-9) * scale))
+        for w in U[:, rank:].T:
+            weight = np.abs(w) ** 2
+            top = np.argsort(weight)[::-1][:4]
+            parts = ", ".join(f"{names[i]} {weight[i]:.2f}" for i in top if weight[i] >= 0.01)
+            value = f"{lam.real:.4g}" if abs(lam.imag) < 1e-12 else f"{lam:.4g}"
+            out.append(f"eigenvalue {value}: {parts}")
+    return tuple(out)
+
+
+def controllability(A, B, rtol: float | None = None, names=None) -> Controllability:
     """Controllability of ``x_{k+1} = A x_k + B u_k`` (2-D A, B) or reachability over a horizon of
     ``x_{k+1} = A_k x_k + B_k u_k`` (stacks).
 
@@ -404,7 +433,10 @@ def controllability(A, B, rtol: float | None = None) -> Controllability:
         With ``nu >= 1``.
     rtol : float, optional
         The rank counts singular values above ``rtol · σ_max`` (default
-        ``rtol = max(shape) · eps``, as ``numpy.linalg.matrix_rank``).
+        ``rtol = max(shape) · eps``, as ``numpy.linalg.matrix_rank``; the PBH directions count
+        those of ``[A - λI, B]`` below ``rtol · ||[A, B]||``, default ``1e-9``).
+    names : sequence of str, optional
+        The states' names, to name the uncontrollable directions (default ``x0, x1, …``).
 
     Returns
     -------
@@ -437,4 +469,5 @@ def controllability(A, B, rtol: float | None = None) -> Controllability:
     s = np.linalg.svd(M, compute_uv=False)
     tol = (max(M.shape) * np.finfo(float).eps if rtol is None else rtol) * (s[0] if s.size else 0)
     rank = int(np.sum(s > tol))
-    return Controllability(rank, float(s[nx - 1]), rank == nx, M)
+    modes = _uncontrollable_modes(A, B, names, rtol) if A.ndim == 2 else ()
+    return Controllability(rank, float(s[nx - 1]), rank == nx, M, modes)

@@ -15,8 +15,8 @@ from core.model.record import WORLD
 from core.system import System
 from core.validation import MAX_MODEL_BYTES, read_yaml
 
-_TOP_KEYS = {"name", "gravity", "frames", "constraints", "springs", "damping", "dampers", "inputs", "wrenches",
-             "kinematic", "mimic", "armature", "locked"}
+_TOP_KEYS = {"name", "gravity", "frames", "constraints", "contacts", "springs", "damping", "dampers", "inputs",
+             "wrenches", "kinematic", "mimic", "armature", "locked"}
 
 
 @dataclass(frozen=True)
@@ -216,6 +216,8 @@ def _build(spec, inertia: str, locked) -> System:
             raise ModelError(f"constraints[{i}]: each constraint needs a 'type'")
         c = dict(c)
         system.add_constraint(c.pop("type"), **c)
+    for c in _entries(spec, "contacts", ("frame",), ("kind", "name")):
+        system.add_contact(c["frame"], c.get("kind", "point"), c.get("name"))
     for i, s in enumerate(spec.get("springs") or []):
         if not isinstance(s, dict):
             raise ModelError(f"springs[{i}]: must be a mapping")
@@ -256,7 +258,8 @@ def _entries(spec: dict, key: str, required: tuple, optional: tuple) -> list:
     for i, d in enumerate(entries):
         if not isinstance(d, dict) or set(d) - set(required) - set(optional) or not set(required) <= set(d):
             names = [repr(k) for k in required]
-            raise ModelError(f"{key}[{i}]: needs {', '.join(names[:-1])} and {names[-1]} (and optionally "
+            needs = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
+            raise ModelError(f"{key}[{i}]: needs {needs} (and optionally "
                              f"{', '.join(repr(k) for k in optional)}), got {d!r}")
     return entries
 

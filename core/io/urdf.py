@@ -85,7 +85,7 @@ _FLOATING_KINDS = ("tx", "ty", "tz", "rz", "ry", "rx")
 
 def load_urdf(source, *, floating_base=False, actuated=None, mimic: str = "couple",
               inertia: str = "warn", armature=None, joint_damping: bool = False, locked=None,
-              gravity=(0.0, 0.0, -9.81), max_bytes: int = MAX_URDF_BYTES) -> System:
+              gravity=(0.0, 0.0, -9.81), max_bytes: int = MAX_URDF_BYTES, contacts=None) -> System:
     """A :class:`System` from a URDF file path or XML text (see the module docstring).
 
     Parameters
@@ -114,6 +114,10 @@ def load_urdf(source, *, floating_base=False, actuated=None, mimic: str = "coupl
         parent's (:meth:`System.lock`).
     max_bytes : int
         Size limit, checked before parsing.
+    contacts : list, optional
+        Contacts (:meth:`System.add_contact`): each a link name (a point contact) or a mapping
+        ``{frame, kind, name}`` (``kind`` ``"point"`` or ``"frame"``); ``core.find_feet(system)``
+        names a legged robot's feet.
 
     Returns
     -------
@@ -131,7 +135,20 @@ def load_urdf(source, *, floating_base=False, actuated=None, mimic: str = "coupl
     check_policy(inertia)
     base = _floating_kind(floating_base)
     robot = _parse(_read(source, max_bytes))
-    return _build(robot, base, actuated, mimic, inertia, armature, joint_damping, locked, gravity)
+    system = _build(robot, base, actuated, mimic, inertia, armature, joint_damping, locked, gravity)
+    if contacts is not None:
+        if isinstance(contacts, (str, dict)) or not isinstance(contacts, (list, tuple)):
+            raise ModelError(f"load_urdf: contacts must be a list of link names or mappings, got {contacts!r}")
+        for i, c in enumerate(contacts):
+            if isinstance(c, str):
+                system.add_contact(c)
+            elif isinstance(c, dict) and "frame" in c and not set(c) - {"frame", "kind", "name"}:
+                system.add_contact(c["frame"], c.get("kind", "point"), c.get("name"))
+            else:
+                raise ModelError(f"load_urdf: contacts[{i}] must be a link name or a mapping with 'frame' (and "
+                                 f"optionally 'kind', 'name'), got {c!r}")
+        system.compile()
+    return system
 
 
 def _floating_kind(floating_base):

@@ -24,6 +24,7 @@ from core.errors import ModelError
 from core.model.inertia import MergedBody, check_inertia
 from core.model.record import (
     HC_COINCIDE,
+    HC_DIRECTION,
     HC_DISTANCE,
     HC_PLANE,
     INPUT_TORQUE,
@@ -256,7 +257,10 @@ def check_input(inp: dict, ii: int) -> None:
 
 # ------------------------------------------------------------------------------- the compiler
 Compiled = namedtuple("Compiled", ["model", "config_names", "input_names", "frame_names", "joint_names",
-                                   "locked", "inputs"])
+                                   "locked", "inputs", "contacts"])
+#: A compiled contact: its name, kind (``"point"`` or ``"frame"``), the index of its frame
+#: ``<name>@contact`` and its first holonomic row (3 rows for a point, 6 for a frame).
+Contact = namedtuple("Contact", ["name", "kind", "frame", "row"])
 
 
 class _Frames:
@@ -266,7 +270,7 @@ class _Frames:
     def __init__(self, system, locked: dict):
         own = [dict(f, value=locked[f["value"]]) if isinstance(f["value"], str) and f["value"] in locked
                else f for f in system._frames]
-        declared = own + _plane_frames(system)
+        declared = own + _plane_frames(system) + _contact_frames(system, own)
         self.frames = [declared[i] for i in _topological_order(declared)]
         self.names = [f["name"] for f in self.frames]
         self.index = {n: i for i, n in enumerate(self.names)}
@@ -491,6 +495,7 @@ def compile_system(system) -> Compiled:
         if name in locked:
             raise ModelError(f"kinematic: {name!r} is locked: a locked variable cannot be prescribed")
         fr.extra_config(name, "kinematic")
+    contacts = _contact_rows(system, fr, hc)
     vc = _velocity(system, fr)
     joint_names = fr.config_names                # joint coordinates (all variables, coupled too)
     nj, nf = len(joint_names), len(fr.frames)
@@ -527,7 +532,7 @@ def compile_system(system) -> Compiled:
         if isinstance(value, np.ndarray):
             value.setflags(write=False)  # the model is immutable: shared by every evaluation
     return Compiled(Model(*[model[f] for f in MODEL_FIELDS]), config_names, input_names, fr.names, joint_names,
-                    locked, kept)
+                    locked, kept, contacts)
 
 
 # ------------------------------------------------------------------ the compiler's helpers
@@ -583,6 +588,63 @@ def _plane_frames(system) -> list[dict]:
         extra.append(dict(name=name, parent=c.get("plane_frame", WORLD), kind=None, value=0.0, mass=0.0,
                           inertia=np.zeros((3, 3)), com=np.zeros(3), offset_R=R, offset_p=np.zeros(3)))
     return extra
+
+
+def _contact_frames(system, own: list[dict]) -> list[dict]:
+    """The massless constant frames of the contacts: ``<name>@contact`` where the contact's
+    frame or URDF link is, and for a frame contact ``<name>@contact_x``, ``_y``, ``_z`` one metre
+    along its axes (:mod:`core.continuous.contacts`)."""
+    frames = {f["name"]: f for f in own}
+    taken = set(frames)
+    extra: list[dict] = []
+    bodies: dict[str, str] = {}
+    for c in system._contacts:
+        where = f"contact {c['name']!r}"
+        if c["frame"] in frames:
+            parent, R, p = c["frame"], np.eye(3), np.zeros(3)
+        elif c["frame"] in system.links:
+            parent, R, p = system.links[c["frame"]]
+        else:
+            raise ModelError(f"{where}: unknown frame {c['frame']!r}")
+        if parent == WORLD:
+            raise ModelError(f"{where}: frame {c['frame']!r} is fixed to the world (no joint moves it); a contact "
+                             "holds a moving frame")
+        body = parent
+        while not (frames[body]["kind"] is not None and isinstance(frames[body]["value"], str)):
+            if frames[body]["parent"] == WORLD:
+                raise ModelError(f"{where}: frame {c['frame']!r} is fixed to the world (no joint moves it); "
+                                 "a contact holds a moving frame")
+            body = frames[body]["parent"]
+        if body in bodies:
+            raise ModelError(f"{where}: frame {c['frame']!r} is on the rigid body of frame {body!r}, which "
+                             f"contact {bodies[body]!r} already holds (redundant rows: hold a body once, with "
+                             "kind='frame' for its whole pose)")
+        bodies[body] = c["name"]
+        name = f"{c['name']}@contact"
+        helpers = [(name, parent, np.asarray(R, float), np.asarray(p, float))]
+        if c["kind"] == "frame":
+            helpers += [(f"{name}_{a}", name, np.eye(3), np.eye(3)[i]) for i, a in enumerate("xyz")]
+        for hname, hparent, hR, hp in helpers:
+            if hname in taken:
+                raise ModelError(f"{where}: frame name {hname!r} is taken")
+            taken.add(hname)
+            extra.append(dict(name=hname, parent=hparent, kind=None, value=0.0, mass=0.0, inertia=np.zeros((3, 3)),
+                              com=np.zeros(3), offset_R=hR, offset_p=hp))
+    return extra
+
+
+def _contact_rows(system, fr: _Frames, hc: list) -> list:
+    """Append the contacts' rows to ``hc``: a point's three ``t . p`` (world axes), then for a
+    frame the three ``t . (p_a - p)`` of its unit points, ``a`` = y, z, x with ``t`` = the
+    anchor's z, x, y axis (:mod:`core.continuous.contacts`); their compiled :class:`Contact`."""
+    out = []
+    for c in system._contacts:
+        f = fr.index[f"{c['name']}@contact"]
+        out.append(Contact(c["name"], c["kind"], f, len(hc)))
+        hc += [(HC_DIRECTION, f, -1, 0, 0.0, -1)] * 3
+        if c["kind"] == "frame":
+            hc += [(HC_DIRECTION, fr.index[f"{c['name']}@contact_{a}"], f, 0, 0.0, -1) for a in "yzx"]
+    return out
 
 
 def constant_transform(kind: str | None, value: float) -> tuple[np.ndarray, np.ndarray]:

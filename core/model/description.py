@@ -68,6 +68,7 @@ class Description:
         self._frames: list[dict] = []
         self._constraints: list[dict] = []
         self._velocity_constraints: list[dict] = []
+        self._contacts: list[dict] = []
         self._springs: list[dict] = []
         self._damping: dict[str, float] = {}
         self._wrenches: list[dict] = []
@@ -237,6 +238,57 @@ class Description:
         else:
             check_constraint(entry, len(self._constraints))
             self._constraints.append(entry)
+        self._model = None
+        return self
+
+    def add_contact(self, frame: str, kind: str = "point", name: str | None = None) -> Self:
+        """Hold ``frame`` where it is: a contact with the ground or a handle.
+
+        * ``"point"``: the frame's origin keeps its place in the world (3 rows, a point foot);
+        * ``"frame"``: its whole pose does (6 rows, a flat foot or a hand on a handle).
+
+        The anchor is where the frame is at the configuration of each evaluation (a contact
+        constrains motion, not a pre-set world point); the derivatives hold it there. Pass
+        ``anchors=`` (:meth:`contact_anchors` of another configuration) to the numeric methods to
+        hold the contacts elsewhere. The conventions (rows, multipliers, wrenches) are in
+        :mod:`core.continuous.contacts`. Works on fixed bases and on a quaternion base
+        (:meth:`set_free_flyer`).
+
+        Parameters
+        ----------
+        frame : str
+            A frame of the system, or a URDF link (:attr:`links`): the frame it moves with, at the
+            link's placement.
+        kind : {"point", "frame"}
+            What the contact holds.
+        name : str, optional
+            The contact's name (default ``frame``), unique.
+
+        Returns
+        -------
+        System
+            ``self``, so that calls chain.
+
+        Raises
+        ------
+        ModelError
+            Naming the contact, when added: a ``frame`` that is not a non-empty string or is the
+            world, an unknown ``kind``, a name taken. When the system compiles: an unknown frame, a
+            frame fixed to the world, two contacts on one rigid body (redundant rows).
+        """
+        where = f"contact {len(self._contacts)}"
+        if not isinstance(frame, str) or not frame:
+            raise ModelError(f"{where}: expected a frame name, got {frame!r}")
+        if frame == WORLD:
+            raise ModelError(f"{where}: the world frame cannot be held (it does not move)")
+        if kind not in ("point", "frame"):
+            raise ModelError(f"{where} on {frame!r}: unknown kind {kind!r} (point: 3 rows, frame: 6 rows)")
+        name = frame if name is None else name
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"{where} on {frame!r}: expected a name, got {name!r}")
+        if any(c["name"] == name for c in self._contacts):
+            raise ModelError(f"{where} on {frame!r}: the name {name!r} is taken by another contact")
+        self._contacts.append(dict(frame=frame, kind=kind, name=name))
         self._model = None
         return self
 
@@ -537,9 +589,9 @@ class Description:
         conventions, and what the linearization means on this configuration space, are in
         :mod:`core.continuous.floating`; :attr:`nv` counts the velocities (``nq = nv + 1``), :meth:`integrate`
         and :meth:`difference` move on it. Every other frame must descend from ``frame`` (the
-        dynamics are computed in its frame); constraints and kinematic variables are refused, as are
-        the integrator (:class:`MidpointVI`) and the node (use the Euler chart of
-        :func:`core.load_urdf` there).
+        dynamics are computed in its frame); constraints other than contacts (:meth:`add_contact`)
+        and kinematic variables are refused, as are the integrator (:class:`MidpointVI`) and the
+        node (use the Euler chart of :func:`core.load_urdf` there).
 
         Parameters
         ----------

@@ -31,8 +31,9 @@ WORLD = "world"
 
 # Transform kinds, as stored in Model.frame_kind.
 KIND_CONST, KIND_TX, KIND_TY, KIND_TZ, KIND_RX, KIND_RY, KIND_RZ = range(7)
-# Holonomic constraint kinds, as stored in Model.hc_kind.
-HC_DISTANCE, HC_PLANE, HC_COINCIDE = 0, 1, 2
+# Holonomic constraint kinds, as stored in Model.hc_kind. HC_DIRECTION: a contact's row
+# h = t . (p1 - p2) - c, its t and c per evaluation (Data.hc_dir, Data.hc_off).
+HC_DISTANCE, HC_PLANE, HC_COINCIDE, HC_DIRECTION = 0, 1, 2, 3
 # Input kinds, as stored in Model.input_kind.
 INPUT_TORQUE, INPUT_WRENCH = 0, 1
 

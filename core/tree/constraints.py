@@ -5,7 +5,9 @@ Holonomic rows ``h_r(q) = 0`` (in the order of the model's constraint list):
 * distance: ``h = |p1 - p2|^2 - d^2`` (squared form, as in Johnson & Murphey and trep), where
   ``d`` is a constant or a configuration variable (a prescribed string length);
 * plane: ``h = n . (p - p_plane) - offset`` with ``n`` an axis of the plane frame;
-* coincide: ``h = (p1 - p2)[axis]``, one row per world axis.
+* coincide: ``h = (p1 - p2)[axis]``, one row per world axis;
+* direction (a contact's rows, :mod:`core.continuous.contacts`): ``h = t . (p1 - p2) - c`` with
+  the world vector ``t`` and the number ``c`` set per evaluation (``data.hc_dir``, ``data.hc_off``).
 
 Index order: ``H1[r, a] = dh_r/dq_a``, ``H2[r, a, b]`` (or contracted, ``H2lam[a, b] =
 sum_r lam_r d2h_r/dq_a dq_b``), and third derivatives only contracted:
@@ -19,9 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from core.base.jit import njit
-from core.model.record import HC_DISTANCE, HC_PLANE
+from core.model.record import HC_DIRECTION, HC_DISTANCE, HC_PLANE
 from core.tree.jets import (
     PAIR_AXIS_DIFFERENCE,
+    PAIR_DIRECTION,
     PAIR_PLANE,
     PAIR_SQUARED_DISTANCE,
     jets_max_joints,
@@ -35,7 +38,7 @@ from core.tree.jets import (
 )
 from core.tree.kinematics import dot3
 
-_PAIR_OF = (PAIR_SQUARED_DISTANCE, PAIR_PLANE, PAIR_AXIS_DIFFERENCE)
+_PAIR_OF = (PAIR_SQUARED_DISTANCE, PAIR_PLANE, PAIR_AXIS_DIFFERENCE, PAIR_DIRECTION)
 
 
 @njit(cache=True, nogil=True)
@@ -75,8 +78,8 @@ def holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
         kind = model.hc_kind[r]
         frames[0], frames[1] = model.hc_f1[r], model.hc_f2[r]
         k = joint_union(model, frames, pos, idx)
-        val = pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1], model.hc_axis[r],
-                       jet_order, pos, k, J1, J2, J3, work)
+        val = pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1],
+                       r if kind == HC_DIRECTION else model.hc_axis[r], jet_order, pos, k, J1, J2, J3, work)
         dlen = 0.0   # d(-d^2)/d(length variable), when the length is one
         lv = -1
         if kind == HC_DISTANCE:
@@ -86,6 +89,8 @@ def holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
             dlen = -2.0 * d
         elif kind == HC_PLANE:
             val -= model.hc_value[r]
+        elif kind == HC_DIRECTION:
+            val -= data.hc_off[r]
         h[r] = val
         if lv >= 0 and order >= 1:
             H1[r, lv] += dlen
@@ -188,15 +193,14 @@ def holonomic_fourth(model, data, v, T3, Q4):
         kind = model.hc_kind[r]
         frames[0], frames[1] = model.hc_f1[r], model.hc_f2[r]
         k = joint_union(model, frames, pos, idx)
-        pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1], model.hc_axis[r], 3, pos, k,
-                 J1, J2, J3, work)
+        axis = r if kind == HC_DIRECTION else model.hc_axis[r]
+        pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1], axis, 3, pos, k, J1, J2, J3, work)
         for a in range(k):
             vk[a] = v[idx[a]]
             for b in range(k):
                 for c in range(k):
                     T3[r, idx[a], idx[b], idx[c]] = J3[a, b, c]
-        pair_fourth(model, data, _PAIR_OF[kind], frames[0], frames[1], model.hc_axis[r], pos, k,
-                    vk, Qk)
+        pair_fourth(model, data, _PAIR_OF[kind], frames[0], frames[1], axis, pos, k, vk, Qk)
         for a in range(k):
             for b in range(k):
                 Q4[r, idx[a], idx[b]] = Qk[a, b]

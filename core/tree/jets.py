@@ -10,7 +10,7 @@ of :func:`joint_union`) has, with the world screws ``S`` of :mod:`core.tree.kine
 
 :func:`point_jet` evaluates them for one point; :func:`pair_jet` composes them into the jets of a
 scalar of two points (:data:`PAIR_SQUARED_DISTANCE`, :data:`PAIR_PLANE`,
-:data:`PAIR_AXIS_DIFFERENCE`); :func:`point_rate` and :func:`pair_fourth` give the fourth-order
+:data:`PAIR_AXIS_DIFFERENCE`, :data:`PAIR_DIRECTION`); :func:`point_rate` and :func:`pair_fourth` give the fourth-order
 terms along a velocity. Each needs :func:`core.tree.kinematics.forward_kinematics` at ``q`` first.
 """
 from __future__ import annotations
@@ -173,7 +173,7 @@ def compose_scalar(k, order, f1, f2, f3, H1, H2, H3):
 
 
 # Kinds of point-pair scalars, shared by constraints and springs.
-PAIR_SQUARED_DISTANCE, PAIR_PLANE, PAIR_AXIS_DIFFERENCE = 0, 1, 2
+PAIR_SQUARED_DISTANCE, PAIR_PLANE, PAIR_AXIS_DIFFERENCE, PAIR_DIRECTION = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
@@ -345,7 +345,9 @@ def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3, work):
 
     * ``PAIR_SQUARED_DISTANCE``: ``|p1 - p2|^2``;
     * ``PAIR_PLANE``: ``n . (p1 - p2)`` with ``n`` the ``axis`` of frame ``f2`` (the plane frame);
-    * ``PAIR_AXIS_DIFFERENCE``: ``(p1 - p2)[axis]`` in world coordinates.
+    * ``PAIR_AXIS_DIFFERENCE``: ``(p1 - p2)[axis]`` in world coordinates;
+    * ``PAIR_DIRECTION``: ``t . (p1 - p2)`` with ``t = data.hc_dir[axis]`` a constant world
+      vector (``axis``: the constraint row; a contact's row, set per evaluation).
 
     Returns the value; fills ``H1``, ``H2``, ``H3`` up to ``order``. ``work`` holds the point
     jets (:func:`pair_work`, for at least ``k`` joints and ``order``).
@@ -371,6 +373,9 @@ def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3, work):
     t, T1, T2, T3 = x[2], X1[2], X2[2], X3[2]
     if kind == PAIR_AXIS_DIFFERENCE:
         t[axis] = 1.0
+        return _bilinear_jet(k, order, t, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
+    if kind == PAIR_DIRECTION:
+        t[:] = data.hc_dir[axis]
         return _bilinear_jet(k, order, t, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
     # plane: n = tip - origin of the plane frame, tip at unit distance along its axis
     local = np.zeros(3)
@@ -497,6 +502,9 @@ def pair_fourth(model, data, kind, f1, f2, axis, pos, k, vk, Q4):
     if kind == PAIR_AXIS_DIFFERENCE:
         jt = 2
         x[2, axis] = 1.0            # a constant vector: every derivative zero
+    elif kind == PAIR_DIRECTION:
+        jt = 2
+        x[2] = data.hc_dir[axis]
     elif kind == PAIR_PLANE:
         jt = 2
         local = np.zeros(3)

@@ -41,6 +41,10 @@ DATA_FIELDS = [
     "P",                     # per frame (6x6): composite velocity coupling (rnea's derivatives)
     "rows", "dF",            # per joint: packed rows (3, nj, 12) and wrench derivatives (2, nj, 6)
     "t6", "t3",              # small vectors: (6, 6) and (8, 3)
+    # per holonomic row: the world direction and offset of a contact row (HC_DIRECTION),
+    # h = hc_dir . (p1 - p2) - hc_off; set per evaluation (the contacts' anchors,
+    # core.continuous.contacts), unused by the other kinds
+    "hc_dir", "hc_off",
 ]
 DataType, Data = record_type("Data", DATA_FIELDS, __name__)
 
@@ -67,7 +71,8 @@ def create_data(model: Model, pairs: bool = True):
                 np.zeros((npair, npair, 6)), np.zeros((npair, npair, 6)), np.zeros(nq),
                 np.array(model.gravity, float),
                 np.zeros((nf, 6)), np.zeros((nf, 6)), np.zeros((nf, 6, 6)), np.zeros((3, nq, 12)),
-                np.zeros((2, nq, 6)), np.zeros((6, 6)), np.zeros((8, 3)))
+                np.zeros((2, nq, 6)), np.zeros((6, 6)), np.zeros((8, 3)),
+                np.zeros((model.nh, 3)), np.zeros(model.nh))
 
 
 @njit(cache=True, nogil=True)
@@ -76,7 +81,8 @@ def copy_data(d):
     return Data(d.R.copy(), d.p.copy(), d.V.copy(), d.S.copy(), d.Vp.copy(), d.Ic.copy(),
                 d.Hc.copy(), d.mc.copy(), d.mp.copy(), d.D.copy(), d.DD.copy(), d.dJ.copy(),
                 d.IcS.copy(), d.IcD.copy(), d.dq.copy(), d.gravity.copy(), d.a.copy(), d.w.copy(),
-                d.P.copy(), d.rows.copy(), d.dF.copy(), d.t6.copy(), d.t3.copy())
+                d.P.copy(), d.rows.copy(), d.dF.copy(), d.t6.copy(), d.t3.copy(), d.hc_dir.copy(),
+                d.hc_off.copy())
 
 
 # ------------------------------------------------------------------------------ small algebra

@@ -138,6 +138,14 @@ class Workspace:
             pair = local[key] = (create_data(self.model, third_order), create_derivs(self.model.nq, third_order))
         return pair
 
+    def data_records(self) -> list:
+        """The calling thread's kinematics scratch records (:meth:`get`'s, first and third order),
+        those made so far and at least the first-order one: what per-evaluation settings (a
+        quaternion base's gravity, the contacts' anchors) are written to."""
+        self.get()
+        local = self._local.__dict__
+        return [local[key][0] for key in ("second", "third") if key in local]
+
     def buffer(self, name: str, shape, dtype=np.float64) -> np.ndarray:
         """The calling thread's work array ``name`` with this shape (reallocated only when the
         shape or type changes; its contents are whatever the last user left)."""
