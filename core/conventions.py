@@ -30,6 +30,14 @@ CONVENTIONS = """\
   `q ⊕ v = System.integrate(q, v)` moves the base by `exp(v)` in its own frame. `qdd` is `dv/dt`;
   `linearize` is in the tangent space: `A` (2nv, 2nv) for `[δ, v]` with `x = x̄ ⊕ δ`
   (`System.state_names`), its top-left block `-ad(v)` on the base.
+* Contacts (`System.add_contact`, `contacts` in YAML, `load_urdf(contacts=...)`): holonomic rows
+  after the other constraints, in the order added: a `point` contact's three rows hold its
+  frame's origin on the world x, y, z axes; a `frame` contact adds three rows whose rates are its
+  angular velocity on its anchor's axes. The anchor (the held pose) is where the frame is at the
+  evaluated `q` unless `anchors=` (`System.contact_anchors`) says otherwise; derivatives hold it.
+  `lam` is what the world exerts: a point's force (N, world axes), then a frame's moment (N m,
+  anchor axes); `System.contact_wrenches` gives `[f, m]` per contact on the world axes at the
+  frame's origin (Pinocchio's `LOCAL_WORLD_ALIGNED`).
 * Variational integrator: `x_k = [q_k (all), p_k (dynamic variables), v_k (kinematic
   velocities)]` (`MidpointVI.state_names`), `u_k = [force inputs, next values of the kinematic
   variables]` (`MidpointVI.input_names`); `p = dL/d dq` on the dynamic rows. Discrete
@@ -42,7 +50,9 @@ CONVENTIONS = """\
   increasing `q`.
 * LQR: linearizations stacked `A` (N, nx, nx), `B` (N, nx, nu); gains `K` (N, nu, nx), law
   `u_k = u_ref,k - K_k (x_k - x_ref,k)`; Riccati matrices `P` (N+1, nx, nx), `P[N]` terminal.
-* Minimal linearization: state `[independent q, independent dq]` in model order.
+* Minimal linearization: state `[independent q, independent dq]` in model order (on a quaternion
+  base, independent tangent directions and velocities, named by `System.velocity_names`).
+  Balance gains (`core.balance_lqr`): `K` (nu, 2nv) on `[q ⊖ q̄, v]`, `u = ū - K x`.
 * General-form `Linearizer` (Crist): coordinates `q`, generalized speeds `v` (SymPy's and
   Crist's `u`), inputs `u` (their `r`); `A` acts on `[q_ind, v_ind]`, `B` on `u`.
 """

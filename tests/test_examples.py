@@ -282,3 +282,25 @@ def test_library_demo_says_why_it_cannot_linearize(tmp_path, capsys):
                     "constraints:\n- {type: distance, frame1: world, frame2: a, distance: 1.0}\n")
     assert demo.main([str(path)]) == 1            # x = 0 can never be 1 from the world origin
     assert "Gauss-Newton did not reach them" in capsys.readouterr().err
+
+
+# =================================================================================== Solo12
+solo = _load("solo12_balance")
+
+
+def test_solo12_recovers_from_a_push(tmp_path):
+    """The linearized closed loop after a 0.3 m/s lateral push: the base moves and comes back,
+    the feet stay (the motion is in the contacts' null space), the torques stay bounded; the
+    script runs and says what to install for the plot."""
+    push = solo.push_response(duration=2.0)
+    system, st = solo.stand()
+    n = system.nv
+    assert abs(push.x[0, n + 1] - solo.PUSH) < 1e-12
+    lateral = np.abs(push.x[:, 1])
+    assert lateral.max() > 1e-4 and lateral[-1] < 1e-6 * lateral.max()
+    Dh = system.constraint(st.q, 1)[1]
+    assert np.abs(push.x[:, n:] @ Dh.T).max() < 1e-9            # the feet at rest all along
+    assert np.all(np.isfinite(push.u)) and np.abs(push.u).max() < 20.0
+    solo.main([])
+    path = tmp_path / "push.png"
+    assert solo.plot(push, str(path)) == path.exists()
