@@ -33,6 +33,7 @@ import re
 import numpy as np
 
 from core.continuous.floating import configuration, quaternion_matrix
+from core.model.compile import moving_body
 from core.tree.coupling import coupled_forward_kinematics
 
 #: The rows of each kind of contact.
@@ -52,10 +53,16 @@ def _base(system, q):
     return system, check_vector("q", q, system.nq, system._config_names), np.eye(3), np.zeros(3)
 
 
-def _frame_poses(evaluated, q):
-    """Rotations and positions of the contact frames in the evaluated system's world."""
+def _kinematics(evaluated, q):
+    """The calling thread's scratch of ``evaluated`` after the forward kinematics at ``q``."""
     data = evaluated.workspace.get()[0]
     coupled_forward_kinematics(evaluated.model, q, np.zeros(q.shape[0]), data)
+    return data
+
+
+def _frame_poses(evaluated, q):
+    """Rotations and positions of the contact frames in the evaluated system's world."""
+    data = _kinematics(evaluated, q)
     index = [c.frame for c in evaluated._contact_rows]
     return data.R[index].copy(), data.p[index].copy()
 
@@ -136,20 +143,9 @@ def mass_points(system, q) -> tuple[np.ndarray, np.ndarray]:
     """Each frame's mass and its centre of mass in the world at ``q`` (massless frames included)."""
     evaluated, qe, Rb, pb = _base(system, q)
     model = evaluated.model
-    data = evaluated.workspace.get()[0]
-    coupled_forward_kinematics(model, qe, np.zeros(qe.shape[0]), data)
+    data = _kinematics(evaluated, qe)
     points = np.einsum("fij,fj->fi", data.R, model.frame_com) + data.p
     return np.asarray(model.frame_mass).copy(), points @ Rb.T + pb
-
-
-def _body(frames: dict, name: str) -> str | None:
-    """The frame whose joint moves frame ``name`` (None: fixed to the world or to a floating
-    base's own frame)."""
-    while not (frames[name]["kind"] is not None and isinstance(frames[name]["value"], str)):
-        if frames[name]["parent"] not in frames:
-            return None
-        name = frames[name]["parent"]
-    return name
 
 
 def find_feet(system, q=None, tolerance: float = 0.01) -> list[str]:
@@ -185,12 +181,11 @@ def find_feet(system, q=None, tolerance: float = 0.01) -> list[str]:
         raise ValueError("find_feet: the system has no URDF links (load it with core.load_urdf)")
     evaluated, qe, _, _ = _base(system, system.neutral() if q is None else q)
     frames = {f["name"]: f for f in system._frames}
-    bodies = {name: _body(frames, entry[0]) for name, entry in links.items() if entry[0] in frames}
+    bodies = {name: moving_body(frames, entry[0]) for name, entry in links.items() if entry[0] in frames}
     moving = [name for name, body in bodies.items() if body is not None]
     if not moving:
         raise ValueError("find_feet: no link of the system moves")
-    data = evaluated.workspace.get()[0]
-    coupled_forward_kinematics(evaluated.model, qe, np.zeros(qe.shape[0]), data)
+    data = _kinematics(evaluated, qe)
     index = {name: i for i, name in enumerate(evaluated._frame_names)}
     height = {}
     for name in moving:

@@ -67,14 +67,14 @@ def _gravity(system, q) -> np.ndarray:
     return system.lagrangian_derivatives(q, np.zeros(system.nq), 1).Lq
 
 
-def _heights(system, q):
-    """Per contact the rows ``[z - 0]`` (and a frame contact's tilt ``e_z . R e_x``, ``e_z . R
+def _heights(system, q, height: float):
+    """Per contact the row ``z - height`` (and a flat foot's tilt ``e_z . R e_x``, ``e_z . R
     e_y``) and their tangent Jacobian."""
     R, p = system.contact_anchors(q)
     _, Dh = system.constraint(q, 1)
     rows, jac = [], []
     for k, (_, kind, row) in enumerate(system.contacts):
-        rows.append(p[k, 2])
+        rows.append(p[k, 2] - height)
         jac.append(Dh[row + 2])
         if kind == "frame":
             omega = R[k] @ Dh[row + 3:row + 6]                    # the foot's angular velocity, world axes
@@ -87,18 +87,14 @@ def _heights(system, q):
 def _place(system, q, height: float) -> np.ndarray:
     """``q`` with its base moved (Gauss-Newton on the base's six tangent directions, minimum
     norm) so that every contact is at ``height`` and every flat foot level."""
-    target = None
     for _ in range(30):
-        r, J = _heights(system, q)
-        if target is None:
-            target = np.array([height if i else 0.0 for i in _is_height(system)])
-        r = r - target
+        r, J = _heights(system, q, height)
         if np.abs(r).max() < 1e-13:
             return q
         step = np.zeros(system.nv)
         step[:6] = -np.linalg.lstsq(J[:, :6], r, rcond=None)[0]
         q = system.integrate(q, step)
-    r = _heights(system, q)[0] - target
+    r = _heights(system, q, height)[0]
     if np.abs(r).max() > 1e-9:
         heights = {name: float(h) for (name, _, _), h in zip(system.contacts, system.contact_anchors(q)[1][:, 2],
                                                                strict=True)}
@@ -106,14 +102,6 @@ def _place(system, q, height: float) -> np.ndarray:
                                f"by moving the base at this posture: their heights {heights} (m); the "
                                "posture puts them at different levels", residual=float(np.abs(r).max()))
     return q
-
-
-def _is_height(system) -> list[bool]:
-    """Which of :func:`_heights`' rows are heights (the others are tilts)."""
-    out = []
-    for _, kind, _ in system.contacts:
-        out += [True] + ([False, False] if kind == "frame" else [])
-    return out
 
 
 def _com(system, q) -> np.ndarray:

@@ -590,6 +590,17 @@ def _plane_frames(system) -> list[dict]:
     return extra
 
 
+def moving_body(frames: dict, name: str) -> str | None:
+    """The frame whose joint moves frame ``name`` (``frames``: the descriptions by name): ``name``
+    or its nearest ancestor driven by a variable; None when it is fixed to the world (or to a
+    root frame without a joint, such as a floating base's own frame)."""
+    while not (frames[name]["kind"] is not None and isinstance(frames[name]["value"], str)):
+        if frames[name]["parent"] not in frames:
+            return None
+        name = frames[name]["parent"]
+    return name
+
+
 def _contact_frames(system, own: list[dict]) -> list[dict]:
     """The massless constant frames of the contacts: ``<name>@contact`` where the contact's
     frame or URDF link is, and for a frame contact ``<name>@contact_x``, ``_y``, ``_z`` one metre
@@ -606,15 +617,10 @@ def _contact_frames(system, own: list[dict]) -> list[dict]:
             parent, R, p = system.links[c["frame"]]
         else:
             raise ModelError(f"{where}: unknown frame {c['frame']!r}")
-        if parent == WORLD:
+        body = None if parent == WORLD else moving_body(frames, parent)
+        if body is None:
             raise ModelError(f"{where}: frame {c['frame']!r} is fixed to the world (no joint moves it); a contact "
                              "holds a moving frame")
-        body = parent
-        while not (frames[body]["kind"] is not None and isinstance(frames[body]["value"], str)):
-            if frames[body]["parent"] == WORLD:
-                raise ModelError(f"{where}: frame {c['frame']!r} is fixed to the world (no joint moves it); "
-                                 "a contact holds a moving frame")
-            body = frames[body]["parent"]
         if body in bodies:
             raise ModelError(f"{where}: frame {c['frame']!r} is on the rigid body of frame {body!r}, which "
                              f"contact {bodies[body]!r} already holds (redundant rows: hold a body once, with "
