@@ -48,6 +48,7 @@ from core.general.linearizer import Linearizer
 from core.io.loader import load_system, read_model
 from core.control.riccati import controllability, dlqr, lqr, tracking_step, tvlqr
 from core.control.balance import balance_lqr
+from core.control.body_motion import balance_schedule, body_motion
 from core.discrete.midpoint import MidpointVI
 from core.io.trajectory import load_trajectory, save_trajectory
 from core.control.optimal import OptimizerOptions, TrackingProblem, linearize_trajectory, optimize_trajectory
@@ -65,6 +66,7 @@ __all__ = [
     "simulate_open_loop", "simulate_closed_loop",
     "optimize_trajectory", "TrackingProblem", "OptimizerOptions", "linearize_trajectory",
     "satisfy_constraints", "project_velocity", "holding_inputs", "find_feet", "standing", "balance_lqr",
+    "body_motion", "balance_schedule",
     "save_trajectory", "load_trajectory",
     "CONVENTIONS", "CoreError",
 ]

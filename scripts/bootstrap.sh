@@ -13,6 +13,6 @@ stamp="$venv/.mechnode-installed"
 if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ] || [ "$root/setup.cfg" -nt "$stamp" ] \
    || [ "$root/scripts/bootstrap.sh" -nt "$stamp" ]; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip
-  "$venv/bin/python" -m pip install --quiet -e "$root[test,sympy]"
+  "$venv/bin/python" -m pip install --quiet -e "$root[test,sympy,plot]"
   touch "$stamp"
 fi

@@ -291,7 +291,7 @@ solo = _load("solo12_balance")
 def test_solo12_recovers_from_a_push(tmp_path):
     """The linearized closed loop after a 0.3 m/s lateral push: the base moves and comes back,
     the feet stay (the motion is in the contacts' null space), the torques stay bounded; the
-    script runs and says what to install for the plot."""
+    sway is tracked on the nonlinear dynamics; the script runs and writes its figure."""
     push = solo.push_response(duration=2.0)
     system, st = solo.stand()
     n = system.nv
@@ -301,6 +301,11 @@ def test_solo12_recovers_from_a_push(tmp_path):
     Dh = system.constraint(st.q, 1)[1]
     assert np.abs(push.x[:, n:] @ Dh.T).max() < 1e-9            # the feet at rest all along
     assert np.all(np.isfinite(push.u)) and np.abs(push.u).max() < 20.0
-    solo.main([])
+    sway = solo.sway_tracking(duration=1.0)
+    error = np.linalg.norm(sway.base - sway.reference, axis=1)
+    assert error.max() < 1e-3 and error[-1] < 2e-4 and np.abs(sway.reference[:, 1]).max() > 0.019
     path = tmp_path / "push.png"
-    assert solo.plot(push, str(path)) == path.exists()
+    solo.main(["--plot", str(path)])
+    assert path.stat().st_size > 10_000
+    assert solo.plot(push, sway, str(path)) == ["base displacement (mm)", "base y (mm)", "joint torques (N m)",
+                                                 "base tracking error (mm)"]
