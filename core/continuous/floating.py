@@ -223,6 +223,12 @@ class _Chart:
                 for part in range(3):
                     T[part][:, m, i] = y[part]
         self.T = tuple(T)
+        # first-order contractions as matrices (:func:`_first_order`)
+        self.Jinv_q = np.ascontiguousarray(self.J_inv[1][:, :, :6].transpose(0, 2, 1).reshape(36, 6))
+        self.T0 = np.ascontiguousarray(T[0].reshape(6, 36))
+        self.T1 = np.ascontiguousarray(T[1].transpose(0, 3, 1, 2).reshape(72, 36))
+        self.T0_sym = np.ascontiguousarray(T[0] + T[0].transpose(0, 2, 1))
+        self.J1 = np.ascontiguousarray(J[1].transpose(0, 2, 1).reshape(72, 6))
 
 
 _CHART = None
@@ -247,6 +253,17 @@ def _velocity_jets(vb, second: bool):
     S = _jet_product(xd, xd, "m", "i", "mi", second)
     T = c.T if second else c.T[:2] + (None,)
     return xd, _jet_product(T, S, "bmi", "mi", "b", second)
+
+
+def _first_order(vb):
+    """``(Dq, G, G1)`` of :func:`_velocity_jets` to first order, by matrix products:
+    ``Dq = dξ̇/dδ`` (``dξ̇/dv = I``), ``G = J̇ ξ̇`` and its gradient over the base's ``(δ, v)``."""
+    c = chart()
+    Dq = (c.Jinv_q @ vb).reshape(6, 6)
+    S = np.outer(vb, vb).ravel()
+    xd1 = np.hstack([Dq, np.eye(6)])
+    G1 = (c.T1 @ S).reshape(6, 12) + (c.T0_sym @ vb) @ xd1
+    return Dq, c.T0 @ S, G1
 
 
 def curvature(vb) -> np.ndarray:
@@ -276,6 +293,14 @@ def tangent_derivatives(F, Fz, HF, v, n: int, second: bool):
     ``ξ = ξ(δ)`` composed to second order (the module docstring)."""
     c = chart()
     vb = v[:6]
+    if not second:
+        Dq, G0, G1 = _first_order(vb)
+        a = F.copy()
+        a[:6] += G0
+        grad = Fz.copy()
+        grad[:, :6] += Fz[:, n:n + 6] @ Dq
+        _add12(grad[:6], (c.J1 @ F[:6]).reshape(6, 12) + G1, n, 1)
+        return a, grad, None
     xd, G = _velocity_jets(vb, second)
     a = F.copy()
     a[:6] += G[0]
@@ -440,7 +465,7 @@ def linearize(system, q, v, u=None, residual_limit=None, multipliers: bool = Fal
     if not multipliers:
         return A, B
     dlam = dlam.copy()
-    dlam[:, :6] += dlam[:, n:n + 6] @ _velocity_jets(v[:6], False)[0][1][:, :6]
+    dlam[:, :6] += dlam[:, n:n + 6] @ _first_order(v[:6])[0]
     return A, B, dlam[:, :2 * n], dlam[:, 2 * n:]
 
 
@@ -480,7 +505,7 @@ def constraint_jacobians(system, q, v):
     chart, qc, v, _ = _evaluation(system, q, v, None)
     h, H1, H2 = chart_constraint(chart, qc, 2)
     Jq = np.einsum("rab,a->rb", H2, v)
-    Jq[:, :6] += H1[:, :6] @ _velocity_jets(v[:6], False)[0][1][:, :6]
+    Jq[:, :6] += H1[:, :6] @ _first_order(v[:6])[0]
     return h, H1, Jq
 
 

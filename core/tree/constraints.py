@@ -27,6 +27,7 @@ from core.tree.jets import (
     PAIR_DIRECTION,
     PAIR_PLANE,
     PAIR_SQUARED_DISTANCE,
+    direction_jet,
     jets_max_joints,
     joint_union,
     pair_fourth,
@@ -78,8 +79,14 @@ def holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
         kind = model.hc_kind[r]
         frames[0], frames[1] = model.hc_f1[r], model.hc_f2[r]
         k = joint_union(model, frames, pos, idx)
-        val = pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1],
-                       r if kind == HC_DIRECTION else model.hc_axis[r], jet_order, pos, k, J1, J2, J3, work)
+        if (kind == HC_DIRECTION and r > 0 and model.hc_kind[r - 1] == HC_DIRECTION
+                and model.hc_f1[r - 1] == frames[0] and model.hc_f2[r - 1] == frames[1]):
+            # the next row of a contact on the same frames: the jet of p1 - p2 is in work
+            val = direction_jet(k, jet_order, data.hc_dir[r], work[0][0], work[1][0], work[2][0], work[3][0],
+                                J1, J2, J3)
+        else:
+            val = pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1],
+                           r if kind == HC_DIRECTION else model.hc_axis[r], jet_order, pos, k, J1, J2, J3, work)
         dlen = 0.0   # d(-d^2)/d(length variable), when the length is one
         lv = -1
         if kind == HC_DISTANCE:

@@ -152,6 +152,28 @@ def _bilinear_jet(k, order, u, U1, U2, U3, w, W1, W2, W3, H1, H2, H3):
 
 
 @njit(cache=True, nogil=True)
+def direction_jet(k, order, t, w, W1, W2, W3, H1, H2, H3):
+    """Derivatives of ``h = t . w`` for a constant 3-vector ``t`` from the jet of ``w`` (compact
+    indices ``0..k-1``): :func:`_bilinear_jet` without the terms of ``t``'s derivatives (a
+    contact's row, :data:`PAIR_DIRECTION`). Returns ``h``; fills ``H1``, ``H2``, ``H3`` up to
+    ``order``."""
+    t0, t1, t2 = t[0], t[1], t[2]
+    for a in range(k):
+        H1[a] = t0 * W1[a, 0] + t1 * W1[a, 1] + t2 * W1[a, 2]
+        if order < 2:
+            continue
+        for b in range(a + 1):
+            s = t0 * W2[a, b, 0] + t1 * W2[a, b, 1] + t2 * W2[a, b, 2]
+            H2[a, b] = s
+            H2[b, a] = s
+            if order < 3:
+                continue
+            for c in range(b + 1):
+                _set_symmetric3(H3, a, b, c, t0 * W3[a, b, c, 0] + t1 * W3[a, b, c, 1] + t2 * W3[a, b, c, 2])
+    return t0 * w[0] + t1 * w[1] + t2 * w[2]
+
+
+@njit(cache=True, nogil=True)
 def compose_scalar(k, order, f1, f2, f3, H1, H2, H3):
     """In place: derivatives of phi(h) from those of h, given phi', phi'' and phi''' at h."""
     if order >= 3:
@@ -347,7 +369,9 @@ def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3, work):
     * ``PAIR_PLANE``: ``n . (p1 - p2)`` with ``n`` the ``axis`` of frame ``f2`` (the plane frame);
     * ``PAIR_AXIS_DIFFERENCE``: ``(p1 - p2)[axis]`` in world coordinates;
     * ``PAIR_DIRECTION``: ``t . (p1 - p2)`` with ``t = data.hc_dir[axis]`` a constant world
-      vector (``axis``: the constraint row; a contact's row, set per evaluation).
+      vector (``axis``: the constraint row; a contact's row, set per evaluation); the jet of
+      ``p1 - p2`` is left in ``work``'s first point jet, for the next row of the same pair
+      (:func:`direction_jet`).
 
     Returns the value; fills ``H1``, ``H2``, ``H3`` up to ``order``. ``work`` holds the point
     jets (:func:`pair_work`, for at least ``k`` joints and ``order``).
@@ -375,8 +399,7 @@ def pair_jet(model, data, kind, f1, f2, axis, order, pos, k, H1, H2, H3, work):
         t[axis] = 1.0
         return _bilinear_jet(k, order, t, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
     if kind == PAIR_DIRECTION:
-        t[:] = data.hc_dir[axis]
-        return _bilinear_jet(k, order, t, T1, T2, T3, w, W1, W2, W3, H1, H2, H3)
+        return direction_jet(k, order, data.hc_dir[axis], w, W1, W2, W3, H1, H2, H3)
     # plane: n = tip - origin of the plane frame, tip at unit distance along its axis
     local = np.zeros(3)
     local[axis] = 1.0
