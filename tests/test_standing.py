@@ -18,6 +18,7 @@ from contactref import load
 from urdfref import robot_path as _path
 
 import core
+from core.control.body_motion import discretize
 
 from randsys import assert_close
 
@@ -129,3 +130,24 @@ def test_an_uncontrollable_direction_is_named():
     s.add_input("torque", config="qa")
     with pytest.raises(np.linalg.LinAlgError, match=r"cannot move 2 direction\(s\).*qb .*dqb"):
         core.balance_lqr(s, [0.0, 0.0], [0.0])
+
+
+def test_discrete_balance_gain_is_stable_at_its_rate():
+    """With ``dt`` the gain is the discrete LQR of the exact zero-order-hold pair: stable at its
+    rate, where the continuous gain held over the same 2 ms is not (its fastest mode is 1805
+    rad/s); as ``dt`` shrinks it tends to the continuous gain."""
+    s, q = _solo()
+    st = core.standing(s, q, height=0.0)
+    n = s.nv
+    Q, R = np.diag(np.r_[100.0 * np.ones(n), np.ones(n)]), 0.1 * np.eye(s.nu)
+    cont = core.balance_lqr(s, st.q, st.u, Q, R)
+    assert 1800.0 < np.abs(cont.eigenvalues).max() < 1810.0 and cont.dt is None
+    digital = core.balance_lqr(s, st.q, st.u, Q, R, dt=0.002)
+    assert digital.dt == 0.002 and np.abs(digital.eigenvalues).max() < 1.0
+    Ad, Bd = discretize(cont.A, cont.B, 0.002)
+    assert_close(digital.A, Ad, "the discrete pair", tol=1e-15)
+    assert np.abs(np.linalg.eigvals(Ad - Bd @ cont.K_minimal)).max() > 1.0
+    fine = core.balance_lqr(s, st.q, st.u, Q, R, dt=1e-6)
+    assert_close(fine.K, cont.K, "the gain as dt -> 0", tol=1e-3)
+    with pytest.raises(ValueError, match="dt must be a finite positive number, got -0.002"):
+        core.balance_lqr(s, st.q, st.u, Q, R, dt=-0.002)
