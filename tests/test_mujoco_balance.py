@@ -28,7 +28,7 @@ DT = 0.002                                  # the control period (s): 500 Hz
 RADIUS = 0.016                              # Solo12's foot spheres (m)
 
 
-def _solo():
+def solo12_standing():
     path = robot_path("solo_description/robots/solo12.urdf")
     system = core.load_urdf(path, floating_base="quaternion")
     for foot in core.find_feet(system):
@@ -105,7 +105,7 @@ def _stand_and_push(path, system, stance, Q, R, push_at: float, duration: float,
 
 def test_solo12_stands_and_recovers_from_a_push_in_mujoco():
     """Solo12 on four point feet: 10 s standing, then a 0.3 m/s lateral push, 3 s more."""
-    path, system, stance = _solo()
+    path, system, stance = solo12_standing()
     Q, R = _weights(system, 10.0, 1.0, 100.0)
     t, error, tilt, slip, u = _stand_and_push(path, system, stance, Q, R, push_at=10.0, duration=13.0,
                                               foot_radius=RADIUS)
@@ -127,7 +127,7 @@ def test_solo12_stands_and_recovers_from_a_push_in_mujoco():
 def test_solo12_tracks_a_sway_in_mujoco():
     """A ±2 cm 0.5 Hz lateral sway of the base over the feet (``core.body_motion``), tracked in
     MuJoCo with the time-varying gains along it (``core.balance_schedule``, one knot a period)."""
-    path, system, stance = _solo()
+    path, system, stance = solo12_standing()
     duration, amplitude, w = 4.0, 0.02, np.pi
     t = DT * np.arange(int(round(duration / DT)) + 1)
     zero = np.zeros_like(t)
