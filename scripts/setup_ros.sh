@@ -36,6 +36,7 @@ wheels=(
   "ros-sensor-msgs>=5.5,<6"
   "ros-trajectory-msgs>=5.5,<6"
   "ros-diagnostic-msgs>=5.5,<6"
+  "ros-nav-msgs>=5.5,<6"
   "ros-rmw-implementation>=3.0,<4"
   "ros-rmw-fastrtps-cpp>=9.3,<10"
   "ros-rosidl-default-runtime>=1.7,<2"
@@ -203,7 +204,7 @@ log="$log_dir/verify.log"
 if ! "$py" -c '
 import rclpy, mechnode_interfaces.srv, mechnode_interfaces.msg, linear_feedback_controller_msgs.msg
 import rclpy.lifecycle, lifecycle_msgs.msg, std_msgs.msg, sensor_msgs.msg
-import trajectory_msgs.msg, diagnostic_msgs.msg, builtin_interfaces.msg
+import trajectory_msgs.msg, diagnostic_msgs.msg, builtin_interfaces.msg, nav_msgs.msg
 from rclpy.type_support import check_for_type_support
 for t in (mechnode_interfaces.msg.GainSchedule, mechnode_interfaces.srv.Linearize,
           mechnode_interfaces.srv.ComputeGains, mechnode_interfaces.srv.PlanTrajectory,

@@ -12,7 +12,7 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(REPO, "launch", "mechnode.launch.py")
 PARAM_FILES = ["config/mechnode.yaml", "config/cartpole_params.yaml", "config/arm7_params.yaml",
-               "config/panda_params.yaml"]
+               "config/panda_params.yaml", "config/solo12_params.yaml"]
 
 
 def test_launch_file_compiles_and_references_an_existing_params_file(tmp_path):
@@ -41,18 +41,28 @@ def test_params_files_are_ros2_parameter_files_for_the_node(rel):
     # arm7_params.yaml and panda_params.yaml take their model from robot_description: the demo
     # publishes arm7.urdf or example-robot-data's panda.urdf there
     scenario = next((s for s in SCENARIOS.values() if s.params == os.path.basename(rel)), None)
-    model = scenario.model_file() if params.get("robot_description_topic") else params["model"]
-    plant = Plant.load(model, params["dt"], parse_locked_joints(params.get("locked_joints")))
-    assert plant.system.name in ("cartpole", "mechnode_arm7", "panda")
+    model = scenario.model_file() if params.get("robot_description_topic") else params.get("model")
+    if params.get("floating_base") == "quaternion":
+        # solo12_params.yaml: the model is given on the command line (example-robot-data's Solo12)
+        from urdfref import robot_path
+
+        from mechnode.logic.legged import LeggedPlant, parse_contacts
+        assert "model" not in params
+        plant = LeggedPlant.load(robot_path("solo_description/robots/solo12.urdf"), params["dt"],
+                                 parse_contacts(params["contacts"]))
+        assert params["idle_action"] == "balance"
+    else:
+        plant = Plant.load(model, params["dt"], parse_locked_joints(params.get("locked_joints")))
+    assert plant.system.name in ("cartpole", "mechnode_arm7", "panda", "solo")
     if scenario is not None:
         assert dict(scenario.locked) == plant.locked
     JointMap(plant.config_names, params.get("joint_map", []))
     Weights.from_values(plant, params["Q"], params["R"], params.get("Q_N", ()))
     from mechnode.logic.limits import Limits
-    limits = Limits.for_plant(plant, plant.config_names, params["state_position_limit"],
-                              params["state_velocity_limit"], params["command_limit"],
+    limits = Limits.for_plant(plant, plant.config_names, params.get("state_position_limit", 1e3),
+                              params.get("state_velocity_limit", 1e3), params["command_limit"],
                               params["state_timeout"], params["stamp_tolerance"],
-                              params["accept_unstamped"])
+                              params.get("accept_unstamped", False))
     assert not limits.accept_unstamped and limits.command.shape == (plant.nu,)
     assert params["command_mode"] == "effort"
 

@@ -12,16 +12,16 @@ from test_mujoco_balance import RADIUS, solo12_standing  # noqa: E402
 
 import core  # noqa: E402
 from mechnode.errors import InputError  # noqa: E402
-from mechnode.logic.gains import HoldError  # noqa: E402
+from mechnode.logic.gains import STATE_TANGENT, HoldError  # noqa: E402
 from mechnode.logic.legged import (  # noqa: E402
-    STATE_TANGENT,
+    LeggedPlant,
     balance_hold,
     base_state,
     contact_normals,
     parse_contacts,
     pulling_contacts,
-    tangent_command,
 )
+from mechnode.logic.plant import ModelSpecError  # noqa: E402
 from mechnode.testing.mujoco_plant import MujocoPlant  # noqa: E402
 
 DT = 0.002
@@ -89,13 +89,15 @@ def test_balance_hold_holds_solo12_in_mujoco():
     sim.step(stance.u, 0.2)
     q0, v0 = sim.state()
     Q, R = _weights(system)
-    hold = balance_hold(system, q0, Q, R, DT, system.velocity_names[6:])
+    plant = LeggedPlant.load(path, DT, [(frame, kind) for frame, kind, _ in system.contacts])
+    hold = balance_hold(plant.system, q0, Q, R, DT, plant.config_names)
+    assert hold.fits(plant)
     assert hold.convention == STATE_TANGENT and hold.K.shape == (1, system.nu, 2 * system.nv)
     assert hold.x_ref.shape == (1, system.nq + system.nv) and hold.info["spectral_radius"] < 1.0
     worst = 0.0
     for _ in range(int(3.0 / DT)):
         q, v = sim.state()
-        u, x = tangent_command(system, hold, 0, q, v)
+        u, _, x = hold.command(plant, 0.0, q, v)
         assert u is not None and not pulling_contacts(system, q, v, u)
         sim.step(u, DT)
         worst = max(worst, float(np.linalg.norm(sim.state()[0][:3] - q0[:3])))
@@ -128,3 +130,18 @@ def test_balance_hold_refusals():
         balance_hold(arm, np.zeros(arm.nq), np.eye(2 * arm.nv), np.eye(arm.nu), DT)
     with pytest.raises(HoldError, match="dt must be a finite positive number"):
         balance_hold(system, stance.q, Q, R, 0.0)
+
+
+def test_legged_plant_names_and_refusals():
+    path, system, _ = solo12_standing()
+    feet = [(frame, "point") for frame, _, _ in system.contacts]
+    plant = LeggedPlant.load(path, DT, feet)
+    assert plant.config_names == list(system.input_names) and plant.nx == 36 and plant.nu == 12 and plant.n == 19
+    assert plant.state_names[:2] == ["d_root_vx", "d_root_vy"] and plant.state_names[18] == "root_vx"
+    assert "FL_FOOT (point)" in plant.actuation
+    with pytest.raises(ModelSpecError, match="needs contacts"):
+        LeggedPlant.load(path, DT, [])
+    with pytest.raises(ModelSpecError, match="no_such_foot"):
+        LeggedPlant.load(path, DT, [("no_such_foot", "point")])
+    with pytest.raises(ModelSpecError, match="need a URDF model"):
+        LeggedPlant.load("cartpole.yaml", DT, feet)

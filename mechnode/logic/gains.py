@@ -4,7 +4,8 @@ A :class:`Schedule` holds ``knots = N + 1`` rows: ``x_ref[k]`` for k = 0..N, ``u
 ``K[k]`` for k < N, and a last row that repeats ``u_ref[N-1]`` and ``K[N-1]`` — the law the node
 keeps applying (holding the final state) after the reference has ended. The law at knot k is
 ``u = u_ref[k] - K[k] (x - x_ref[k])`` with ``x = [q, p, v]`` (GainSchedule.STATE_Q_P) unless the
-schedule says otherwise (:func:`schedule_in_qdot`: ``[q, qdot]``, STATE_Q_QDOT).
+schedule says otherwise (:func:`schedule_in_qdot`: ``[q, qdot]``, STATE_Q_QDOT; a floating base's
+balance law: ``u = u_ref[k] - K[k] [q ⊖ q_ref; v - v_ref]``, STATE_TANGENT).
 :meth:`Schedule.knot` picks the knot nearest to a time (clamped to [0, N]).
 
 :func:`gain_schedule` linearizes exactly along (X, U) and runs the backward Riccati pass
@@ -23,6 +24,10 @@ import core
 from mechnode.logic.weights import Weights
 
 STATE_Q_P, STATE_Q_QDOT = 0, 1  # the values of GainSchedule.STATE_Q_P / STATE_Q_QDOT
+#: A floating base's law on ``x = [q ⊖ q_ref, v - v_ref]`` (:mod:`mechnode.logic.legged`);
+#: ``x_ref`` rows are ``[q_ref (nq), v_ref (nv)]``. The command path's only (the balance hold is
+#: not published as a GainSchedule, which has no such convention yet).
+STATE_TANGENT = 2
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,11 @@ class Schedule:
         """Whether the arrays have the sizes of ``plant`` (the control kernel does not check
         bounds: a schedule for another model must never reach it)."""
         knots = self.times.shape[0]
-        return (self.x_ref.shape == (knots, plant.nx) and self.u_ref.shape == (knots, plant.nu)
+        tangent = self.convention == STATE_TANGENT
+        if tangent != bool(getattr(plant, "floating", False)):
+            return False
+        rows = plant.n + plant.nv if tangent else plant.nx
+        return (self.x_ref.shape == (knots, rows) and self.u_ref.shape == (knots, plant.nu)
                 and self.K.shape == (knots, plant.nu, plant.nx) and self.dt == plant.dt)
 
     def knot(self, t: float) -> int:
@@ -66,8 +75,14 @@ class Schedule:
 
     def command(self, plant, t: float, q, dq):
         """``(u, k, x)`` of the law at the knot nearest to ``t`` for the measured (q, qdot)
-        (convention STATE_Q_P); ``u`` is None if not finite."""
+        (convention STATE_Q_P; STATE_TANGENT: ``dq`` is the velocity ``v``); ``u`` is None if
+        not finite."""
         k = self.knot(t)
+        if self.convention == STATE_TANGENT:
+            n = plant.n
+            x = np.concatenate([plant.system.difference(self.x_ref[k, :n], q), dq - self.x_ref[k, n:]])
+            u = self.u_ref[k] - self.K[k] @ x
+            return (u if np.all(np.isfinite(u)) else None), k, x
         u, x = plant.vi.feedback(q, dq, self.x_ref[k], self.u_ref[k], self.K[k])
         return u, k, x
 

@@ -18,7 +18,11 @@ balance law about a stance, and the check that no contact would have to pull.
   :class:`~mechnode.logic.gains.Schedule` in the convention :data:`STATE_TANGENT`:
   ``x_ref = [q_ref (nq), v_ref (nv)]``, ``K`` (nu, 2 nv) acting on ``[q ⊖ q_ref, v - v_ref]``
   (:meth:`core.System.difference`), ``u = u_ref - K [q ⊖ q_ref; v - v_ref]``
-  (:func:`tangent_command`). The inputs are the actuated joints' efforts only, never the base.
+  (:meth:`~mechnode.logic.gains.Schedule.command`). The inputs are the actuated joints' efforts
+  only, never the base.
+* **The plant.** :class:`LeggedPlant` is the node's model of such a robot: the URDF on a
+  quaternion base with its contacts, under the names the command path uses (the joints, the
+  inputs, the tangent state), in place of the integrator's :class:`~mechnode.logic.plant.Plant`.
 * **Contact check.** :func:`pulling_contacts` solves the model's contact forces for a state and
   a command and names every contact whose normal force (on the world z axis: flat, level
   ground) is below ``-tolerance``: a command that would need the ground to pull, which a real
@@ -27,15 +31,15 @@ balance law about a stance, and the check that no contact would have to pull.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
 import core
 from mechnode.errors import InputError
-from mechnode.logic.gains import HoldError, Schedule
+from mechnode.logic.gains import STATE_TANGENT, HoldError, Schedule
+from mechnode.logic.plant import ModelSpecError, read_model_text, system_from_text
 
-#: GainSchedule's state convention for a floating base: ``x = [q ⊖ q_ref, v - v_ref]``.
-STATE_TANGENT = 2
 #: Most entries of the ``contacts`` parameter, and longest entry (characters).
 MAX_CONTACTS, MAX_CONTACT_ENTRY = 64, 256
 #: How far a quaternion's norm may be from 1 and still be normalized (an estimator's rounding).
@@ -123,16 +127,6 @@ def balance_hold(system, q, Q, R, dt: float, joint_names=()) -> Schedule:
                     state_names, tuple(system.input_names), tuple(joint_names), STATE_TANGENT, info)
 
 
-def tangent_command(system, schedule: Schedule, k: int, q, v):
-    """``(u, x)``: the law of knot ``k`` of a :data:`STATE_TANGENT` schedule at the measured
-    ``(q, v)``, ``x = [q ⊖ q_ref, v - v_ref]``; ``u`` is None if not finite."""
-    nq = system.nq
-    ref = schedule.x_ref[k]
-    x = np.r_[system.difference(ref[:nq], q), np.asarray(v, dtype=float) - ref[nq:]]
-    u = schedule.u_ref[k] - schedule.K[k] @ x
-    return (u if np.all(np.isfinite(u)) else None), x
-
-
 def contact_normals(system, q, v, u, anchors=None) -> np.ndarray:
     """The model's normal force (N, world z) on each contact, in the order of
     ``system.contacts``, for the state ``(q, v)`` under the inputs ``u``."""
@@ -152,3 +146,118 @@ def pulling_contacts(system, q, v, u, anchors=None, tolerance: float = PULL_TOLE
     normals = contact_normals(system, q, v, u, anchors)
     return [(frame, float(f)) for (frame, _, _), f in zip(system.contacts, normals, strict=True)
             if math.isfinite(f) and f < -tolerance]
+
+
+class LeggedPlant:
+    """The node's model of a robot on a quaternion floating base held by contacts (the module
+    docstring): ``system`` (a :class:`core.System` loaded from a URDF with
+    ``floating_base="quaternion"`` and ``contacts``), the command period ``dt``, and the names
+    and sizes the command path uses in place of the integrator's
+    (:class:`~mechnode.logic.plant.Plant`):
+
+    * ``config_names``: the joints (what a ``JointState`` carries; the base comes from an
+      odometry), ``n`` = ``nq`` and ``nv`` the model's sizes;
+    * ``nx = 2 nv`` (the tangent state ``[q ⊖ q_ref, v - v_ref]``), ``nu = m`` the actuated
+      joints' efforts (``input_names``), no kinematic variables.
+
+    Thread safety: as :class:`~mechnode.logic.plant.Plant` (core's kernels use the calling
+    thread's scratch).
+    """
+
+    floating = True
+    nk = 0
+    kin = np.zeros(0, dtype=np.int64)
+    fully_actuated = False
+    has_constraints = True
+
+    def __init__(self, system, dt: float, source: str = "", text: str | None = None, locked=None, contacts=()):
+        if not system.free_flyer:
+            raise ModelSpecError(f"model {source}: floating_base 'quaternion' gave no floating base")
+        if not system.contacts:
+            raise ModelSpecError(f"model {source}: a floating base needs contacts (the parameter contacts: the "
+                                 "frames the robot stands on, e.g. its feet)")
+        self.system, self.source, self.text = system, source, text
+        self.locked, self.contacts = dict(locked or {}), list(contacts)
+        self.dt = float(dt)
+
+    @classmethod
+    def load(cls, spec: str, dt: float, contacts=(), locked=None) -> "LeggedPlant":
+        """The plant of a model parameter value (a URDF file or text) at ``dt``, with
+        ``contacts`` (``[(frame, kind), ...]``, :func:`parse_contacts`)."""
+        text, origin = read_model_text(spec)
+        return cls.from_text(text, dt, origin, locked, contacts)
+
+    @classmethod
+    def from_text(cls, text: str, dt: float, source: str = "model text", locked=None, contacts=()) -> "LeggedPlant":
+        """The plant of a URDF's text at ``dt`` with ``contacts``; a :class:`ModelSpecError`
+        with core's reason (an unknown frame, a contact on the world, redundant contacts)."""
+        contacts = list(contacts)
+        if not contacts:
+            raise ModelSpecError(f"model {source}: a floating base needs contacts (the parameter contacts: the "
+                                 "frames the robot stands on, e.g. its feet)")
+        spec = [{"frame": frame, "kind": kind} for frame, kind in contacts]
+        system = system_from_text(text, source, locked, floating_base="quaternion", contacts=spec)
+        return cls(system, dt, source, text, locked, contacts)
+
+    def with_dt(self, dt: float) -> "LeggedPlant":
+        """The same system with another command period."""
+        return self if float(dt) == self.dt else LeggedPlant(self.system, dt, self.source, self.text,
+                                                             self.locked, self.contacts)
+
+    # ------------------------------------------------------------------ sizes and names
+    n = property(lambda self: self.system.nq, doc="configuration size nq (base pose and joints)")
+    nv = property(lambda self: self.system.nv, doc="velocity size nv")
+    nd = property(lambda self: self.system.nv, doc="dynamic variables: every velocity")
+    m = property(lambda self: self.system.nu, doc="number of force inputs (the actuated joints)")
+    nu = property(lambda self: self.system.nu, doc="command size (the force inputs)")
+    nx = property(lambda self: 2 * self.system.nv, doc="tangent state size 2 nv")
+    model = property(lambda self: self.system.model)
+    config_names = property(lambda self: list(self.system.velocity_names[6:]),
+                            doc="the joints a JointState carries (the base comes from an odometry)")
+    base_names = property(lambda self: list(self.system.config_names[:7]), doc="the base pose's coordinates")
+    mimic_names = property(lambda self: list(self.system.mimic_joints))
+    locked_names = property(lambda self: list(self.system.locked_joints))
+    follower_names = property(lambda self: self.mimic_names + self.locked_names)
+    force_input_names = property(lambda self: list(self.system.input_names))
+    input_names = property(lambda self: list(self.system.input_names))
+    state_names = property(lambda self: [f"d_{name}" for name in self.system.velocity_names]
+                           + list(self.system.velocity_names), doc="the tangent state [q ⊖ q_ref, v]")
+    continuous_state_names = state_names
+    actuation = property(lambda self: "floating base on contacts "
+                         + ", ".join(f"{frame} ({kind})" for frame, kind in self.contacts))
+
+    # ------------------------------------------------------------------ checks and warm-up
+    def check_size(self, max_variables: int) -> None:
+        """As :meth:`mechnode.logic.plant.Plant.check_size`."""
+        if self.n > max_variables:
+            raise ModelSpecError(f"model {self.source}: {self.n} configuration variables, more than "
+                                 f"max_model_variables = {max_variables}")
+
+    def check_regular(self) -> None:
+        """Nothing to check before a state is known: the posture is checked when the balance law
+        is computed (:func:`balance_hold`)."""
+
+    def warm_up(self, *args, **kwargs) -> float:
+        """Run the balance computations once at the neutral posture lowered onto its contacts
+        (loads or compiles their kernels; a posture that cannot stand is fine here); the
+        seconds it took. :attr:`compiled_kernels` is 0 (counted by core's warm-up only)."""
+        t0 = time.perf_counter()
+        self.compiled_kernels = 0
+        q = self.system.neutral()
+        try:
+            hold = balance_hold(self.system, q, np.eye(self.nx), np.eye(self.nu), self.dt)
+            hold.command(self, 0.0, q, np.zeros(self.nv))
+            contact_normals(self.system, q, np.zeros(self.nv), hold.u_ref[0])
+        except (HoldError, core.CoreError, ValueError, ArithmeticError, np.linalg.LinAlgError):
+            contact_normals(self.system, q, np.zeros(self.nv), np.zeros(self.nu))
+        return time.perf_counter() - t0
+
+    @staticmethod
+    def start_warm_up(stderr=None):
+        """No background compilation (:meth:`warm_up` runs the kernels it needs)."""
+        return None
+
+    @staticmethod
+    def warm_up_rest(stderr=None):
+        """No background compilation."""
+        return None

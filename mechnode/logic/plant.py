@@ -178,15 +178,19 @@ def parse_locked_joints(entries) -> dict:
     return out
 
 
-def system_from_text(text: str, source: str, locked=None) -> core.System:
+def system_from_text(text: str, source: str, locked=None, **urdf_options) -> core.System:
     """A :class:`core.System` from a model's text read from ``source``
     (:func:`read_model_text`): URDF (``core.load_urdf`` with its default ``mimic="couple"``: a
-    mimic joint follows its leader, with no coordinate or input of its own) or YAML
-    (``core.load_system``); ``locked`` (``{joint: value}``) freezes joints (they leave the
-    state and the inputs). Raises :class:`ModelSpecError` naming ``source``."""
+    mimic joint follows its leader, with no coordinate or input of its own; ``urdf_options``
+    such as ``floating_base`` and ``contacts`` passed on) or YAML (``core.load_system``);
+    ``locked`` (``{joint: value}``) freezes joints (they leave the state and the inputs). Raises
+    :class:`ModelSpecError` naming ``source``."""
     try:
         model = dataclasses.replace(core.read_model(text), origin=source)
-        return core.load_system(model, locked=dict(locked or {}))
+        if urdf_options and not model.urdf:
+            raise ModelSpecError(f"model {source}: {', '.join(sorted(urdf_options))} need a URDF model, "
+                                 "not YAML")
+        return core.load_system(model, locked=dict(locked or {}), **urdf_options)
     except core.errors.ModelError as exc:
         message = str(exc)
         raise ModelSpecError(message if message.startswith(f"model {source}") else f"model {source}: {message}") \

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import rclpy
+from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data
@@ -47,6 +48,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from mechnode.errors import InputError
+from mechnode.logic.legged import base_state, pulling_contacts
 from mechnode.logic.limits import Limits, StampError
 from mechnode.ros import conversions as cv
 from mechnode.ros.diagnostics import callback_guard
@@ -78,6 +80,9 @@ class CommandSettings:
     command_mode: str           # "effort" | "full"; may change while active (set_modes)
     timeout_action: str         # "zero" | "hold"; may change while active (set_modes)
     generation: int             # of the configuration the path is started for
+    odometry_topic: str = ""    # a floating base's nav_msgs/Odometry ("" = a fixed base)
+    odometry_frame: str = ""    # the header.frame_id an Odometry must carry ("" = any)
+    base_frame: str = ""        # the child_frame_id an Odometry must carry
 
 
 def watchdog_period(state_timeout: float) -> float:
@@ -120,6 +125,9 @@ class CommandPath:
         self._first_state: tuple[np.ndarray, np.ndarray, int] | None = None
         # (q, qdot, stamp ns) of the latest accepted state (the re-planner's starting point)
         self._latest_state: tuple[np.ndarray, np.ndarray, int] | None = None
+        # a floating base: (base pose (7), base twist (6), stamp ns) of the last accepted Odometry
+        self._base: tuple[np.ndarray, np.ndarray, int] | None = None
+        self._last_odometry_ns: int | None = None
         self._last_command: np.ndarray | None = None
         self._commanding = False
         self.tripped = False            # the watchdog stopped commanding
@@ -173,7 +181,8 @@ class CommandPath:
         with self._publish_lock:
             self._enabled = False
         self.active = None
-        topics = lambda s: None if s is None else (s.state_topic, s.command_topic, s.echo_topic, s.lfc_topic)  # noqa: E731
+        topics = lambda s: None if s is None else (s.state_topic, s.command_topic, s.echo_topic, s.lfc_topic,  # noqa: E731
+                                                   s.odometry_topic)
         if self._control is not None and (topics(self._settings) != topics(settings)
                                           or self._plant is not plant):
             self.close()
@@ -183,6 +192,7 @@ class CommandPath:
         self._last_stamp_ns = None
         self._last_state_mono = None
         self._first_state = self._latest_state = None
+        self._base, self._last_odometry_ns = None, None
         self._last_command = None
         self._lfc_sent: tuple[int, int] | None = None     # (schedule seq, knot) of the last LFC Control
         self.tripped = False
@@ -218,7 +228,9 @@ class CommandPath:
         self._control = (ctl, executor, thread, timer)
         executor.add_node(ctl)
         thread.start()
-        # the subscription last: its callback may run as soon as it exists
+        # the subscriptions last: their callbacks may run as soon as they exist
+        if settings.odometry_topic:
+            ctl.create_subscription(Odometry, settings.odometry_topic, self._on_odometry, qos_profile_sensor_data)
         ctl.create_subscription(JointState, settings.state_topic, self._on_joint_state,
                                 qos_profile_sensor_data)
 
@@ -296,6 +308,11 @@ class CommandPath:
                                       self._last_stamp_ns)
         except StampError as exc:
             return self._refuse("state:stamp_" + exc.kind, exc, "states_stamp_" + exc.kind)
+        if self._base_wanted():
+            try:
+                q, dq = self._with_base(q, dq)
+            except StampError as exc:
+                return self._refuse("state:base_" + exc.kind, exc, "states_base_" + exc.kind)
         if unknown:
             health.count("states_with_unknown_joints")
             health.warn_limited("state:unknown_joints", f"JointState: ignoring joint(s) unknown to "
@@ -336,6 +353,8 @@ class CommandPath:
             health.warn_limited("u_saturated", f"command {np.round(u[:cmd.size], 6).tolist()} "
                                 f"saturated to {np.round(cmd, 6).tolist()} (limits "
                                 f"{limits.command[:cmd.size].tolist()})")
+        if self._base_wanted():
+            self._check_contacts(plant, q, dq, cmd)
         if self._publish("command", cv.command_msg(cmd)):
             self._last_command = cmd
             self._commanding = True
@@ -344,6 +363,76 @@ class CommandPath:
                 self._publish("echo", cv.joint_state(list(plant.input_names[:cmd.size]), None, None,
                                                      cv.stamp_ns(msg.header.stamp), effort=cmd))
         self.latency_us.append(1e6 * (time.perf_counter() - t_cb))
+
+    # ------------------------------------------------------------------ a floating base
+    def _base_wanted(self) -> bool:
+        settings = self._settings
+        return settings is not None and bool(settings.odometry_topic)
+
+    @callback_guard
+    def _on_odometry(self, msg: Odometry):
+        """A floating base's pose and twist (REP 105), checked as a JointState is (frames,
+        stamp, values; each refusal counted as ``odometry_<kind>`` and logged at most once per
+        2 s), kept for the next JointState."""
+        settings, limits, health = self._settings, self._limits, self.health
+        if settings is None or limits is None or not self._enabled:
+            return
+        frame, child = msg.header.frame_id, msg.child_frame_id
+        if (settings.odometry_frame and frame != settings.odometry_frame) or child != settings.base_frame:
+            return self._refuse_odometry("wrong_frame", InputError(
+                f"Odometry frames {frame[:64]!r} -> {child[:64]!r}, expected "
+                f"{settings.odometry_frame or '(any)'!r} -> {settings.base_frame!r} (odometry_frame, base_frame)"))
+        try:
+            t_ns = limits.check_stamp(cv.stamp_ns(msg.header.stamp), cast("Clock", self._clock).now().nanoseconds,
+                                      self._last_odometry_ns)
+        except StampError as exc:
+            return self._refuse_odometry("stamp_" + exc.kind, exc)
+        pose, twist = msg.pose.pose, msg.twist.twist
+        try:
+            qb, vb = base_state((pose.position.x, pose.position.y, pose.position.z),
+                                (pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w),
+                                (twist.linear.x, twist.linear.y, twist.linear.z),
+                                (twist.angular.x, twist.angular.y, twist.angular.z))
+        except InputError as exc:
+            return self._refuse_odometry("values", exc)
+        self._last_odometry_ns = t_ns
+        self._base = (qb, vb, t_ns)
+        health.count("odometry")
+
+    def _refuse_odometry(self, kind: str, exc):
+        health = self.health
+        health.count("odometry_rejected")
+        health.count("odometry_" + kind)
+        health.last_error = f"Odometry rejected: {exc}"
+        health.warn_limited("odometry:" + kind, f"Odometry rejected: {exc}")
+
+    def _with_base(self, q, dq):
+        """``(q, v)`` of the whole robot: the last accepted Odometry's base and the joints; a
+        :class:`StampError` (``missing`` or ``stale``) when there is none younger than
+        ``state_timeout``: no command from a state whose two parts are not both fresh."""
+        base, limits = self._base, cast(Limits, self._limits)
+        if base is None:
+            raise StampError("missing", "no accepted Odometry yet (odometry_topic): the base's state is unknown")
+        age = (cast("Clock", self._clock).now().nanoseconds - base[2]) * 1e-9
+        if age > limits.state_timeout:
+            raise StampError("stale", f"the last accepted Odometry is {age:.6f} s old (state_timeout "
+                                      f"{limits.state_timeout} s)")
+        return np.concatenate([base[0], q]), np.concatenate([base[1], dq])
+
+    def _check_contacts(self, plant, q, v, u) -> None:
+        """Count and log (at most once per 2 s) a command that would need a contact to pull
+        (:func:`mechnode.logic.legged.pulling_contacts`); it is sent all the same, not silently."""
+        try:
+            pulling = pulling_contacts(plant.system, q, v, u)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            pulling = [("(the contact forces cannot be computed)", float("nan"))]
+            self.health.last_error = f"contact check: {exc}"
+        if pulling:
+            self.health.count("commands_pulling_contacts")
+            text = ", ".join(f"{frame} {force:.3g} N" for frame, force in pulling)
+            self.health.last_error = f"loss of contact: the command needs {text} (a negative normal force)"
+            self.health.warn_limited("contacts_pull", f"loss of contact: the command needs the ground to pull "
+                                     f"at {text} (normal force in the model's solution); sent all the same")
 
     @callback_guard
     def _on_lfc(self):

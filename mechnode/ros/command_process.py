@@ -159,7 +159,7 @@ class CommandProcess:
                 self._logger.warning(f"command process restarted (pid {cast(subprocess.Popen, self._proc).pid})")
         t0 = time.perf_counter()
         self._request("configure", plant.text, plant.dt, plant.source, list(joint_map_entries or ()),
-                      plant.locked, timeout=CONFIGURE_TIMEOUT)
+                      plant.locked, getattr(plant, "contacts", None), timeout=CONFIGURE_TIMEOUT)
         return time.perf_counter() - t0
 
     def start(self, settings):
@@ -300,6 +300,7 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool, heartbeat=No
     from rclpy.logging import get_logger
 
     from mechnode.logic.joint_map import JointMap
+    from mechnode.logic.legged import LeggedPlant
     from mechnode.logic.plant import Plant
     from mechnode.ros.command import CommandPath
     from mechnode.ros.diagnostics import Health
@@ -334,14 +335,21 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool, heartbeat=No
             try:
                 value = None
                 if kind == "configure":
-                    text, dt, source, entries, locked = args
+                    text, dt, source, entries, locked, contacts = args
                     path.close()
                     plant = joint_map = None
-                    plant = Plant.from_text(text, dt, source, locked)
-                    joint_map = JointMap(plant.config_names, entries, plant.follower_names)
-                    # load (or compile) the control kernel now, not at the first state
-                    z = np.zeros(plant.n)
-                    plant.vi.feedback(z, z, np.zeros(plant.nx), np.zeros(plant.nu), np.zeros((plant.nu, plant.nx)))
+                    built: Plant | LeggedPlant
+                    if contacts is None:
+                        built = Plant.from_text(text, dt, source, locked)
+                        # load (or compile) the control kernel now, not at the first state
+                        z = np.zeros(built.n)
+                        built.vi.feedback(z, z, np.zeros(built.nx), np.zeros(built.nu),
+                                          np.zeros((built.nu, built.nx)))
+                    else:
+                        built = LeggedPlant.from_text(text, dt, source, locked, contacts)
+                        built.warm_up()
+                    plant = built
+                    joint_map = JointMap(built.config_names, entries, built.follower_names)
                     gc.collect()
                     gc.freeze()
                 elif kind == "start":

@@ -1,5 +1,11 @@
 """What the node commands while no schedule is in force: the idle hold (parameter ``idle_action``).
 
+With ``idle_action: balance`` (or ``hold``) on a floating base (:mod:`mechnode.logic.legged`), the
+hold is :func:`~mechnode.logic.legged.balance_hold`: the robot standing where it is on its
+contacts, the contact-consistent LQR gain about that stance and the holding torques, computed
+about the first state whose joints and base (Odometry) are both fresh; ``balance`` on a fixed base
+is refused in the log and the diagnostics.
+
 With ``idle_action: hold`` (the default) the node holds the robot from activation until the
 first schedule is in force: once the command path has accepted its first JointState after
 activation, the managed node computes the law that holds the robot at rest at that
@@ -27,6 +33,7 @@ import time
 import numpy as np
 
 from mechnode.logic.gains import HoldError, hold_schedule
+from mechnode.logic.legged import balance_hold
 from mechnode.ros.command_process import CommandProcessError
 from mechnode.ros.diagnostics import callback_guard, destroy_timer
 from mechnode.ros.reference import ActiveSchedule
@@ -53,8 +60,14 @@ class IdleHold:
         node = self._node
         self.stop()
         action = node.params.value("idle_action")
-        if action != "hold":
+        if action == "none":
             node.get_logger().info(f"idle_action {action}: no command until a schedule is in force")
+            return
+        if action == "balance" and not getattr(config.plant, "floating", False):
+            self.health.count("holds_refused")
+            self.health.last_error = "idle_action balance needs floating_base: quaternion and contacts"
+            node.get_logger().error("idle_action balance needs a floating base (floating_base: quaternion, "
+                                    "contacts); sending no command until a schedule is in force")
             return
         self._config = config
         self._timer = node.create_timer(POLL_PERIOD, self._poll, callback_group=node._cb_reference)
@@ -83,9 +96,13 @@ class IdleHold:
         timer.cancel()                          # one attempt per activation
         q = first[0]
         t0 = time.perf_counter()
+        weights = node.params.current_weights(config)
         try:
-            sched = hold_schedule(config.plant, q, node.params.current_weights(config),
-                                  config.joint_map.joint_names)
+            if getattr(config.plant, "floating", False):
+                sched = balance_hold(config.plant.system, q, weights.Q, weights.R, config.plant.dt,
+                                     config.joint_map.joint_names)
+            else:
+                sched = hold_schedule(config.plant, q, weights, config.joint_map.joint_names)
         except HoldError as exc:
             self.health.count("holds_refused")
             self.health.last_error = f"idle hold refused: {exc}"
@@ -101,7 +118,8 @@ class IdleHold:
         self.health.count("holds")
         self.health.stats.update(hold_s=seconds, hold_state_age_s=age)
         node.get_logger().info(
-            f"holding the robot at the state measured at activation, q = {np.round(q, 4).tolist()} "
+            f"{'balancing' if sched.info.get('kind') == 'balance' else 'holding'} the robot at the state "
+            f"measured at activation, q = {np.round(q, 4).tolist()} "
             f"(holding inputs {np.round(sched.u_ref[0, :config.plant.m], 3).tolist()}; computed in "
             f"{1e3 * seconds:.1f} ms, in force {1e3 * age:.0f} ms after that state) until a schedule is in force")
 

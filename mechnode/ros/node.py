@@ -69,8 +69,15 @@ from trajectory_msgs.msg import JointTrajectory
 import core
 from mechnode.errors import InputError
 from mechnode.logic.joint_map import JointMap
+from mechnode.logic.legged import LeggedPlant, parse_contacts
 from mechnode.logic.lfc import check_lfc_model, lfc_schedule
-from mechnode.logic.plant import MAX_MODEL_BYTES, REST_NICE, ModelSpecError, Plant, parse_locked_joints
+from mechnode.logic.plant import (
+    MAX_MODEL_BYTES,
+    REST_NICE,
+    ModelSpecError,
+    Plant,
+    parse_locked_joints,
+)
 from mechnode.logic.weights import Weights
 from mechnode.ros.command import CommandSettings
 from mechnode.ros.command_process import STALL_SECONDS, CommandProcess
@@ -98,7 +105,7 @@ class Configuration:
     weights checked against the model, and the configuration's number (``generation``, one
     more at every successful configure). Replaced as a whole; a result computed for one
     generation is never installed in another."""
-    plant: Plant
+    plant: Plant | LeggedPlant
     joint_map: JointMap
     weights: Weights
     generation: int = 0
@@ -187,11 +194,17 @@ class MechNode(LifecycleNode):
             self.params.check_refused()     # a parameter file value refused at start-up
             topic = value("robot_description_topic")
             locked = parse_locked_joints(value("locked_joints"))
+            floating = value("floating_base") == "quaternion"
+            contacts = parse_contacts(value("contacts"))
+            if contacts and not floating:
+                raise InputError(f"contacts {[frame for frame, _ in contacts]} need floating_base: quaternion")
+            kind = LeggedPlant if floating else Plant
+            extra = {"contacts": contacts} if floating else {}
             if topic:
                 text, source = self._robot_description(topic, float(value("robot_description_timeout")))
-                plant = Plant.from_text(text, dt, source, locked)
+                plant = kind.from_text(text, dt, source, locked, **extra)
             else:
-                plant = Plant.load(spec, dt, locked)
+                plant = kind.load(spec, dt, locked=locked, **extra)
             plant.check_size(int(value("max_model_variables")))
             joint_map = JointMap(plant.config_names, value("joint_map") or (), plant.follower_names)
             weights = self.params.weights(plant)
@@ -323,6 +336,9 @@ class MechNode(LifecycleNode):
                 self.reference.start(config, self._schedule_pub)
                 settings = self._command_settings()
                 if settings.lfc_topic:
+                    if getattr(config.plant, "floating", False):
+                        raise InputError("lfc_topic: the LFC form of a floating base's law is not published "
+                                         "(leave lfc_topic empty)")
                     check_lfc_model(config.plant)
                 self._lfc = bool(settings.lfc_topic)
                 if not self.command.alive:      # it died (and the node left active): a new one
@@ -355,7 +371,16 @@ class MechNode(LifecycleNode):
             echo_topic=resolve(echo) if echo else "", lfc_topic=resolve(lfc) if lfc else "",
             limits=self.params.limits(config.plant, config.joint_map.joint_names),
             command_mode=self.params.command_mode, timeout_action=self.params.timeout_action,
-            generation=config.generation)
+            generation=config.generation, **self._odometry_settings(config))
+
+    def _odometry_settings(self, config) -> dict:
+        """A floating base's odometry topic (resolved) and the frame ids it must carry."""
+        if not getattr(config.plant, "floating", False):
+            return {}
+        value = self.params.value
+        return dict(odometry_topic=self.resolve_topic_name(value("odometry_topic")),
+                    odometry_frame=value("odometry_frame") or "",
+                    base_frame=value("base_frame") or config.plant.system.free_flyer)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         result = super().on_deactivate(state)       # deactivates the lifecycle publishers

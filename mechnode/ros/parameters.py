@@ -41,6 +41,7 @@ from rclpy.parameter import Parameter
 
 from mechnode.errors import InputError
 from mechnode.logic.joint_map import JointMap
+from mechnode.logic.legged import parse_contacts
 from mechnode.logic.limits import (
     DEFAULT_COMMAND_LIMIT,
     DEFAULT_POSITION_LIMIT,
@@ -55,13 +56,16 @@ from mechnode.logic.weights import Weights, check_weight_values
 
 COMMAND_MODES = ("effort", "full")
 TIMEOUT_ACTIONS = ("zero", "hold")
-IDLE_ACTIONS = ("hold", "none")
+IDLE_ACTIONS = ("hold", "balance", "none")
+FLOATING_BASES = ("none", "quaternion")
 FEASIBILITY_MODES = ("auto", "inverse_dynamics", "optimizer", "none")
 OPTIMIZER_METHODS = ("first_order", "second_order")
 CONFIGURE_PARAMETERS = ("model", "dt", "joint_map", "locked_joints", "robot_description_topic",
-                        "robot_description_timeout", "max_model_variables", "use_sim_time")
+                        "robot_description_timeout", "max_model_variables", "use_sim_time",
+                        "floating_base", "contacts")
 TOPIC_PARAMETERS = ("state_topic", "reference_topic", "command_topic", "schedule_topic",
-                    "diagnostics_topic", "command_echo_topic", "lfc_topic")
+                    "diagnostics_topic", "command_echo_topic", "lfc_topic", "odometry_topic",
+                    "odometry_frame", "base_frame")
 REQUIRED_TOPICS = ("state_topic", "reference_topic", "command_topic", "schedule_topic")
 LIMIT_PARAMETERS = ("state_position_limit", "state_velocity_limit", "command_limit",
                     "stamp_tolerance", "accept_unstamped", "state_timeout")
@@ -162,8 +166,8 @@ def declare_parameters(node, declare=None) -> None:
         description="Seconds configure waits for the robot description before it fails"))
     declare("dt", 0.01, D("dt", description="Variational integrator time step [s]; "
                                          "read at configure"))
-    for name, text in (("Q", "State weight on x = [q, p, v]: nx diagonal entries or nx*nx "
-                             "row-major; unset = identity"),
+    for name, text in (("Q", "State weight on x = [q, p, v] (a floating base: [q - q_ref, v]): nx diagonal "
+                             "entries or nx*nx row-major; unset = identity"),
                        ("R", "Input weight: nu diagonal entries or nu*nu; unset = identity"),
                        ("Q_N", "Terminal state weight (as Q); unset = DARE solution at the "
                                "last step")):
@@ -180,6 +184,18 @@ def declare_parameters(node, declare=None) -> None:
         "locked_joints", description="'joint=value' entries: joints of the model frozen at these values "
                     "(a gripper left to its own driver); they leave the state and the commands, and "
                     "JointStates may omit them. Read at configure."))
+    declare("floating_base", "none", D(
+        "floating_base",
+        description="'quaternion': the model (a URDF) gets a free-flying base (its root link), held on "
+                    "the ground by the contacts; its pose and twist come from odometry_topic. 'none': "
+                    "the root link is fixed. Read at configure.",
+        additional_constraints="none | quaternion; change only while unconfigured"))
+    declare("contacts", Parameter.Type.STRING_ARRAY, D(
+        "contacts",
+        description="With floating_base 'quaternion': the frames the robot stands on, 'frame' (a point "
+                    "contact: a foot's sphere) or 'frame=point' / 'frame=frame' (a flat foot: its whole "
+                    "pose held); required with a floating base. Read at configure.",
+        additional_constraints="change only while unconfigured"))
     default: str | float            # the topics' defaults (str), then the limits' (float)
     for name, default, text in (
             ("state_topic", "joint_states", "sensor_msgs/JointState input (sensor-data QoS)"),
@@ -195,7 +211,15 @@ def declare_parameters(node, declare=None) -> None:
             ("lfc_topic", "", "optional linear_feedback_controller_msgs/Control output: the schedule "
                               "knot by knot in the form of LAAS's linear_feedback_controller "
                               "(tau = feedforward + feedback_gain ([q, qdot]_ref - [q, qdot]), one "
-                              "effort per joint; reliable); empty = off")):
+                              "effort per joint; reliable); empty = off"),
+            ("odometry_topic", "odom", "nav_msgs/Odometry input of a floating base (sensor-data QoS): the "
+                                       "pose of child_frame_id in header.frame_id and the twist in "
+                                       "child_frame_id (REP 105), from the robot's state estimator; used "
+                                       "with floating_base 'quaternion' only"),
+            ("odometry_frame", "", "the header.frame_id an Odometry must carry (the world frame, e.g. "
+                                   "odom); empty = any"),
+            ("base_frame", "", "the child_frame_id an Odometry must carry; empty = the model's root "
+                               "link")):
         declare(name, default, D(name, description=text + "; applied at activate"))
     declare("state_timeout", 0.5, D(
         "state_timeout",
@@ -230,8 +254,10 @@ def declare_parameters(node, declare=None) -> None:
                     "regulates about the first state measured after activation (the inputs that hold "
                     "it against gravity and the constraints, and LQR gains with Q, R there; refused "
                     "with a log line when they cannot be computed, e.g. an underactuated robot off "
-                    "its equilibria); 'none' sends nothing. Read at activate",
-        additional_constraints="hold | none"))
+                    "its equilibria); 'balance' (a floating base) holds the robot standing where it is "
+                    "on its contacts (the contact-consistent LQR gain about that stance with Q, R on "
+                    "[q - q_ref, v] and the holding torques); 'none' sends nothing. Read at activate",
+        additional_constraints="hold | balance | none"))
     declare("idle_after_schedule", False, D(
         description="With idle_action 'hold': true switches to the hold about the last knot's "
                     "configuration once a schedule has ended; false keeps the last knot's law "
@@ -449,6 +475,10 @@ class NodeParameters:
             JointMap(JointMap.parse(value).keys(), value)     # format, duplicate joint names
         elif name == "locked_joints" and value is not None:
             parse_locked_joints(value)
+        elif name == "contacts" and value is not None:
+            parse_contacts(value)
+        elif name == "floating_base" and value not in FLOATING_BASES:
+            raise InputError(f"floating_base must be one of {FLOATING_BASES}, got {value!r}")
         elif name in ("Q", "R", "Q_N") and value is not None:
             check_weight_values(value, name, allow_empty=True, definite=name == "R")
             if plant is not None:

@@ -140,6 +140,10 @@ class ReferencePipeline:
         if msg is None:
             return
         plant, jm = config.plant, config.joint_map
+        if getattr(plant, "floating", False):
+            self._refuse("a floating base tracks no JointTrajectory yet (the body's motion on its contacts is "
+                         "core.body_motion and core.balance_schedule in the library); the balance hold goes on")
+            return
         weights, options = self._params.current_weights(config), self._params.options()
         try:
             names, times, pos, vel = cv.trajectory_arrays(msg)

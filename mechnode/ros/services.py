@@ -175,6 +175,10 @@ class ModelServices:
         if config is None:
             raise InputError(f"the node is {self._node.lifecycle_label}: configure it first "
                              "(no model loaded)")
+        if getattr(config.plant, "floating", False):
+            raise InputError("the model has a floating base (floating_base: quaternion): the node balances it "
+                             "(idle_action balance) but serves no linearization or gains for it yet; the "
+                             "library computes them (core.System.linearize_minimal, core.balance_lqr)")
         return config
 
     @staticmethod

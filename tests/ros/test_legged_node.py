@@ -1,0 +1,193 @@
+"""The node balances a legged robot simulated by an independent simulator, end to end: a real
+node process (``floating_base: quaternion``, ``contacts``, ``idle_action: balance``) and Solo12 in
+MuJoCo (:class:`mechnode.testing.mujoco_robot.MujocoRobot`: the robot's URDF through MuJoCo's own
+parser, soft contacts with friction, stepped in real time, its ground truth published as
+``JointState`` and ``nav_msgs/Odometry`` every 2 ms, the node's efforts applied as they come) over
+real DDS on this run's private domain.
+
+The node holds the robot standing where it finds it for 10 s (base within 1 cm and 1 deg, no
+foot moving 5 mm), then the base is pushed sideways (0.3 m/s, the legs' joints moving so that the
+feet do not) and must be back within 1 cm in under 2 s, the feet moving less than 1 cm under the
+impact. The diagnostics count the Odometry messages and
+report no contact pulling; a configuration without contacts, with an unknown contact frame or with
+a fixed base given contacts is refused at configure with the reason.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from nodeproc import STARTUP, NodeProcess, write_params
+
+pytest.importorskip("mujoco", reason="MuJoCo is a test dependency (pip install 'mechnode[test]')")
+
+pytestmark = pytest.mark.slow
+
+FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
+RADIUS = 0.016
+STAND, AFTER = 10.0, 3.0            # seconds standing, then after the push
+
+
+def _solo_path():
+    from urdfref import robot_path
+    return robot_path("solo_description/robots/solo12.urdf")
+
+
+def _params(**extra):
+    """config/solo12_params.yaml with the model and ``extra``."""
+    import yaml
+
+    from mechnode.testing.harness import PARAMS_DIR
+    with open(os.path.join(PARAMS_DIR, "solo12_params.yaml")) as f:
+        params = yaml.safe_load(f)["/**/mechnode"]["ros__parameters"]
+    return {**params, "model": _solo_path(), "diagnostics_period": 0.2, **extra}
+
+
+def _diagnostics(h):
+    from diagnostic_msgs.msg import DiagnosticArray
+    status = {}
+
+    def take(msg):
+        for st in msg.status:
+            if st.name.startswith("mechnode: "):
+                status.update({kv.key: kv.value for kv in st.values}, _message=st.message)
+    h.client.create_subscription(DiagnosticArray, "/diagnostics", take, 10)
+    return status
+
+
+def test_the_node_balances_solo12_in_mujoco_and_recovers_from_a_push(rclpy_mod, ifaces, tmp_path):
+    import core
+    from mechnode.testing.mujoco_plant import MujocoPlant
+    from mechnode.testing.mujoco_robot import MujocoRobot
+    h = NodeProcess(rclpy_mod, write_params(tmp_path / "params.yaml", _params()), f"/test_legged_{os.getpid()}",
+                    tmp_path / "mechnode.log")
+    robot = None
+    try:
+        status = _diagnostics(h)
+        h.bring_up()
+        system = core.load_urdf(_solo_path(), floating_base="quaternion", contacts=FEET)
+        q = system.neutral()
+        q[7:] = np.tile([0.0, 0.8, -1.6], 4)
+        stance = core.standing(system, q, height=RADIUS)
+        plant = MujocoPlant(_solo_path(), system, foot_radius=RADIUS)
+        robot = MujocoRobot(plant, stance.q, namespace=h.ns, context=h.ctx,
+                            events=[(STAND, lambda p: p.push([0.0, 0.3, 0.0]))]).start()
+        h.wait(lambda: robot.connected, "the node's command path to discover the robot", 30.0)
+        h.wait(lambda: robot.running, "the node's first balance command", 60.0)
+        h.wait(lambda: robot.started is not None and plant.time - robot.started >= STAND + AFTER,
+               "the standing and the push to be run through", 3 * (STAND + AFTER) + 30.0)
+        record = list(robot.record)
+        h.wait(lambda: "odometry" in status, "the diagnostics", 5.0)
+    finally:
+        if robot is not None:
+            robot.stop()
+        code = h.close()
+    text = h.log()
+    assert code == 0, text[-3000:]
+    assert "balancing the robot at the state measured at activation" in text, text[-3000:]
+    t = np.array([r[0] for r in record if r[3] is not None]) - robot.started
+    base = np.array([r[1][:3] for r in record if r[3] is not None])
+    quat = np.array([r[1][3:7] for r in record if r[3] is not None])
+    feet = np.array([r[2] for r in record if r[3] is not None])
+    error = np.linalg.norm(base - base[0], axis=1)
+    tilt = 2.0 * np.degrees(np.arccos(np.clip(np.abs(quat @ quat[0]), -1.0, 1.0)))
+    slip = np.linalg.norm(feet - feet[0], axis=2).max(axis=1)
+    before = t < STAND - 1e-9
+    assert error[before].max() < 0.01 and tilt[before].max() < 1.0, (error[before].max(), tilt[before].max())
+    assert slip[before].max() < 0.005, slip[before].max()                # no foot lifts or slips
+    assert slip.max() < 0.01, slip.max()                                 # (the push's impact: < 1 cm)
+    assert error[~before].max() > 0.005                                  # the push moved it
+    late = t >= STAND + 2.0
+    assert error[late].max() < 0.01, error[late].max()                   # back within 1 cm in 2 s
+    print(f"standing: base {1e3 * error[before].max():.3f} mm, tilt {tilt[before].max():.4f} deg, feet "
+          f"{1e3 * slip[before].max():.3f} mm; push: peak {1e3 * error[~before].max():.1f} mm, at +2 s "
+          f"{1e3 * error[late].max():.2f} mm, feet {1e3 * slip.max():.2f} mm; robot overruns "
+          f"{robot.overruns} of {robot.steps}, fresh commands {robot.fresh_steps}, max lateness "
+          f"{1e3 * robot.max_lateness:.1f} ms; node latency median "
+          f"{status.get('command_latency_median_us')} p99 {status.get('command_latency_p99_us')} us")
+    assert robot.bad_commands == 0 and robot.fresh_steps > 0.8 * robot.steps, (robot.bad_commands, robot.fresh_steps)
+    assert int(status.get("odometry", 0)) > 1000 and int(status.get("commands_pulling_contacts", 0)) == 0, status
+
+
+@pytest.mark.parametrize("params, reason", [
+    (dict(contacts=[]), "a floating base needs contacts"),
+    (dict(contacts=["no_such_foot"]), "no_such_foot"),
+    (dict(floating_base="none"), r"contacts \['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT'\] need floating_base"),
+])
+def test_configure_refuses_a_floating_base_it_cannot_balance(rclpy_mod, ifaces, tmp_path, params, reason):
+    h = NodeProcess(rclpy_mod, write_params(tmp_path / "params.yaml", _params(**params)),
+                    f"/test_legged_refused_{os.getpid()}", tmp_path / "mechnode.log")
+    try:
+        h.lifecycle.wait(60.0)
+        assert not h.transition("configure", STARTUP)
+        h.wait_log(f"configure failed: .*{reason}")
+        assert h.state() == "unconfigured"
+    finally:
+        assert h.close() == 0
+    time.sleep(0.1)
+
+
+def test_odometry_is_checked_and_no_command_comes_without_a_fresh_base(rclpy_mod, ifaces, tmp_path):
+    """Each bad Odometry is refused and counted by kind (wrong frame ids, a stamp in the future or
+    stale, a non-unit quaternion, a NaN); JointStates are refused while no Odometry is accepted
+    (``states_base_missing``) or the last one is older than ``state_timeout``
+    (``states_base_stale``); no command is ever sent."""
+    from nav_msgs.msg import Odometry
+    from rclpy.qos import qos_profile_sensor_data
+
+    from mechnode.ros import conversions as cv
+    h = NodeProcess(rclpy_mod, write_params(tmp_path / "params.yaml", _params()), f"/test_odom_{os.getpid()}",
+                    tmp_path / "mechnode.log")
+    commands = []
+    try:
+        status = _diagnostics(h)
+        h.bring_up()
+        h.connect_io(commands.append)
+        odom_pub = h.client.create_publisher(Odometry, f"{h.ns}/odom", qos_profile_sensor_data)
+        h.wait(lambda: odom_pub.get_subscription_count() > 0, "the node's Odometry subscription", 30.0)
+        clock = h.client.get_clock()
+        joints = [f"{leg}_{j}" for leg in ("FL", "FR", "HL", "HR") for j in ("HAA", "HFE", "KFE")]
+        posture = np.tile([0.0, 0.8, -1.6], 4)
+
+        def joint_state(age=0.0):
+            h.state_pub.publish(cv.joint_state(joints, posture, np.zeros(12),
+                                               clock.now().nanoseconds - int(age * 1e9)))
+
+        def odometry(frame="odom", child="base_link", age=0.0, quat=(0.0, 0.0, 0.0, 1.0), z=0.24):
+            msg = Odometry()
+            msg.header.stamp = cv.time_msg(clock.now().nanoseconds - int(age * 1e9))
+            msg.header.frame_id, msg.child_frame_id = frame, child
+            msg.pose.pose.position.z = z
+            o = msg.pose.pose.orientation
+            o.x, o.y, o.z, o.w = quat
+            odom_pub.publish(msg)
+
+        def count(key):
+            return int(status.get(key, 0))
+        for _ in range(20):                          # joints, and no Odometry yet
+            joint_state()
+            time.sleep(0.01)
+        h.wait(lambda: count("states_base_missing") >= 10, "JointStates refused without an Odometry")
+        cases = [(dict(frame="map"), "odometry_wrong_frame"), (dict(child="trunk"), "odometry_wrong_frame"),
+                 (dict(age=-1.0), "odometry_stamp_future"), (dict(age=1.0), "odometry_stamp_stale"),
+                 (dict(quat=(0.0, 0.0, 0.0, 2.0)), "odometry_values"), (dict(z=float("nan")), "odometry_values")]
+        for kwargs, key in cases:
+            before = count(key)
+            for _ in range(5):
+                odometry(**kwargs)
+                time.sleep(0.01)
+            h.wait(lambda key=key, before=before: count(key) > before, f"the refusal counted as {key}")
+        odometry()                                   # a good one, then joints 0.3 s later: stale
+        h.wait(lambda: count("odometry") >= 1, "the good Odometry accepted")
+        time.sleep(0.3)
+        for _ in range(20):
+            joint_state()
+            time.sleep(0.01)
+        h.wait(lambda: count("states_base_stale") >= 10, "JointStates refused with a stale Odometry")
+        assert count("commands") == 0 and not commands, status
+        assert "Odometry rejected" in h.log()
+    finally:
+        assert h.close() == 0
