@@ -353,8 +353,6 @@ class CommandPath:
             health.warn_limited("u_saturated", f"command {np.round(u[:cmd.size], 6).tolist()} "
                                 f"saturated to {np.round(cmd, 6).tolist()} (limits "
                                 f"{limits.command[:cmd.size].tolist()})")
-        if self._base_wanted():
-            self._check_contacts(plant, q, dq, cmd)
         if self._publish("command", cv.command_msg(cmd)):
             self._last_command = cmd
             self._commanding = True
@@ -363,6 +361,8 @@ class CommandPath:
                 self._publish("echo", cv.joint_state(list(plant.input_names[:cmd.size]), None, None,
                                                      cv.stamp_ns(msg.header.stamp), effort=cmd))
         self.latency_us.append(1e6 * (time.perf_counter() - t_cb))
+        if self._base_wanted():
+            self._check_contacts(plant, q, dq, cmd)     # (after the command: it reports, never delays)
 
     # ------------------------------------------------------------------ a floating base
     def _base_wanted(self) -> bool:

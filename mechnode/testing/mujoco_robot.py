@@ -18,6 +18,7 @@ subscription (as :class:`mechnode.testing.sim.SimRobot`).
 """
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -86,6 +87,10 @@ class MujocoRobot(Node):
             self.running = True
 
     def start(self):
+        """Collect and freeze the process's objects (a full collection would stall the step
+        thread: :mod:`mechnode.testing.sim`), then start the executor and the step thread."""
+        gc.collect()
+        gc.freeze()
         self._spin_thread.start()
         self._thread.start()
         return self
@@ -95,6 +100,7 @@ class MujocoRobot(Node):
         if self._thread.is_alive():
             self._thread.join(timeout=2.0)
         self._executor.shutdown(timeout_sec=2.0)
+        gc.unfreeze()
 
     def _loop(self):
         t0, k = time.monotonic(), 0

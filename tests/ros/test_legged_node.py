@@ -180,9 +180,9 @@ def test_odometry_is_checked_and_no_command_comes_without_a_fresh_base(rclpy_mod
                 odometry(**kwargs)
                 time.sleep(0.01)
             h.wait(lambda key=key, before=before: count(key) > before, f"the refusal counted as {key}")
-        odometry()                                   # a good one, then joints 0.3 s later: stale
+        odometry()                                   # a good one, then joints 0.4 s later: stale
         h.wait(lambda: count("odometry") >= 1, "the good Odometry accepted")
-        time.sleep(0.3)
+        time.sleep(0.4)
         for _ in range(20):
             joint_state()
             time.sleep(0.01)
