@@ -102,7 +102,7 @@ def run(name: str, seconds: float) -> None:
         up = time.monotonic() - t0
         plant = MujocoPlant(path, system, **shape)
         robot = MujocoRobot(plant, stance.q, namespace=ns, context=ctx).start()
-        wait_for(lambda: robot.running, 60.0, "the first balance command")
+        wait_for(lambda: robot.started is not None, 60.0, "the first balance command")
         wait_for(lambda: plant.time - robot.started >= seconds, 3 * seconds + 30.0, "the run")
         status.clear()
         wait_for(lambda: "command_latency_p99_us" in status, 5.0, "the diagnostics")

@@ -4,6 +4,7 @@
 # printing the tracking error until it converges (exit 0) or times out (exit 1).
 # --robot arm7 | panda: the 7-joint arm of core/data/arm7.urdf, or example-robot-data's Panda
 # with its gripper locked (installed with the test extras by bootstrap.sh), held from activation.
+# --robot solo12 [--plot FILE.png]: the quadruped balanced on its feet in MuJoCo, pushed sideways.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/scripts/bootstrap.sh"

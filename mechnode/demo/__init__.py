@@ -3,6 +3,10 @@ tracks a reference, and the tracking error is printed as it converges.
 
     python -m mechnode.demo [--robot cartpole|arm7|panda] [--timeout 20] [--threshold 0.01] [--in-process]
                             [--replan-period 0.05] [--push 2.0 4.0 -0.5]
+    python -m mechnode.demo --robot solo12 [--push 5.0 0.3] [--plot FILE.png]
+
+``--robot solo12``: the node balances the quadruped Solo12 simulated by MuJoCo and recovers from
+a lateral push (:mod:`mechnode.demo.legged`).
 
 ``--robot arm7`` runs the same loop with the 7-joint arm of ``core/data/arm7.urdf`` instead: the
 demo publishes the URDF on ``<namespace>/robot_description`` (std_msgs/String, latched, as

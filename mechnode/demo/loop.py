@@ -323,10 +323,11 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mechnode.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--robot", choices=sorted(SCENARIOS), default="cartpole",
+    parser.add_argument("--robot", choices=sorted(SCENARIOS) + ["solo12"], default="cartpole",
                         help="cartpole (default): the embedded default model; arm7: the 7-joint arm "
                         "of core/data/arm7.urdf, handed to the node on /robot_description; panda: "
-                        "example-robot-data's Panda with its gripper locked, held from activation")
+                        "example-robot-data's Panda with its gripper locked, held from activation; "
+                        "solo12: the quadruped balanced on its feet in MuJoCo (mechnode.demo.legged)")
     parser.add_argument("--params", default=None, help="node parameter file "
                         "(default config/<robot>_params.yaml)")
     parser.add_argument("--timeout", type=float, default=20.0,
@@ -340,8 +341,17 @@ def main(argv=None) -> int:
                         "(its parameter replan_period; default: the parameter file's, off)")
     parser.add_argument("--push", type=float, nargs="+", default=None, metavar=("T", "P"),
                         help="push the robot at T seconds of the reference: add P (one value per "
-                        "joint) to its momenta, e.g. --push 2.0 4.0 -0.5 for the cart-pole")
+                        "joint) to its momenta, e.g. --push 2.0 4.0 -0.5 for the cart-pole; solo12: "
+                        "T seconds standing, then a lateral base velocity of P m/s (default 5 0.3)")
+    parser.add_argument("--plot", default=None, metavar="FILE.png",
+                        help="--robot solo12: write the base position and the efforts against time")
     args = parser.parse_args(argv)
+    if args.robot == "solo12":
+        from mechnode.demo.legged import run_solo12
+        return run_solo12(args.namespace, plot=args.plot, log=lambda s: print(s, flush=True),
+                          **({} if args.push is None else {"stand": args.push[0], "push": args.push[1]}))
+    if args.plot:
+        parser.error("--plot is for --robot solo12")
     push = None if args.push is None else (args.push[0], np.array(args.push[1:]))
     status, _, _ = run(args.params, args.namespace, args.timeout, args.threshold, args.in_process,
                        log=lambda s: print(s, flush=True), robot=args.robot,

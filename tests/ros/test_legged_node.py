@@ -210,3 +210,32 @@ def test_odometry_is_checked_and_no_command_comes_without_a_fresh_base(rclpy_mod
         assert "Odometry rejected" in h.log()
     finally:
         assert h.close() == 0
+
+
+def test_the_demo_balances_solo12_and_plots_it(rclpy_mod, ifaces, tmp_path):
+    """``python -m mechnode.demo --robot solo12 --plot FILE`` (the README's legged main job), shorter."""
+    from mechnode.demo.legged import run_solo12
+    lines = []
+    plot = tmp_path / "solo12.png"
+    status = run_solo12(f"/test_demo_solo12_{os.getpid()}", stand=2.0, after=2.5, plot=str(plot), log=lines.append,
+                        context_domain=int(os.environ["ROS_DOMAIN_ID"]))
+    text = "\n".join(lines)
+    assert status == 0, text
+    assert "summary: balanced and recovered" in text and "feet normal forces" in text, text
+    assert plot.stat().st_size > 10_000 and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_demo_says_what_to_install_without_mujoco(monkeypatch):
+    import builtins
+
+    from mechnode.demo.legged import run_solo12
+    real_import = builtins.__import__
+
+    def no_mujoco(name, *args, **kwargs):
+        if name == "mujoco":
+            raise ImportError("No module named 'mujoco'")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_mujoco)
+    lines = []
+    assert run_solo12(log=lines.append) == 1
+    assert "pip install mujoco" in lines[-1], lines
