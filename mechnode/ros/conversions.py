@@ -130,7 +130,9 @@ def schedule_from_msg(msg: GainSchedule):
     """``(Schedule, start_ns)`` from a GainSchedule message (validated)."""
     times = as_vector(msg.times, "times")
     knots, nx, nu = times.size, len(msg.state_names), len(msg.input_names)
-    x_ref = matrix_from_msg(msg.x_ref, "x_ref", (knots, nx))
+    # a floating base's x_ref rows are [q_ref (nq = nv + 1), v_ref (nv)] (GainSchedule.STATE_TANGENT)
+    tangent = int(msg.state_convention) == GainSchedule.STATE_TANGENT
+    x_ref = matrix_from_msg(msg.x_ref, "x_ref", (knots, nx + 1 if tangent else nx))
     u_ref = matrix_from_msg(msg.u_ref, "u_ref", (knots, nu))
     K = tensor_from_msg(msg.k, "k")
     if K.shape != (knots, nu, nx):

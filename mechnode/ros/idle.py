@@ -3,8 +3,9 @@
 With ``idle_action: balance`` (or ``hold``) on a floating base (:mod:`mechnode.logic.legged`), the
 hold is :func:`~mechnode.logic.legged.balance_hold`: the robot standing where it is on its
 contacts, the contact-consistent LQR gain about that stance and the holding torques, computed
-about the first state whose joints and base (Odometry) are both fresh; ``balance`` on a fixed base
-is refused in the log and the diagnostics.
+about the first state whose joints and base (Odometry) are both fresh, and published on the
+GainSchedule topic (one knot, ``STATE_TANGENT``); ``balance`` on a fixed base is refused in the
+log and the diagnostics.
 
 With ``idle_action: hold`` (the default) the node holds the robot from activation until the
 first schedule is in force: once the command path has accepted its first JointState after
@@ -114,6 +115,8 @@ class IdleHold:
                     or node.reference.active is not None):
                 return                          # deactivated, reconfigured or a schedule came meanwhile
             node.command.install(ActiveSchedule(sched, first[2], 0, config.generation, kind="hold"))
+            if sched.info.get("kind") == "balance":
+                node.publish_schedule(sched, first[2])     # the balance law and its stance, one knot
         seconds, age = time.perf_counter() - t0, (node.get_clock().now().nanoseconds - first[2]) * 1e-9
         self.health.count("holds")
         self.health.stats.update(hold_s=seconds, hold_state_age_s=age)

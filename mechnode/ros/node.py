@@ -79,6 +79,7 @@ from mechnode.logic.plant import (
     parse_locked_joints,
 )
 from mechnode.logic.weights import Weights
+from mechnode.ros import conversions as cv
 from mechnode.ros.command import CommandSettings
 from mechnode.ros.command_process import STALL_SECONDS, CommandProcess
 from mechnode.ros.diagnostics import Health, callback_guard, tracking_status
@@ -174,6 +175,13 @@ class MechNode(LifecycleNode):
                 self.get_logger().error(f"schedule #{active.seq} has no LFC form ({exc}); LFC keeps "
                                         "the previous one")
         self.command.install(active)
+
+    def publish_schedule(self, sched, start_ns: int) -> None:
+        """Publish ``sched`` on the GainSchedule topic (while active; the balance hold of a
+        floating base: its gain, holding torques and stance, one knot)."""
+        pub = self._schedule_pub
+        if pub is not None and pub.is_activated:
+            pub.publish(cv.schedule_to_msg(sched, start_ns))
 
     @property
     def lifecycle_label(self) -> str:

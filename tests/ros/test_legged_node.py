@@ -87,8 +87,13 @@ def test_the_node_balances_a_legged_robot_in_mujoco_and_recovers_from_a_push(rcl
     h = NodeProcess(rclpy_mod, write_params(tmp_path / "params.yaml", _params(model=path, **params)),
                     f"/test_legged_{robot_name}_{os.getpid()}", tmp_path / "mechnode.log")
     robot = None
+    schedules = []
     try:
+        from mechnode_interfaces.msg import GainSchedule
+
+        from mechnode.ros.qos import LATCHED
         status = _diagnostics(h)
+        h.client.create_subscription(GainSchedule, f"{h.fqn}/gain_schedule", schedules.append, LATCHED)
         h.bring_up()
         plant = MujocoPlant(path, system, **shape)
         robot = MujocoRobot(plant, stance.q, namespace=h.ns, context=h.ctx,
@@ -99,6 +104,7 @@ def test_the_node_balances_a_legged_robot_in_mujoco_and_recovers_from_a_push(rcl
                "the standing and the push to be run through", 3 * (STAND + AFTER) + 30.0)
         record = list(robot.record)
         h.wait(lambda: "odometry" in status, "the diagnostics", 5.0)
+        h.wait(lambda: schedules, "the balance law on the GainSchedule topic", 5.0)
     finally:
         if robot is not None:
             robot.stop()
@@ -106,6 +112,15 @@ def test_the_node_balances_a_legged_robot_in_mujoco_and_recovers_from_a_push(rcl
     text = h.log()
     assert code == 0, text[-3000:]
     assert "balancing the robot at the state measured at activation" in text, text[-3000:]
+    # the balance law as published: one knot, the tangent convention, the gain and the stance
+    from mechnode.ros import conversions as cv
+    law, _ = cv.schedule_from_msg(schedules[-1])
+    n = system.nv
+    assert schedules[-1].state_convention == schedules[-1].STATE_TANGENT == 2
+    assert law.K.shape == (1, system.nu, 2 * n) and law.x_ref.shape == (1, system.nq + n)
+    assert list(law.joint_names) == list(system.velocity_names[6:])
+    assert law.state_names[n:] == tuple(system.velocity_names)
+    assert np.linalg.norm(law.x_ref[0, :3] - stance.q[:3]) < 1e-3 and np.all(np.isfinite(law.K))
     t = np.array([r[0] for r in record if r[3] is not None]) - robot.started
     base = np.array([r[1][:3] for r in record if r[3] is not None])
     quat = np.array([r[1][3:7] for r in record if r[3] is not None])
