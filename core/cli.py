@@ -194,8 +194,11 @@ def linearize(system, q=None, dq=None, u=None, *, discrete: bool = False, dt: fl
     t0 = time.perf_counter()
     if discrete:
         from core.discrete.midpoint import MidpointVI
-        if dt is None or not (dt > 0 and math.isfinite(dt)):
-            raise UsageError(f"--dt: the time step must be a positive number, got {dt}")
+        from core.validation import time_step
+        try:
+            dt = time_step("dt", dt)
+        except ValueError as exc:
+            raise UsageError(f"--dt: {exc}") from None
         vi = MidpointVI(system, dt)
         held = np.concatenate([np.zeros(system.nu), q[vi.kinematic_index]])
         u = _vector("--u", u, vi.input_names, held)

@@ -12,6 +12,7 @@ nanoseconds, so they run on every call of the hot front-ends.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -80,7 +81,8 @@ def check_vector(name: str, x, n: int, names=None, finite: bool = True, optional
     name : str
         The argument's name, for the messages.
     x : array_like or None
-        The value. ``None`` is refused, but for an ``optional`` vector, which it makes zeros.
+        The value. ``None`` is refused, but for an ``optional`` vector, which it makes zeros; so
+        is an entry that is no real number (``None``, a string, an object: named with its value).
     n : int
         The length required.
     names : sequence of str, optional
@@ -99,8 +101,8 @@ def check_vector(name: str, x, n: int, names=None, finite: bool = True, optional
     Raises
     ------
     ValueError
-        Missing, not numeric, the wrong shape, or a non-finite entry: naming ``name``, the entry
-        (and its label) and its value.
+        Missing, not numeric (an entry that is ``None``, a string or another object), the wrong
+        shape, or a non-finite entry: naming ``name``, the entry (and its label) and its value.
     """
     if is_plain_vector(x, n, finite):
         return x
@@ -109,7 +111,7 @@ def check_vector(name: str, x, n: int, names=None, finite: bool = True, optional
         if optional:
             return np.zeros(n)
         raise ValueError(f"{name} is missing (None): expected a vector of {n} entries{label}")
-    arr = float_array(name, x, finite=False)
+    arr = float_array(name, x, finite=False, labels=names)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"{name} must be a vector of {n} entries{label}, got shape {arr.shape}")
     bad = np.flatnonzero(~np.isfinite(arr)) if finite else None
@@ -127,19 +129,16 @@ def refuse_nonfinite(vectors) -> None:
         check_vector(name, x, x.shape[0], names)
 
 
-def float_array(name: str, value, finite: bool = True) -> np.ndarray:
+def float_array(name: str, value, finite: bool = True, labels=None) -> np.ndarray:
     """``value`` as a writable, C-contiguous float64 array (a copy where it is not one); with
     ``finite``, no NaN or inf entries. Complex values are refused (not cast: that would drop
-    their imaginary parts), as are ``None``, strings and objects."""
-    if value is None or isinstance(value, (str, bytes, dict)):
-        raise ValueError(f"{name} must be a real numeric array, got {type(value).__name__}")
-    if np.iscomplexobj(value):
-        raise ValueError(f"{name} must be real, got complex values")
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real numeric array, "
-                         f"got {type(value).__name__}") from None
+    their imaginary parts), as are ``None``, strings and objects, and so are such entries of a
+    sequence (``[None]``, ``["1"]``: numpy would make them NaN or parse them), named with their
+    index (and ``labels[index]``, labels of the last axis) and value. Arrays of numbers (the
+    path of every valid call) are only converted."""
+    if type(value) is not np.ndarray or value.dtype.kind not in _NUMERIC_KINDS:
+        value = _numeric_array(name, value, labels)
+    arr = np.asarray(value, dtype=np.float64)
     if not arr.flags.writeable:
         arr = arr.copy()
     if finite and not np.all(np.isfinite(arr)):
@@ -147,6 +146,114 @@ def float_array(name: str, value, finite: bool = True) -> np.ndarray:
         raise ValueError(f"{name} contains non-finite values (NaN or inf): {name}{[int(j) for j in i]} = "
                          f"{arr[i]}")
     return np.ascontiguousarray(arr)
+
+
+#: numpy's kinds of real numbers: booleans, signed and unsigned integers, floats.
+_NUMERIC_KINDS = "biuf"
+
+
+def _numeric_array(name: str, value, labels) -> np.ndarray:
+    """``value`` (anything but an array of real numbers) as an array of real numbers, or
+    :func:`float_array`'s ValueError naming what is not a number."""
+    if value is None or isinstance(value, (str, bytes, dict)):
+        raise ValueError(f"{name} must be a real numeric array, got {type(value).__name__}")
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):     # ragged, or what numpy cannot read: named below
+        arr = None
+    if arr is not None and arr.dtype.kind in _NUMERIC_KINDS:
+        return arr
+    if arr is not None and arr.dtype.kind == "c":
+        raise ValueError(f"{name} must be real, got complex values")
+    bad = first_non_number(value)
+    if bad is None:                     # an object array of numbers (Python ints beyond int64)
+        try:
+            return np.asarray(value, dtype=object).astype(np.float64)
+        except OverflowError:
+            raise ValueError(f"{name} has an entry too large for double precision") from None
+    index, entry = bad
+    if not index:
+        raise ValueError(f"{name} must be a real numeric array, got {type(value).__name__}")
+    label = f" ({labels[index[-1]]})" if labels is not None and index[-1] < len(labels) else ""
+    raise ValueError(f"{name}{list(index)}{label} must be a real number, got {shown(entry)}")
+
+
+def is_number(entry, booleans: bool = True, strings: bool = False) -> bool:
+    """Whether ``entry`` is one real number.
+
+    Parameters
+    ----------
+    entry : object
+        The value.
+    booleans : bool
+        Count ``True`` and ``False`` as numbers (1 and 0).
+    strings : bool
+        Count strings that ``float`` reads (``"1e-3"``, which YAML leaves a string) as numbers.
+
+    Returns
+    -------
+    bool
+        True for a Python or numpy integer or float (and a boolean or numeric string, as
+        allowed); False for ``None``, complex numbers, dates, containers and other objects.
+    """
+    if isinstance(entry, (bool, np.bool_)):
+        return booleans
+    if isinstance(entry, str):
+        if not strings:
+            return False
+        try:
+            float(entry)
+        except ValueError:
+            return False
+        return True
+    return isinstance(entry, numbers.Real) and not isinstance(entry, np.timedelta64)
+
+
+def first_non_number(value, booleans: bool = True, strings: bool = False):
+    """The first entry of ``value`` that is not a real number (:func:`is_number`).
+
+    Parameters
+    ----------
+    value : object
+        A number, a (nested) sequence of them, or an array.
+    booleans, strings : bool
+        As :func:`is_number`.
+
+    Returns
+    -------
+    (tuple of int, object) or None
+        The entry's index (empty for ``value`` itself, when it is no sequence of entries) and
+        the entry, in row-major order; None when every entry is a number.
+    """
+    arr = value
+    if not isinstance(value, np.ndarray):
+        try:
+            arr = np.asarray(value, dtype=object)    # (the entries as given, not converted)
+        except (TypeError, ValueError):
+            return (), value
+    if arr.dtype.kind in "iuf" or (arr.dtype.kind == "b" and booleans):
+        return None
+    for k, entry in enumerate(arr.flat):
+        if not is_number(entry, booleans, strings):
+            return tuple(int(i) for i in np.unravel_index(k, arr.shape)), entry
+    return None
+
+
+def ndim(value) -> int:
+    """``np.ndim(value)``; 1 for a ragged nested sequence (``[[1], 2]``, which numpy refuses):
+    the vector checks then name the entry that is not a number."""
+    try:
+        return np.ndim(value)
+    except ValueError:
+        return 1
+
+
+def shown(value, width: int = 40) -> str:
+    """``value`` for a message: ``None``, or its type and (shortened) repr (``str '1.0'``)."""
+    if value is None:
+        return "None"
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= width else text[:width - 3] + '...'}"
 
 
 def float_stack(name: str, value, shape: tuple) -> np.ndarray:
@@ -258,6 +365,42 @@ def number(name: str, value, positive: bool = False, integer: bool = False) -> f
         raise ValueError(f"{name} must be a finite {kind}{'whole ' if integer else ''}number, "
                          f"got {value!r}")
     return int(x) if integer else x
+
+
+#: The time steps accepted, ``(shortest, longest)`` in seconds (:func:`time_step`: the
+#: ``dt`` of :class:`core.MidpointVI` and of :func:`core.balance_lqr`, the CLI's ``--dt``). Below
+#: 1 ns the DEL's difference quotients ``(q_k+1 - q_k) / dt`` keep few significant digits and
+#: ``1 / dt`` heads for overflow (a subnormal ``dt`` gives inf); above 1000 s one step of a
+#: mechanism means nothing, and ``dt²`` terms overflow long before ``dt`` does.
+TIME_STEP_RANGE = (1e-9, 1e3)
+
+
+def time_step(name: str, value) -> float:
+    """``value`` as a time step within :data:`TIME_STEP_RANGE`.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the messages.
+    value : float
+        The time step (s).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Not a finite positive number (:func:`number`), or outside :data:`TIME_STEP_RANGE`:
+        naming ``name``, the value and the range.
+    """
+    dt = number(name, value, positive=True)
+    shortest, longest = TIME_STEP_RANGE
+    if not shortest <= dt <= longest:
+        raise ValueError(f"{name} must be a time step from {shortest:g} s to {longest:g} s "
+                         f"(core.validation.TIME_STEP_RANGE), got {value!r}")
+    return dt
 
 
 def largest_entry(inputs, above: float = 0.0):

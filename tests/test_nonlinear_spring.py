@@ -191,7 +191,8 @@ _SPEC = {"gravity": [0, 0, -9.8],
     ({"polynomial": [float("inf")]}, r"spring 0 \(config\)\.polynomial\[0\]: must be finite, got inf"),
     ({"polynomial": "1, 2"}, r"spring 0 \(config\): polynomial must be .*got '1, 2'"),
     ({"polynomial": [[0, 1]]}, r"spring 0 \(config\): polynomial must be .*got \[\[0, 1\]\]"),
-    ({"polynomial": [0, "k"]}, r"spring 0 \(config\): polynomial must be .*got \[0, 'k'\]"),
+    ({"polynomial": [0, "k"]}, r"spring 0 \(config\)\.polynomial\[1\]: expected a number, got 'k'"),
+    ({"polynomial": [0, True]}, r"spring 0 \(config\)\.polynomial\[1\]: expected a number, got True \(a boolean"),
     ({"stiffness": -1.0}, r"spring 0 \(config\)\.stiffness: must be non-negative"),
 ])
 def test_bad_polynomial_springs_are_refused(spring, message):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.continuous import contacts, dynamics, floating, minimal, stacked
+from core.validation import float_array
 
 
 class ContinuousDynamics:
@@ -503,8 +504,8 @@ class ContinuousDynamics:
 
     def _contact_stack(self, method: str, q, dq, u, **kw):
         """A stack of states of a system with contacts, one state at a time (each its anchors)."""
-        q, dq = np.asarray(q, dtype=float), np.asarray(dq, dtype=float)
-        us = [None] * len(q) if u is None else np.asarray(u, dtype=float)
+        q, dq = float_array("q", q, finite=False), float_array("dq", dq, finite=False)
+        us = [None] * len(q) if u is None else float_array("u", u, finite=False)
         if dq.ndim != 2 or len(dq) != len(q) or len(us) != len(q):
             raise ValueError(f"{method}: a stack takes q, dq (and u) with the same number of rows, got "
                              f"{q.shape}, {dq.shape}" + ("" if u is None else f", {np.shape(u)}"))

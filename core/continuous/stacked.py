@@ -21,7 +21,7 @@ from core.continuous.dynamics import forward_dynamics, linearize_plain
 from core.errors import OK
 from core.tree.kinematics import copy_data
 from core.tree.workspace import Evaluation, Work
-from core.validation import check_memory, float_stack
+from core.validation import check_memory, float_stack, ndim
 
 
 @njit(cache=True, nogil=True)
@@ -66,7 +66,7 @@ def _linearize_stack(ev, Q, DQ, U, A, B, status, nchunks):
 
 def is_stack(q) -> bool:
     """Whether ``q`` is a stack of states (two-dimensional) rather than one state."""
-    return np.ndim(q) == 2
+    return ndim(q) == 2
 
 
 def _stacks(system, q, dq, u, nu: int):

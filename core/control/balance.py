@@ -27,7 +27,7 @@ import numpy as np
 
 from core.control.body_motion import discretize
 from core.control.riccati import controllability, dlqr, lqr
-from core.validation import float_array, number
+from core.validation import float_array, time_step
 
 __all__ = ["BalanceGain", "balance_lqr"]
 
@@ -88,7 +88,8 @@ def balance_lqr(system, q, u, Q=None, R=None, anchors=None, dt: float | None = N
         Where the contacts hold their frames (default: where they are at ``q``).
     dt : float, optional
         The period over which the command is held (s): the discrete gain for that loop (the
-        module docstring); default the continuous gain.
+        module docstring), within :data:`core.validation.TIME_STEP_RANGE`; default the continuous
+        gain.
 
     Returns
     -------
@@ -101,7 +102,8 @@ def balance_lqr(system, q, u, Q=None, R=None, anchors=None, dt: float | None = N
         (:func:`core.controllability`'s ``uncontrollable``).
     ValueError
         A state off the contacts, wrong sizes, weights that are not symmetric positive
-        (semi)definite, a ``dt`` that is not a positive number.
+        (semi)definite, a ``dt`` that is not a positive number or is outside
+        :data:`core.validation.TIME_STEP_RANGE`.
     """
     n = system.nv
     A, B, info = system.linearize_minimal(q, np.zeros(n), u, anchors=anchors)
@@ -112,7 +114,7 @@ def balance_lqr(system, q, u, Q=None, R=None, anchors=None, dt: float | None = N
     R = np.eye(B.shape[1]) if R is None else R
     Q_i = T.T @ Q @ T
     if dt is not None:
-        dt = number("dt", dt, positive=True)
+        dt = time_step("dt", dt)
         A, B = discretize(A, B, dt)
         Q_i, R = Q_i * dt, np.asarray(R, dtype=float) * dt
     try:

@@ -57,10 +57,13 @@ from core.errors import (
     SingularStepError,
 )
 from core.validation import (
+    TIME_STEP_RANGE,
     check_second_order_memory,
     check_vector,
     largest_entry,
+    ndim,
     number,
+    time_step,
 )
 
 #: A DEL solve that fails at an iterate moving more than this times max(1, |q_k|) in one step
@@ -77,10 +80,12 @@ _NO_SCRATCH = np.empty(0)
 class _Setting:
     """A checked, positive setting of :class:`MidpointVI`, kept in ``_<name>`` and mirrored at
     ``index`` of ``_settings`` (the array the compiled entry kernels read and key their last
-    solve on)."""
+    solve on). ``check(name, value)`` checks and converts a value (default: a finite positive
+    number, ``integer``: a whole one)."""
 
-    def __init__(self, index: int, doc: str, integer: bool = False):
+    def __init__(self, index: int, doc: str, integer: bool = False, check=None):
         self.index, self.integer, self.__doc__ = index, integer, doc
+        self.check = check or (lambda name, value: number(name, value, positive=True, integer=integer))
 
     def __set_name__(self, owner, name):
         self.name, self.attr = name, "_" + name
@@ -89,7 +94,7 @@ class _Setting:
         return self if vi is None else getattr(vi, self.attr)
 
     def __set__(self, vi, value):
-        value = number(self.name, value, positive=True, integer=self.integer)
+        value = self.check(self.name, value)
         setattr(vi, self.attr, value)
         vi._settings[self.index] = value
 
@@ -113,7 +118,7 @@ class MidpointVI(DiscreteStates, TrajectoryCalls):
     system : System
         The system (not one with a quaternion floating base: use the Euler chart).
     dt : float
-        The time step (> 0).
+        The time step (s), within :data:`core.validation.TIME_STEP_RANGE`: 1e-9 s to 1e3 s.
     tolerance : float
         Newton's convergence tolerance of the DEL solve (> 0).
     max_iterations : int
@@ -128,7 +133,9 @@ class MidpointVI(DiscreteStates, TrajectoryCalls):
     ModelError
         ``system`` has a quaternion floating base, or its description does not compile.
     ValueError
-        A setting that is not a finite positive number (``max_iterations``: a whole one).
+        A setting that is not a finite positive number (``max_iterations``: a whole one), or a
+        ``dt`` outside :data:`core.validation.TIME_STEP_RANGE`: naming the setting, its value
+        (and the range).
     """
 
     def __init__(self, system, dt: float, tolerance: float = 1e-11, max_iterations: int = 50,
@@ -155,7 +162,8 @@ class MidpointVI(DiscreteStates, TrajectoryCalls):
         self._shape_A, self._shape_B = (nx, nx), (nx, self._nu)
 
     # ---------------------------------------------------------------- settings
-    dt = _Setting(0, "The time step (> 0).")
+    dt = _Setting(0, f"The time step (s), from {TIME_STEP_RANGE[0]:g} s to {TIME_STEP_RANGE[1]:g} s "
+                     "(core.validation.TIME_STEP_RANGE).", check=time_step)
     tolerance = _Setting(1, "Newton's convergence tolerance of the DEL solve (> 0).")
     max_iterations = _Setting(2, "Newton iterations allowed per step (a positive integer).", integer=True)
     condition_limit = _Setting(3, "A step whose singularity measure reaches this is singular (Sec. VII; > 0).")
@@ -364,7 +372,7 @@ class MidpointVI(DiscreteStates, TrajectoryCalls):
         ResourceLimitError
             A stack whose states would pass :data:`core.validation.STACK_MEMORY_LIMIT`.
         """
-        if (type(x) is not np.ndarray or x.ndim == 2) and np.ndim(x) == 2:
+        if (type(x) is not np.ndarray or x.ndim == 2) and ndim(x) == 2:
             if multipliers:
                 raise ValueError("step(multipliers=True) takes one state, not a stack")
             return self._step_stack(x, u)
@@ -468,7 +476,7 @@ class MidpointVI(DiscreteStates, TrajectoryCalls):
             ``Dh(q_k+1) M_k+1^-1 Dh(q_k)^T`` reaches ``condition_limit`` (Sec. VII); for stacks,
             naming the step.
         """
-        if (type(x) is not np.ndarray or x.ndim == 2) and np.ndim(x) == 2:
+        if (type(x) is not np.ndarray or x.ndim == 2) and ndim(x) == 2:
             return self._linearize_states(x, u)
         A, B = np.empty(self._shape_A), np.empty(self._shape_B)
         if self._direct(linearize_step_at, x, u, (A, B)):

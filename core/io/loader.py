@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 
 from core.errors import ModelError
+from core.model.compile import as_number
 from core.model.record import WORLD
 from core.system import System
 from core.validation import MAX_MODEL_BYTES, read_yaml
@@ -160,7 +161,8 @@ def load_system(source, *, inertia: str = "warn", locked=None, **urdf_options) -
     Raises
     ------
     ModelError
-        A malformed model, an unreadable argument (:func:`read_model`) or a bad option
+        A malformed model (a boolean, ``None`` or text where a number belongs, naming the
+        element, the key and the value), an unreadable argument (:func:`read_model`) or a bad option
         (``urdf_options`` with a YAML or dict model, an unknown inertia policy, a variable locked
         at two values), naming the element.
     """
@@ -193,7 +195,8 @@ def _build(spec, inertia: str, locked) -> System:
         raise ModelError(f"model: unknown top-level key(s) {unknown}; allowed {sorted(_TOP_KEYS)}")
     if locked:
         own = _mapping(spec, "locked")
-        clash = sorted(n for n in set(own) & set(locked) if float(own[n]) != float(locked[n]))
+        clash = sorted(n for n in set(own) & set(locked)
+                       if as_number(own[n], f"locked.{n}") != as_number(locked[n], f"locked {n!r}"))
         if clash:
             raise ModelError(f"locked: {clash} locked at other values than the model's own 'locked' "
                              f"({ {n: own[n] for n in clash} })")

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.validation import float_array
+
 #: The value of a file's ``format`` entry.
 FORMAT = "mechnode-trajectory-1"
 
@@ -79,23 +81,24 @@ def save_trajectory(path, model, x, u=None, t=None) -> None:
     ------
     ValueError
         A shape that does not fit ``model``'s states and inputs, a missing ``t`` for a
-        :class:`core.System`, or a non-finite entry of ``t``, ``x`` or ``u``.
+        :class:`core.System`, an entry of ``t``, ``x`` or ``u`` that is no number (named) or
+        not finite.
     TypeError
         ``model`` is neither a :class:`core.MidpointVI` nor a :class:`core.System`.
     """
     states, inputs, dt, name = _layout(model)
-    x = np.asarray(x, dtype=float)
+    x = float_array("x", x, finite=False)
     if x.ndim != 2 or x.shape[1] != len(states) or x.shape[0] < 1:
         raise ValueError(f"x must be (N+1, {len(states)}) for the states {states}, got shape {x.shape}")
     n = x.shape[0] - 1
-    u = np.zeros((n, len(inputs))) if u is None else np.asarray(u, dtype=float)
+    u = np.zeros((n, len(inputs))) if u is None else float_array("u", u, finite=False)
     if u.shape != (n, len(inputs)):
         raise ValueError(f"u must be ({n}, {len(inputs)}) for the inputs {inputs}, got shape {u.shape}")
     if t is None:
         if dt is None:
             raise ValueError("t is required for a continuous-time trajectory (a System has no dt)")
         t = dt * np.arange(n + 1)
-    t = np.asarray(t, dtype=float)
+    t = float_array("t", t, finite=False)
     if t.shape != (n + 1,):
         raise ValueError(f"t must have {n + 1} entries (one per state), got shape {t.shape}")
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(x)) and np.all(np.isfinite(u))):

@@ -40,6 +40,7 @@ from core.model.record import (
     WORLD,
     Model,
 )
+from core.validation import first_non_number
 
 TRANSFORM_KINDS = {"tx": KIND_TX, "ty": KIND_TY, "tz": KIND_TZ,
                    "rx": KIND_RX, "ry": KIND_RY, "rz": KIND_RZ}
@@ -50,7 +51,9 @@ WRENCH_COMPONENTS = ("fx", "fy", "fz", "mx", "my", "mz")
 # ------------------------------------------------------------------------------------ values
 def as_rotation(spec: Any, where: str) -> np.ndarray:
     """A rotation matrix from ``rpy: [r, p, y]`` (fixed axes x then y then z) or a 3x3 matrix."""
-    arr = np.asarray(spec, dtype=float)
+    arr = as_numbers(spec, where)
+    if arr.shape in ((3,), (3, 3)) and not np.all(np.isfinite(arr)):
+        raise ModelError(f"{where}: rotation must be finite numbers, got {spec!r}")
     if arr.shape == (3,):
         r, p, y = arr
         cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
@@ -65,18 +68,50 @@ def as_rotation(spec: Any, where: str) -> np.ndarray:
     raise ModelError(f"{where}: rotation must be rpy [r, p, y] or a 3x3 matrix, got {spec!r}")
 
 
-def as_number(value: Any, where: str, positive: bool = False, nonnegative: bool = False) -> float:
+def _not_a_number(where: str, value: Any) -> ModelError:
+    """The error for ``value`` where a number belongs (a boolean says how YAML made it one)."""
+    hint = (" (a boolean: YAML reads true, false, yes, no, on, off as booleans)"
+            if isinstance(value, (bool, np.bool_)) else "")
+    return ModelError(f"{where}: expected a number, got {value!r}{hint}")
+
+
+def as_number(value: Any, where: str, positive: bool = False, nonnegative: bool = False,
+              finite: bool = True) -> float:
+    """``value`` as a float (``finite``: a finite one): a number or a string that ``float``
+    reads (YAML reads ``1e-3`` as a string), not a boolean; else a ModelError naming ``where``
+    and the value."""
+    if isinstance(value, (bool, np.bool_)):
+        raise _not_a_number(where, value)
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise ModelError(f"{where}: expected a number, got {value!r}") from None
-    if not math.isfinite(x):
+        raise _not_a_number(where, value) from None
+    if finite and not math.isfinite(x):
         raise ModelError(f"{where}: must be finite, got {value!r}")
     if positive and x <= 0:
         raise ModelError(f"{where}: must be positive, got {x}")
     if nonnegative and x < 0:
         raise ModelError(f"{where}: must be non-negative, got {x}")
     return x
+
+
+def as_numbers(spec: Any, where: str) -> np.ndarray:
+    """``spec``, a (nested) list of numbers, as a float array (the entries as :func:`as_number`
+    reads them). An entry that is a boolean or no number (``None``, a list in a row of numbers)
+    is a ModelError naming ``where[index]`` and the entry; what is no list (a single value, a
+    mapping) comes back as an empty array, for the caller's message on the shape."""
+    if isinstance(spec, (bool, np.bool_)):
+        raise _not_a_number(where, spec)
+    bad = first_non_number(spec, booleans=False, strings=True)
+    if bad is not None:
+        index, entry = bad
+        if index:
+            raise _not_a_number(f"{where}{list(index)}", entry)
+        return np.zeros(0)
+    try:
+        return np.asarray(spec, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        return np.zeros(0)
 
 
 def as_axis(value: Any, where: str) -> int:
@@ -86,11 +121,11 @@ def as_axis(value: Any, where: str) -> int:
 
 
 def as_inertia(spec: Any, where: str, policy: str) -> np.ndarray:
-    arr = np.asarray(spec, dtype=float)
+    arr = as_numbers(spec, where)
     if arr.shape == (3,):
         arr = np.diag(arr)
     if arr.shape != (3, 3) or not np.all(np.isfinite(arr)):
-        raise ModelError(f"{where}: inertia must be [Ixx, Iyy, Izz] or a finite 3x3 matrix")
+        raise ModelError(f"{where}: inertia must be [Ixx, Iyy, Izz] or a finite 3x3 matrix, got {spec!r}")
     if not np.allclose(arr, arr.T, atol=1e-12):
         raise ModelError(f"{where}: inertia matrix must be symmetric")
     return check_inertia(arr, where, policy, stacklevel=5)
@@ -99,10 +134,7 @@ def as_inertia(spec: Any, where: str, policy: str) -> np.ndarray:
 
 def plane_normal(normal: Any, where: str) -> np.ndarray:
     """A plane constraint's normal given as a vector: unit, from three finite numbers, nonzero."""
-    try:
-        n = np.asarray(normal, dtype=float)
-    except (TypeError, ValueError):
-        n = np.zeros(0)
+    n = as_numbers(normal, where)
     if n.shape != (3,) or not np.all(np.isfinite(n)) or not np.linalg.norm(n) > 0:
         raise ModelError(f"{where}: must be x, y, z or a nonzero vector of 3 finite numbers, got {normal!r}")
     return n / np.linalg.norm(n)
@@ -124,10 +156,7 @@ def spring_polynomial(s: dict, where: str) -> np.ndarray:
                      f"(lowest order first), got {poly!r}")
     if isinstance(poly, (str, bytes, dict)):
         raise bad
-    try:
-        coef = np.array(poly, dtype=float)
-    except (TypeError, ValueError):
-        raise bad from None
+    coef = as_numbers(poly, f"{where}.polynomial")
     if coef.ndim != 1 or coef.size == 0:
         raise bad
     for k, c in enumerate(coef):
@@ -231,10 +260,7 @@ def check_wrench(w: dict, wi: int) -> np.ndarray:
     where = _wrench_where(w, wi)
     if w["frame"] == WORLD:
         raise ModelError(f"{where}: a wrench on the world frame does nothing")
-    try:
-        value = np.asarray(w["wrench"], dtype=float)
-    except (TypeError, ValueError):
-        value = np.empty(0)
+    value = as_numbers(w["wrench"], f"{where}.wrench")
     if value.shape != (6,) or not np.all(np.isfinite(value)):
         raise ModelError(f"{where}: wrench must be six finite numbers [fx, fy, fz, mx, my, mz], "
                          f"got {w['wrench']!r}")

@@ -27,6 +27,7 @@ from core.model.compile import (
     TRANSFORM_KINDS,
     as_inertia,
     as_number,
+    as_numbers,
     as_rotation,
     check_constraint,
     check_damper,
@@ -63,8 +64,9 @@ class Description:
         #: the inertia policy of :meth:`add_frame` (:mod:`core.model.inertia`): ``"warn"``, ``"strict"``
         #: or ``"repair"``
         self.inertia_policy = check_policy(inertia)
-        self.gravity = np.array([as_number(g, f"gravity[{i}]") for i, g in enumerate(gravity)]) \
-            if len(gravity) == 3 else self._bad_gravity(gravity)
+        g = as_numbers(gravity, "gravity")
+        self.gravity = np.array([as_number(v, f"gravity[{i}]") for i, v in enumerate(g)]) \
+            if g.shape == (3,) else self._bad_gravity(gravity)
         self._frames: list[dict] = []
         self._constraints: list[dict] = []
         self._velocity_constraints: list[dict] = []
@@ -171,19 +173,17 @@ class Description:
             if not isinstance(offset, dict) or set(offset) - {"translation", "rotation"}:
                 raise ModelError(f"{where}: offset must be {{translation: [x,y,z], rotation: rpy or 3x3}}")
             if "translation" in offset:
-                off_p = np.asarray(offset["translation"], dtype=float)
+                off_p = as_numbers(offset["translation"], f"{where}.offset.translation")
                 if off_p.shape != (3,) or not np.all(np.isfinite(off_p)):
-                    raise ModelError(f"{where}: offset translation must be 3 finite numbers")
+                    raise ModelError(f"{where}: offset translation must be 3 finite numbers, "
+                                     f"got {offset['translation']!r}")
             if "rotation" in offset:
                 off_R = as_rotation(offset["rotation"], f"{where}.offset.rotation")
         mass = as_number(mass, f"{where}.mass", nonnegative=True)
         I = as_inertia(inertia, f"{where}.inertia", self.inertia_policy) if inertia is not None else np.zeros((3, 3))
         c = np.zeros(3)
         if com is not None:
-            try:
-                c = np.asarray(com, dtype=float)
-            except (TypeError, ValueError):
-                c = np.zeros(0)
+            c = as_numbers(com, f"{where}.com")
             if c.shape != (3,) or not np.all(np.isfinite(c)):
                 raise ModelError(f"{where}: com must be 3 finite numbers [x, y, z], got {com!r}")
         self._frames.append(dict(name=name, parent=parent, kind=kind, value=value, mass=mass,
@@ -357,7 +357,7 @@ class Description:
         ModelError
             A negative or non-finite ``coefficient``; an unknown variable, when the system compiles.
         """
-        self._damping[config] = as_number(coefficient, f"damping on {config!r}", nonnegative=True)
+        self._damping[config] = as_number(coefficient, f"damping on {config!r}.coefficient", nonnegative=True)
         self._model = None
         return self
 
@@ -673,18 +673,15 @@ class Description:
         Raises
         ------
         ModelError
-            A name that is not a non-empty string, a value that is no number or NaN,
-            ``lower > upper``, a negative ``velocity`` or ``effort``.
+            A name that is not a non-empty string, a value that is no number (a boolean is
+            none) or NaN, ``lower > upper``, a negative ``velocity`` or ``effort``.
         """
         where = f"limits of {config!r}"
         if not isinstance(config, str) or not config:
             raise ModelError(f"limits: expected a configuration variable name, got {config!r}")
         values = {"lower": lower, "upper": upper, "velocity": velocity, "effort": effort, **extra}
         for key, v in values.items():
-            try:
-                v = float(v)
-            except (TypeError, ValueError):
-                raise ModelError(f"{where}: {key} must be a number, got {v!r}") from None
+            v = as_number(v, f"{where}.{key}", finite=False)
             if math.isnan(v):
                 raise ModelError(f"{where}: {key} must be a number, got nan")
             values[key] = v
