@@ -31,30 +31,14 @@ import time
 
 import numpy as np
 
+from mechnode.demo.scenarios import example_robot_file
+
 SOLO12_URDF = "solo_description/robots/solo12.urdf"
 FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
 CROUCH = (0.0, 0.8, -1.6)       # (hip abduction, hip flexion, knee) per leg [rad]
 FOOT_RADIUS = 0.016             # the feet's spheres in MuJoCo [m]
 BACK_WITHIN = 0.01              # [m] the push is recovered once the base is this close again
 PRINT_PERIOD = 0.5              # [s]
-
-
-def example_robot_file(relative: str) -> str:
-    """The path of ``relative`` in the installed ``example-robot-data`` distribution (found from
-    its file list; nothing imported); a RuntimeError saying how to install it."""
-    from importlib import metadata
-    try:
-        dist = metadata.distribution("example-robot-data")
-    except metadata.PackageNotFoundError:
-        raise RuntimeError(f"this demo needs the example-robot-data package ({relative}): "
-                           "scripts/bootstrap.sh installs it with the test extras, or "
-                           ".venv/bin/pip install example-robot-data") from None
-    for f in dist.files or ():
-        if str(f).replace(os.sep, "/").endswith(relative):
-            path = str(dist.locate_file(f))
-            if os.path.isfile(path):
-                return path
-    raise RuntimeError(f"example-robot-data {dist.version} is installed but has no {relative}")
 
 
 def _check_mujoco() -> None:

@@ -60,23 +60,28 @@ def panda_reference_points(step: float = 0.1):
     return _joint_motion([f"panda_joint{i}" for i in range(1, 8)], PANDA_POSE, PANDA_MOVE, step)
 
 
-def panda_urdf() -> str:
-    """The path of ``panda_description/urdf/panda.urdf`` in the installed ``example-robot-data``
-    distribution (a data-only wheel: found from its file list, nothing imported). Raises
-    RuntimeError saying how to install it."""
+def example_robot_file(relative: str, needed_by: str = "this demo") -> str:
+    """The path of ``relative`` in the installed ``example-robot-data`` distribution (a data-only
+    wheel: found from its file list, nothing imported). Raises RuntimeError saying how to
+    install it (``needed_by`` names who needs it)."""
     from importlib import metadata
     try:
         dist = metadata.distribution("example-robot-data")
     except metadata.PackageNotFoundError:
-        raise RuntimeError("--robot panda needs the example-robot-data package (its Panda URDF): "
+        raise RuntimeError(f"{needed_by} needs the example-robot-data package ({relative}): "
                            "scripts/bootstrap.sh installs it with the test extras, or "
                            ".venv/bin/pip install example-robot-data") from None
     for f in dist.files or ():
-        if str(f).replace(os.sep, "/").endswith(PANDA_URDF):
+        if str(f).replace(os.sep, "/").endswith(relative):
             path = str(dist.locate_file(f))
             if os.path.isfile(path):
                 return path
-    raise RuntimeError(f"example-robot-data {dist.version} is installed but has no {PANDA_URDF}")
+    raise RuntimeError(f"example-robot-data {dist.version} is installed but has no {relative}")
+
+
+def panda_urdf() -> str:
+    """The path of ``panda_description/urdf/panda.urdf`` (:func:`example_robot_file`)."""
+    return example_robot_file(PANDA_URDF, "--robot panda")
 
 
 @dataclass(frozen=True)

@@ -161,3 +161,17 @@ class NodeProcess:
             code = stop_process(self.proc)
             self.ctx.try_shutdown()
         return code
+
+
+def diagnostics(h) -> dict:
+    """A dict kept up to date with the node's latest DiagnosticStatus values (and ``_message``),
+    from ``/diagnostics`` through ``h.client``."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    status: dict = {}
+
+    def take(msg):
+        for st in msg.status:
+            if st.name.startswith("mechnode: "):
+                status.update({kv.key: kv.value for kv in st.values}, _message=st.message)
+    h.client.create_subscription(DiagnosticArray, "/diagnostics", take, 10)
+    return status

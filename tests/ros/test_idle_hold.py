@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pytest
 
-from nodeproc import NodeProcess, write_params
+from nodeproc import NodeProcess, diagnostics, write_params
 
 pytestmark = pytest.mark.slow
 
@@ -48,18 +48,6 @@ def _robot(h, start_on_command):
     return robot
 
 
-def _diagnostics(h):
-    from diagnostic_msgs.msg import DiagnosticArray
-    status = {}
-
-    def take(msg):
-        for st in msg.status:
-            if st.name.startswith("mechnode: "):
-                status.update({kv.key: kv.value for kv in st.values}, _message=st.message)
-    h.client.create_subscription(DiagnosticArray, "/diagnostics", take, 10)
-    return status
-
-
 def _watch(robot, seconds):
     """Largest |q - POSE| per joint over ``seconds`` of the robot's states, and the last q."""
     worst = np.zeros(POSE.size)
@@ -77,7 +65,7 @@ def test_hold_before_the_first_reference_then_track_then_hold_the_end(rclpy_mod,
     h = _node(rclpy_mod, tmp_path, "hold", idle_after_schedule=True)
     robot = None
     try:
-        status = _diagnostics(h)
+        status = diagnostics(h)
         h.bring_up()
         robot = _robot(h, start_on_command=True)      # held by its brakes until the first command
         robot.start()
@@ -124,7 +112,7 @@ def test_no_command_with_idle_action_none(rclpy_mod, ifaces, tmp_path):
     h = _node(rclpy_mod, tmp_path, "none", idle_action="none")
     robot = None
     try:
-        status = _diagnostics(h)
+        status = diagnostics(h)
         h.bring_up()
         robot = _robot(h, start_on_command=False)     # released at once: nothing holds it
         robot.start()

@@ -21,7 +21,7 @@ import time
 import numpy as np
 import pytest
 
-from nodeproc import STARTUP, NodeProcess, write_params
+from nodeproc import STARTUP, NodeProcess, diagnostics, write_params
 
 pytest.importorskip("mujoco", reason="MuJoCo is a test dependency (pip install 'mechnode[test]')")
 
@@ -45,18 +45,6 @@ def _params(**extra):
     with open(os.path.join(PARAMS_DIR, "solo12_params.yaml")) as f:
         params = yaml.safe_load(f)["/**/mechnode"]["ros__parameters"]
     return {**params, "model": _solo_path(), "diagnostics_period": 0.2, **extra}
-
-
-def _diagnostics(h):
-    from diagnostic_msgs.msg import DiagnosticArray
-    status = {}
-
-    def take(msg):
-        for st in msg.status:
-            if st.name.startswith("mechnode: "):
-                status.update({kv.key: kv.value for kv in st.values}, _message=st.message)
-    h.client.create_subscription(DiagnosticArray, "/diagnostics", take, 10)
-    return status
 
 
 def _solo12():
@@ -92,7 +80,7 @@ def test_the_node_balances_a_legged_robot_in_mujoco_and_recovers_from_a_push(rcl
         from mechnode_interfaces.msg import GainSchedule
 
         from mechnode.ros.qos import LATCHED
-        status = _diagnostics(h)
+        status = diagnostics(h)
         h.client.create_subscription(GainSchedule, f"{h.fqn}/gain_schedule", schedules.append, LATCHED)
         h.bring_up()
         plant = MujocoPlant(path, system, **shape)
@@ -177,7 +165,7 @@ def test_odometry_is_checked_and_no_command_comes_without_a_fresh_base(rclpy_mod
                     tmp_path / "mechnode.log")
     commands = []
     try:
-        status = _diagnostics(h)
+        status = diagnostics(h)
         h.bring_up()
         h.connect_io(commands.append)
         odom_pub = h.client.create_publisher(Odometry, f"{h.ns}/odom", qos_profile_sensor_data)
