@@ -113,7 +113,7 @@ def run_solo12(namespace: str = "/mechnode_demo", stand: float = 5.0, after: flo
             time.sleep(0.05)
             if plant.time - robot.started >= printed:
                 printed += PRINT_PERIOD
-                _, qm, _, u = robot.record[-1]
+                _, qm, _, u, _ = robot.record[-1]
                 log(f"t = {plant.time - robot.started:5.2f} s  base {1e3 * np.linalg.norm(qm[:3] - stance.q[:3]):6.2f} "
                     f"mm  tilt {_tilt(qm[3:7], stance.q[3:7]):.3f} deg  feet normal forces "
                     f"{np.round(plant.normal_forces(), 2).tolist()} N  |effort| max {np.abs(u).max():.3f} N m")

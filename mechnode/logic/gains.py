@@ -25,8 +25,8 @@ from mechnode.logic.weights import Weights
 
 STATE_Q_P, STATE_Q_QDOT = 0, 1  # the values of GainSchedule.STATE_Q_P / STATE_Q_QDOT
 #: A floating base's law on ``x = [q ⊖ q_ref, v - v_ref]`` (:mod:`mechnode.logic.legged`);
-#: ``x_ref`` rows are ``[q_ref (nq), v_ref (nv)]``. The command path's only (the balance hold is
-#: not published as a GainSchedule, which has no such convention yet).
+#: ``x_ref`` rows are ``[q_ref (nq), v_ref (nv)]``; its knots may be a whole number of command
+#: periods apart (:mod:`mechnode.logic.body`). GainSchedule.STATE_TANGENT on the wire.
 STATE_TANGENT = 2
 
 
@@ -65,8 +65,11 @@ class Schedule:
         if tangent != bool(getattr(plant, "floating", False)):
             return False
         rows = plant.n + plant.nv if tangent else plant.nx
+        # (a floating base's body motion has knots a whole number of command periods apart)
+        periods = self.dt / plant.dt
+        spacing = self.dt == plant.dt or (tangent and periods >= 1.0 and abs(periods - round(periods)) < 1e-9)
         return (self.x_ref.shape == (knots, rows) and self.u_ref.shape == (knots, plant.nu)
-                and self.K.shape == (knots, plant.nu, plant.nx) and self.dt == plant.dt)
+                and self.K.shape == (knots, plant.nu, plant.nx) and spacing)
 
     def knot(self, t: float) -> int:
         """Nearest knot to ``t`` (seconds from the start stamp), clamped to [0, N]."""

@@ -54,6 +54,7 @@ class IdleHold:
         self._timer = None
         self._token = 0             # one more at every start and stop: a poll of an old one is void
         self._config = None
+        self.stance = None          # the configuration the balance hold stands at (a floating base)
 
     def start(self, config) -> None:
         """At activate (``config`` the node's Configuration): with ``idle_action: hold``, wait
@@ -75,7 +76,7 @@ class IdleHold:
 
     def stop(self) -> None:
         self._token += 1
-        timer, self._timer, self._config = self._timer, None, None
+        timer, self._timer, self._config, self.stance = self._timer, None, None, None
         destroy_timer(self._node, timer)
 
     @callback_guard
@@ -117,6 +118,7 @@ class IdleHold:
             node.command.install(ActiveSchedule(sched, first[2], 0, config.generation, kind="hold"))
             if sched.info.get("kind") == "balance":
                 node.publish_schedule(sched, first[2])     # the balance law and its stance, one knot
+                self.stance = sched.x_ref[0, :config.plant.n].copy()
         seconds, age = time.perf_counter() - t0, (node.get_clock().now().nanoseconds - first[2]) * 1e-9
         self.health.count("holds")
         self.health.stats.update(hold_s=seconds, hold_state_age_s=age)

@@ -141,7 +141,7 @@ class MechNode(LifecycleNode):
         # in two processes (core names and counts each kernel on stderr); a warm cache: nothing
         self._team = Plant.start_warm_up() if self.params.value("warm_up") else None
         self.reference = ReferencePipeline(self.params, self.health, self._lock, self.get_clock(),
-                                           on_install=self._install)
+                                           on_install=self._install, stance=self._balance_stance)
         self._lfc = False                       # publishing the LFC form (lfc_topic set at activate)
         self.model_services = ModelServices(self, self.params, self.health)
         # callback groups on the multi-threaded executor (the services have theirs): schedule
@@ -162,6 +162,10 @@ class MechNode(LifecycleNode):
         params = getattr(self, "params", None)      # None while the parameters are declared
         if params is not None:
             self.command.set_modes(params.command_mode, params.timeout_action)
+
+    def _balance_stance(self):
+        """The configuration the balance hold stands at (a floating base), or None."""
+        return self.idle.stance
 
     def _install(self, active):
         """A new schedule in force: its LFC form if that is published, the hold after its end

@@ -79,7 +79,7 @@ DOUBLE_PARAMETERS = {"robot_description_timeout": (0.1, 600.0), "dt": (1e-5, 1.0
                      "state_timeout": (1e-3, 3600.0), "stamp_tolerance": (0.0, 10.0),
                      "optimizer_tolerance": (1e-15, 1e6), "optimizer_time_limit": (0.01, 3600.0),
                      "diagnostics_period": (0.01, 3600.0), "replan_period": (0.0, 60.0),
-                     "replan_horizon": (0.0, 3600.0)}
+                     "replan_horizon": (0.0, 3600.0), "body_step": (1e-4, 1.0)}
 #: double arrays (integer arrays accepted, stored as double arrays)
 DOUBLE_ARRAY_PARAMETERS = ("Q", "R", "Q_N")
 #: a double or a double array (integers accepted)
@@ -310,6 +310,11 @@ def declare_parameters(node, declare=None) -> None:
         description="true: each re-plan also takes one Gauss-Newton step of the tracking cost towards the "
                     "reference (a new feed-forward, as real-time iteration does); false: the gains only. "
                     "Applied at activate"))
+    declare("body_step", 0.01, D(
+        "body_step",
+        description="A floating base's JointTrajectory: seconds between the knots of the body motion and its "
+                    "gains (rounded to a whole number of dt; mechnode.logic.body): each knot costs a few ms "
+                    "of exact solves"))
     declare("diagnostics_period", 1.0, D(
         "diagnostics_period", description="Seconds between diagnostics; applied at activate"))
     declare("warm_up", True, D(description="Load (cold cache: compile) the numba kernels of the command path, "

@@ -8,10 +8,18 @@ GIL — then swapped in atomically as the :class:`ActiveSchedule` in force, hand
 and published as a ``GainSchedule``. ``header.stamp`` of the reference is the start time (time of
 its knot ``t = 0``); zero means "as soon as the schedule is ready" (the GainSchedule's stamp
 says when). A reference that cannot be used is logged and leaves the current schedule in force.
+
+On a floating base the reference is the joints' and moves the body over the contacts
+(:mod:`mechnode.logic.body`): it starts from the stance in force (the end of the schedule in
+force, else the balance hold's), and its schedule is in ``STATE_TANGENT`` with knots
+``body_step`` apart.
 """
 from __future__ import annotations
 
+import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from rclpy.serialization import deserialize_message
@@ -20,9 +28,22 @@ from trajectory_msgs.msg import JointTrajectory
 import core
 from mechnode.errors import InputError
 from mechnode.logic import wire
+from mechnode.logic.body import body_schedule
 from mechnode.logic.schedule import schedule_from_reference
 from mechnode.ros import conversions as cv
 from mechnode.ros.diagnostics import callback_guard
+
+#: The niceness the planning thread of a body motion adds to its own (Linux; elsewhere unchanged).
+PLANNER_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    """Raise the calling thread's niceness by :data:`PLANNER_NICENESS` (a thread's own on Linux)."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + PLANNER_NICENESS)
+    except (AttributeError, OSError):
+        pass
 
 
 class ActiveSchedule:
@@ -51,13 +72,19 @@ class ReferencePipeline:
     ``params``: the node's :class:`~mechnode.ros.parameters.NodeParameters` (weights, options);
     ``health``: its :class:`~mechnode.ros.diagnostics.Health`; ``lock``: the node's lock, held by the
     lifecycle transitions while they create or destroy entities; ``clock``: the node's clock;
-    ``on_install``: called with every new ActiveSchedule (the command path's ``install``).
+    ``on_install``: called with every new ActiveSchedule (the command path's ``install``);
+    ``stance``: returns the configuration a floating base's balance hold stands at, or None.
     :meth:`start` at activate (with the GainSchedule lifecycle publisher), :meth:`stop` at
     deactivate (drops the schedule).
     """
 
-    def __init__(self, params, health, lock, clock, on_install=None):
+    def __init__(self, params, health, lock, clock, on_install=None, stance=None):
         self._params = params
+        self._stance = stance or (lambda: None)
+        # a body motion takes seconds of CPU: on a thread of lower priority, so that the robot's
+        # controllers and drivers on the same computer keep theirs
+        self._planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mechnode_planner",
+                                           initializer=_lower_priority)
         self._on_install = on_install
         self.health = health
         self._lock = lock
@@ -127,6 +154,19 @@ class ReferencePipeline:
             return None
         return deserialize_message(raw, JointTrajectory)
 
+    def _body_schedule(self, config, ref, weights, options):
+        """A floating base's reference: the body motion over the contacts from the stance in
+        force (the end of the schedule in force, else the balance hold's) and its gains
+        (:func:`mechnode.logic.body.body_schedule`)."""
+        active = self.active
+        stance = active.schedule.x_ref[-1, :config.plant.n] if active is not None else self._stance()
+        if stance is None:
+            raise InputError("no stance yet: the balance hold starts from the first fresh JointState and "
+                             "Odometry after activation (idle_action: balance), and a body motion starts from it")
+        return self._planner.submit(body_schedule, config.plant.system, stance, ref, weights.Q, weights.R,
+                                    config.plant.dt, float(self._params.value("body_step")), options.max_knots,
+                                    config.joint_map.joint_names).result()
+
     @callback_guard
     def on_reference(self, raw: bytes):
         """A reference, as serialized bytes (the subscription is ``raw``): see :meth:`_bounded`."""
@@ -140,17 +180,16 @@ class ReferencePipeline:
         if msg is None:
             return
         plant, jm = config.plant, config.joint_map
-        if getattr(plant, "floating", False):
-            self._refuse("a floating base tracks no JointTrajectory yet (the body's motion on its contacts is "
-                         "core.body_motion and core.balance_schedule in the library); the balance hold goes on")
-            return
+        floating = getattr(plant, "floating", False)
         weights, options = self._params.current_weights(config), self._params.options()
         try:
             names, times, pos, vel = cv.trajectory_arrays(msg)
             ref = jm.reference(names, times, pos, vel)
-            sched = schedule_from_reference(plant, jm, ref, weights, options)
-        except (InputError, core.errors.IntegratorError, core.errors.SingularMatrixError, np.linalg.LinAlgError,
-                ValueError) as exc:
+            if floating:
+                sched = self._body_schedule(config, ref, weights, options)
+            else:
+                sched = schedule_from_reference(plant, jm, ref, weights, options)
+        except (InputError, core.CoreError, np.linalg.LinAlgError, ValueError) as exc:
             self._refuse(f"{type(exc).__name__}: {exc}")
             return
         stamp = cv.stamp_ns(msg.header.stamp)
@@ -177,10 +216,15 @@ class ReferencePipeline:
             log.warning(f"reference: ignored joint(s) unknown to the model "
                         f"{list(ref.ignored_joints)}")
         late = (now - new.end_ns) * 1e-9
-        log.info(
-            f"schedule #{new.seq} published: {sched.knots} knots over {sched.duration:.3f} s, "
-            f"feasibility {info['feasibility']} {info.get('feasibility_message', '')}; "
-            f"{total * 1e3:.1f} ms (resample {info['resample_s'] * 1e3:.1f}, feasibility "
-            f"{info['feasibility_s'] * 1e3:.1f}, linearization {info['linearization_s'] * 1e3:.1f}, "
-            f"Riccati {info['riccati_s'] * 1e3:.1f} ms)"
-            + (f"; NOTE: it ended {late:.3f} s ago, holding its final state" if late > 0 else ""))
+        if info.get("kind") == "body":
+            detail = (f"a body motion on the contacts, knots {info['step']:g} s apart (base offset up to "
+                      f"{1e3 * info['base_offset_max']:.1f} mm, joints re-solved on the contacts by at most "
+                      f"{info['joint_mismatch']:.2g}); {total * 1e3:.1f} ms (motion {info['motion_s'] * 1e3:.1f}, "
+                      f"gains {info['gains_s'] * 1e3:.1f} ms)")
+        else:
+            detail = (f"feasibility {info['feasibility']} {info.get('feasibility_message', '')}; "
+                      f"{total * 1e3:.1f} ms (resample {info['resample_s'] * 1e3:.1f}, feasibility "
+                      f"{info['feasibility_s'] * 1e3:.1f}, linearization {info['linearization_s'] * 1e3:.1f}, "
+                      f"Riccati {info['riccati_s'] * 1e3:.1f} ms)")
+        log.info(f"schedule #{new.seq} published: {sched.knots} knots over {sched.duration:.3f} s, {detail}"
+                 + (f"; NOTE: it ended {late:.3f} s ago, holding its final state" if late > 0 else ""))

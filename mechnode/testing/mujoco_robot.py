@@ -58,7 +58,8 @@ class MujocoRobot(Node):
         self.max_lateness = 0.0
         self.started: float | None = None           # simulated time of the first step
         self._events = sorted(events, key=lambda e: e[0])
-        #: per tick: (simulated time, q, contact frames' positions, the command applied)
+        #: per tick: (simulated time, q, contact frames' positions, the command applied, the stamp
+        #: (ns, ROS time) the state was published with)
         self.record: list = []
         self._joint_pub = self.create_publisher(JointState, state_topic, qos_profile_sensor_data)
         self._odom_pub = self.create_publisher(Odometry, odometry_topic, qos_profile_sensor_data)
@@ -129,7 +130,7 @@ class MujocoRobot(Node):
 
     def _publish(self, stamp: int, u) -> None:
         q, v = self.plant.state()
-        self.record.append((self.plant.time, q, self.plant.contact_positions(), u))
+        self.record.append((self.plant.time, q, self.plant.contact_positions(), u, stamp))
         odom = Odometry()
         odom.header.stamp = cv.time_msg(stamp)
         odom.header.frame_id, odom.child_frame_id = self.world_frame, self.base_frame

@@ -9,7 +9,8 @@ Solo12, then Talos on its two soles (frame contacts; pushed at 0.1 m/s). The nod
 robot standing where it finds it for 10 s (base within 1 cm and 1 deg, no
 foot moving 5 mm), then the base is pushed sideways (0.3 m/s, the legs' joints moving so that the
 feet do not) and must be back within 1 cm in under 2 s, the feet moving less than 1 cm under the
-impact. The diagnostics count the Odometry messages and
+impact. A joint reference for Solo12 (a ±2 cm 0.5 Hz sway of the base) is tracked with the base
+within 5 mm of the node's consistent reference. The diagnostics count the Odometry messages and
 report no contact pulling; a configuration without contacts, with an unknown contact frame or with
 a fixed base given contacts is refused at configure with the reason.
 """
@@ -30,6 +31,7 @@ pytestmark = pytest.mark.slow
 FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
 RADIUS = 0.016
 STAND, AFTER = 10.0, 3.0            # seconds standing, then after the push
+SWAY = 5.0                          # seconds of the sway reference
 
 
 def _solo_path():
@@ -150,6 +152,84 @@ def test_configure_refuses_a_floating_base_it_cannot_balance(rclpy_mod, ifaces, 
     finally:
         assert h.close() == 0
     time.sleep(0.1)
+
+
+def _sway_joints(system, stance, period=0.05):
+    """``(times, joints)`` of a ±2 cm 0.5 Hz lateral sway of the base over Solo12's feet from
+    ``stance``, eased in and out over 1 s each (a reference starts and ends at rest), as a
+    user's joint reference would be made: the joints of :func:`core.body_motion` every ``period``."""
+    import core
+    times = np.arange(0.0, SWAY + 1e-9, period)
+    ease = np.clip(np.minimum(times, SWAY - times), 0.0, 1.0)
+    ease = ease * ease * (3.0 - 2.0 * ease)
+    offsets = np.zeros((times.size, 3))
+    offsets[:, 1] = 0.02 * np.sin(np.pi * times) * ease
+    return times, core.body_motion(system, stance, times, offsets).q[:, 7:]
+
+
+def test_the_node_moves_solo12_along_a_joint_reference_in_mujoco(rclpy_mod, ifaces, tmp_path):
+    """A JointTrajectory of Solo12's joints (a ±2 cm 0.5 Hz sway of the base over the feet) to
+    the balancing node: it computes the consistent base motion and the gains along it
+    (``mechnode.logic.body``), publishes them (``STATE_TANGENT``, knots ``body_step`` apart) and
+    tracks them in MuJoCo with the base within 5 mm of the reference and the feet within 5 mm."""
+    from mechnode_interfaces.msg import GainSchedule
+
+    from mechnode.ros import conversions as cv
+    from mechnode.testing.mujoco_plant import MujocoPlant
+    from mechnode.testing.mujoco_robot import MujocoRobot
+    path, system, stance, params, shape, _ = _solo12()
+    h = NodeProcess(rclpy_mod, write_params(tmp_path / "params.yaml", _params(model=path, **params)),
+                    f"/test_legged_sway_{os.getpid()}", tmp_path / "mechnode.log")
+    robot = None
+    try:
+        from trajectory_msgs.msg import JointTrajectory
+
+        from mechnode.ros.qos import LATCHED
+        status = diagnostics(h)
+        times, joints = _sway_joints(system, stance.q)      # (before the robot: this process steps it)
+        schedules = []
+        h.client.create_subscription(GainSchedule, f"{h.fqn}/gain_schedule", schedules.append, LATCHED)
+        reference = h.client.create_publisher(JointTrajectory, f"{h.fqn}/reference", LATCHED)
+        h.bring_up()
+        h.wait(lambda: reference.get_subscription_count() > 0, "the node's reference subscription", 30.0)
+        plant = MujocoPlant(path, system, **shape)
+        robot = MujocoRobot(plant, stance.q, namespace=h.ns, context=h.ctx).start()
+        h.wait(lambda: robot.running, "the node's first balance command", 60.0)
+        h.wait(lambda: schedules, "the balance law on the GainSchedule topic", 10.0)
+        reference.publish(cv.joint_trajectory(list(system.velocity_names[6:]), times, joints))
+        h.wait(lambda: len(schedules[-1].times) > 1, "the body motion's schedule", 60.0)
+        sched, start = cv.schedule_from_msg(schedules[-1])
+        h.wait(lambda: robot.record[-1][4] > start + int((SWAY + 1.0) * 1e9), "the sway to be run through",
+               3 * SWAY + 30.0)
+        record = list(robot.record)
+    finally:
+        if robot is not None:
+            robot.stop()
+        code = h.close()
+    text = h.log()
+    assert code == 0, text[-3000:]
+    assert sched.convention == GainSchedule.STATE_TANGENT and sched.dt == pytest.approx(0.01)
+    assert sched.knots == int(round(SWAY / 0.01)) + 1 and sched.K.shape == (sched.knots, system.nu, 2 * system.nv)
+    # the published reference: the joints at the reference's points (re-solved on the feet where the
+    # node's stance has them), and the base swaying ±2 cm
+    assert np.abs(sched.x_ref[::5, 7:system.nq] - joints).max() < 1e-3
+    assert np.ptp(sched.x_ref[:, 1]) > 0.039
+    t = np.array([(r[4] - start) * 1e-9 for r in record])
+    base = np.array([r[1][:3] for r in record])
+    feet = np.array([r[2] for r in record])
+    during = (t >= 0.0) & (t <= SWAY + 1.0)
+    reference = np.array([np.interp(t[during], sched.times, sched.x_ref[:, i]) for i in range(3)]).T
+    error = np.linalg.norm(base[during] - reference, axis=1)
+    slip = np.linalg.norm(feet[during] - feet[during][0], axis=2).max()
+    print(f"solo12 sway: base error {1e3 * error.max():.2f} mm (median {1e3 * np.median(error):.2f}), lateral "
+          f"travel {1e3 * np.ptp(base[during, 1]):.1f} mm, feet {1e3 * slip:.2f} mm; schedule {sched.knots} knots, "
+          f"computed in {float(status.get('last_reference_to_schedule_s', 'nan')):.2f} s; robot overruns "
+          f"{robot.overruns} of "
+          f"{robot.steps}, max lateness {1e3 * robot.max_lateness:.1f} ms, fresh commands {robot.fresh_steps}")
+    assert np.ptp(base[during, 1]) > 0.035                      # it does sway
+    assert error.max() < 0.005, error.max()
+    assert slip < 0.005, slip
+    assert int(status.get("commands_pulling_contacts", 0)) == 0, status
 
 
 def test_odometry_is_checked_and_no_command_comes_without_a_fresh_base(rclpy_mod, ifaces, tmp_path):
