@@ -214,6 +214,9 @@ class LeggedPlant:
     model = property(lambda self: self.system.model)
     config_names = property(lambda self: list(self.system.velocity_names[6:]),
                             doc="the joints a JointState carries (the base comes from an odometry)")
+    dynamic_names = property(lambda self: list(self.system.velocity_names[6:]),
+                             doc="the joints (GetModel's dynamic_config_names)")
+    kinematic_names: list = []
     base_names = property(lambda self: list(self.system.config_names[:7]), doc="the base pose's coordinates")
     mimic_names = property(lambda self: list(self.system.mimic_joints))
     locked_names = property(lambda self: list(self.system.locked_joints))

@@ -36,8 +36,11 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 import core
 from mechnode.errors import InputError
+from mechnode.logic.body import body_schedule
 from mechnode.logic.feasibility import make_feasible
-from mechnode.logic.gains import STATE_Q_P, STATE_Q_QDOT, gain_schedule, schedule_in_qdot
+from mechnode.logic.gains import STATE_Q_P, STATE_Q_QDOT, STATE_TANGENT, gain_schedule, schedule_in_qdot
+from mechnode.logic.legged import balance_hold
+from mechnode.logic.resampling import Reference
 from mechnode.logic.weights import Weights
 from mechnode.ros import conversions as cv
 
@@ -50,7 +53,12 @@ NODE_CONVENTIONS = (
     "z = [x, u]. GainSchedule: u = u_ref[k] - K[k] (x - x_ref[k]), knots = N + 1, the last row "
     "of u_ref and K repeats row N - 1 (the law held after the end); weights Q, R, Q_N act on x "
     "in the schedule's state_convention (parameters: on [q, p, v]). Commands on the command "
-    "topic: force inputs (command_mode effort) or the whole u (full).")
+    "topic: force inputs (command_mode effort) or the whole u (full). A floating base "
+    "(floating_base: quaternion, contacts): JointState carries the joints, nav_msgs/Odometry the "
+    "base (REP 105: pose of child_frame_id in header.frame_id, twist in child_frame_id); its "
+    "GainSchedules are STATE_TANGENT: u = u_ref[k] - K[k] [q (-) q_ref[k]; v - v_ref[k]], x_ref rows "
+    "[q_ref, v_ref], Q on the tangent state [dq, v] (2 nv), the knots dt apart (a body motion: "
+    "body_step).")
 CONVENTIONS = core.CONVENTIONS + "\n" + NODE_CONVENTIONS
 
 class NonFiniteResult(ValueError):
@@ -128,8 +136,7 @@ def service_guard(heavy: bool = False):
                 return response
             try:
                 result = method(self, request, response)
-            except (InputError, ValueError, core.errors.IntegratorError, core.errors.SingularMatrixError,
-                    np.linalg.LinAlgError, core.errors.ModelError) as exc:
+            except (InputError, ValueError, core.CoreError, np.linalg.LinAlgError) as exc:
                 response.success = False
                 response.message = f"{type(exc).__name__}: {exc}"
                 self.health.warn_limited(f"srv:{name}:{response.message[:60]}", f"{name}: {response.message}")
@@ -170,15 +177,17 @@ class ModelServices:
                 (PlanTrajectory, "~/plan_trajectory", self._srv_plan_trajectory)):
             node.create_service(srv_type, name, callback, qos_profile=SERVICE_QOS, callback_group=group)
 
-    def _need_config(self):
+    def _need_config(self, floating: bool = False):
+        """The node's configuration; an InputError while unconfigured, or for a floating base
+        when the service does not take one (``floating``: it does)."""
         config = self._node.config
         if config is None:
             raise InputError(f"the node is {self._node.lifecycle_label}: configure it first "
                              "(no model loaded)")
-        if getattr(config.plant, "floating", False):
-            raise InputError("the model has a floating base (floating_base: quaternion): the node balances it "
-                             "(idle_action balance) but serves no linearization or gains for it yet; the "
-                             "library computes them (core.System.linearize_minimal, core.balance_lqr)")
+        if not floating and getattr(config.plant, "floating", False):
+            raise InputError("the model has a floating base (floating_base: quaternion): the node serves "
+                             "get_model and compute_gains for it, no linearization or plan yet; the library "
+                             "computes them (core.System.linearize_minimal, core.balance_lqr)")
         return config
 
     @staticmethod
@@ -191,7 +200,7 @@ class ModelServices:
 
     @service_guard()
     def _srv_get_model(self, request, response):
-        config = self._need_config()
+        config = self._need_config(floating=True)
         plant = config.plant
         response.success = True
         response.message = f"{plant.system.name} from {plant.source}: {plant.actuation}"
@@ -299,7 +308,9 @@ class ModelServices:
 
     @service_guard(heavy=True)
     def _srv_compute_gains(self, request, response):
-        config = self._need_config()
+        config = self._need_config(floating=True)
+        if getattr(config.plant, "floating", False):
+            return self._floating_gains(config, request, response)
         plant = self._plant_for_dt(config.plant, float(request.dt))
         conv = int(request.state_convention)
         if conv not in (STATE_Q_P, STATE_Q_QDOT):
@@ -343,6 +354,52 @@ class ModelServices:
             raise InputError(f"x_ref must have {plant.nx} columns (state) or {plant.n} (positions "
                              f"only), got {width}")
         return sched
+
+    def _floating_gains(self, config, request, response):
+        """compute_gains for a floating base on the node's contacts: ``x_ref`` rows are
+        configurations ``q`` (nq columns). One row: the balance law standing at it
+        (:func:`mechnode.logic.legged.balance_hold`). Several: the first is the stance (the
+        contacts anchored where they are there), the rows' joints a joint reference ``dt`` apart
+        (0: ``body_step``; a whole number of the node's ``dt``) and the answer the body motion's
+        schedule (:func:`mechnode.logic.body.body_schedule`). Either in ``STATE_TANGENT``."""
+        plant = config.plant
+        system = plant.system
+        conv = int(request.state_convention)
+        if conv not in (STATE_Q_P, STATE_TANGENT):
+            raise InputError(f"state_convention must be 0 (the default) or 2 (STATE_TANGENT) for a floating base, "
+                             f"got {conv}: its schedules are in STATE_TANGENT")
+        self._bounded_knots(request.x_ref)
+        X = cv.matrix_from_msg(request.x_ref, "x_ref")
+        knots, width = X.shape
+        if width != system.nq:
+            raise InputError(f"x_ref: a floating base's rows are configurations q, {system.nq} columns (base "
+                             f"position, quaternion (x, y, z, w), the joints {plant.config_names}), got {width}")
+        if request.u_ref.rows or len(request.u_ref.data):
+            raise InputError("u_ref must be empty for a floating base: the inputs are solved on the contacts")
+        if knots < 1:
+            raise InputError("x_ref needs at least 1 knot (a stance)")
+        weights = self._request_weights(config, plant, request.q, request.r, request.q_n)
+        jnames = config.joint_map.joint_names
+        contacts = ", ".join(f"{frame} ({kind})" for frame, kind in plant.contacts)
+        with overflow_guard(("x_ref", X, None)):
+            if knots == 1:
+                sched = balance_hold(system, X[0], weights.Q, weights.R, plant.dt, jnames)
+                response.message = f"the balance law standing at x_ref[0] on {contacts}; STATE_TANGENT"
+            else:
+                dt = float(request.dt) or float(self._params.value("body_step"))
+                periods = dt / plant.dt
+                if not (np.isfinite(dt) and periods >= 1.0 - 1e-9 and abs(periods - round(periods)) < 1e-6):
+                    raise InputError(f"dt = {dt} s: a floating base's knots are a whole number of the node's dt "
+                                     f"({plant.dt} s) apart")
+                ref = Reference(dt * np.arange(knots), X[:, 7:].copy())
+                sched = body_schedule(system, X[0], ref, weights.Q, weights.R, plant.dt, dt,
+                                      int(self._params.value("max_knots")), jnames)
+                response.message = (f"a body motion on {contacts} from the stance x_ref[0], knots {sched.dt:g} s "
+                                    f"apart; STATE_TANGENT")
+            check_finite(K=sched.K, x_ref=sched.x_ref, u_ref=sched.u_ref)
+        response.schedule = cv.schedule_to_msg(sched, 0)
+        response.success = True
+        return response
 
     @service_guard(heavy=True)
     def _srv_plan_trajectory(self, request, response):

@@ -17,6 +17,7 @@ a fixed base given contacts is refused at configure with the reason.
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import numpy as np
@@ -230,6 +231,66 @@ def test_the_node_moves_solo12_along_a_joint_reference_in_mujoco(rclpy_mod, ifac
     assert error.max() < 0.005, error.max()
     assert slip < 0.005, slip
     assert int(status.get("commands_pulling_contacts", 0)) == 0, status
+
+
+def test_get_model_and_compute_gains_serve_a_floating_base(rclpy_mod, ifaces, tmp_path):
+    """``~/get_model`` names the joints and the tangent convention; ``~/compute_gains`` on the
+    node's contacts gives the balance law at a stance (one row of ``x_ref``) equal to the
+    library's, and a body motion along the rows' joints; every malformed request is answered
+    ``success: false`` with the reason; ``~/linearize`` says it does not serve a floating base."""
+    from mechnode_interfaces.srv import ComputeGains, GetModel, Linearize
+
+    from mechnode.logic.legged import balance_hold
+    from mechnode.ros import conversions as cv
+    path, system, stance, params, _, _ = _solo12()
+    h = NodeProcess(rclpy_mod, write_params(tmp_path / "params.yaml", _params(model=path, **params)),
+                    f"/test_legged_services_{os.getpid()}", tmp_path / "mechnode.log")
+    try:
+        h.lifecycle.wait(60.0)
+        assert h.transition("configure", STARTUP), h.log()[-3000:]
+        model = h.call(GetModel, "get_model", GetModel.Request())
+        assert model.success, model.message
+        assert list(model.config_names) == list(system.velocity_names[6:]) == list(model.dynamic_config_names)
+        assert list(model.input_names) == list(system.input_names) and "STATE_TANGENT" in model.conventions
+        assert "floating base on contacts FL_FOOT (point)" in model.message
+        # one row: the balance law standing there, as the library computes it
+        n = system.nv
+        Q, R = np.diag(np.r_[10.0 * np.ones(n), np.ones(n)]), 100.0 * np.eye(system.nu)
+        one = h.call(ComputeGains, "compute_gains", ComputeGains.Request(x_ref=cv.matrix_msg(stance.q[None])))
+        assert one.success, one.message
+        law, _ = cv.schedule_from_msg(one.schedule)
+        expected = balance_hold(system, stance.q, Q, R, 0.002)
+        assert law.convention == 2 and law.knots == 1 and "FL_FOOT (point)" in one.message
+        assert np.allclose(law.K, expected.K, atol=1e-9) and np.allclose(law.u_ref, expected.u_ref, atol=1e-9)
+        # rows: a body motion from the first along the rows' joints, 0.05 s apart
+        times, joints = _sway_joints(system, stance.q, period=0.05)
+        rows = np.hstack([np.tile(stance.q[:7], (times.size, 1)), joints])
+        motion = h.call(ComputeGains, "compute_gains",
+                        ComputeGains.Request(x_ref=cv.matrix_msg(rows), dt=0.05), timeout=120.0)
+        assert motion.success, motion.message
+        body, _ = cv.schedule_from_msg(motion.schedule)
+        assert body.knots == times.size and body.dt == pytest.approx(0.05) and body.convention == 2
+        assert np.abs(body.x_ref[:, 7:system.nq] - joints).max() < 1e-9
+        assert np.ptp(body.x_ref[:, 1]) > 0.039
+        # refusals, each with its reason
+        moved = rows[:3].copy()
+        moved[2, 9] += 0.05                                  # a knee: a foot would move
+        for request, reason in [
+                (ComputeGains.Request(x_ref=cv.matrix_msg(rows[:2, 7:])), "rows are configurations q, 19 columns"),
+                (ComputeGains.Request(x_ref=cv.matrix_msg(rows[:2]), u_ref=cv.matrix_msg(np.zeros((1, 12)))),
+                 "u_ref must be empty"),
+                (ComputeGains.Request(x_ref=cv.matrix_msg(rows[:2]), state_convention=1), "STATE_TANGENT"),
+                (ComputeGains.Request(x_ref=cv.matrix_msg(rows[:2]), dt=0.003), "a whole number of the node's dt"),
+                (ComputeGains.Request(x_ref=cv.matrix_msg(moved), dt=0.01), "reference point 2: its joints"),
+                (ComputeGains.Request(x_ref=cv.matrix_msg(np.r_[stance.q[:3], 0.0, 0.0, 0.0, 2.0, stance.q[7:]][None])),
+                 "HoldError: .*quaternion")]:
+            answer = h.call(ComputeGains, "compute_gains", request)
+            assert not answer.success and re.search(reason, answer.message), (reason, answer.message)
+        answer = h.call(Linearize, "linearize", Linearize.Request(q=list(stance.q), dq=[0.0] * n, u=[0.0] * 12))
+        assert not answer.success and "get_model and compute_gains" in answer.message, answer.message
+        assert h.proc.poll() is None
+    finally:
+        assert h.close() == 0
 
 
 def test_odometry_is_checked_and_no_command_comes_without_a_fresh_base(rclpy_mod, ifaces, tmp_path):
