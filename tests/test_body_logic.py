@@ -101,3 +101,29 @@ def test_a_body_schedule_tracks_a_sway_in_mujoco():
         lateral.append(q[1])
     assert np.ptp(lateral) > 0.035
     assert max(error) < 0.005 and max(slip) < 0.005, (max(error), max(slip))
+
+
+def test_the_lfc_form_of_a_floating_base_is_the_same_law():
+    """LFC's law, ``tau = u_ff + K_lfc [difference(q, q_ref); v_ref - v]`` (Pinocchio's difference:
+    the free flyer's SE(3) log), on the LFC form of the balance hold and of a body schedule, equals
+    ``Schedule.command`` at states around every knot, to rounding: the same law, not a first-order
+    copy."""
+    from mechnode.logic.legged import balance_hold
+    from mechnode.logic.lfc import lfc_schedule
+    _, system, stance = solo12_standing()
+    Q, R = _weights(system)
+    times, _, joints = _sway(system, stance.q, duration=1.0, period=0.1)
+    plant = LeggedPlant(system, DT, contacts=FEET)
+    rng = np.random.default_rng(3)
+    for sched in (balance_hold(system, stance.q, Q, R, DT), body_schedule(system, stance.q, Reference(times, joints),
+                                                                         Q, R, DT, 0.01, 20000)):
+        lfc = lfc_schedule(plant, sched)
+        assert lfc.K.shape == (sched.knots, 12, 2 * system.nv) and lfc.base_pose.shape == (sched.knots, 7)
+        for k in range(0, sched.knots, 7):
+            q_ref = np.r_[lfc.base_pose[k], lfc.q_ref[k]]
+            v_ref = np.r_[lfc.base_twist[k], lfc.v_ref[k]]
+            q = system.integrate(q_ref, 0.05 * rng.standard_normal(system.nv))
+            v = v_ref + 0.1 * rng.standard_normal(system.nv)
+            tau = lfc.u_ff[k] + lfc.K[k] @ np.r_[system.difference(q, q_ref), v_ref - v]
+            u, knot, _ = sched.command(plant, sched.times[k], q, v)
+            assert knot == k and np.allclose(tau, u, rtol=0, atol=1e-10), np.abs(tau - u).max()

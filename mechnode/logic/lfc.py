@@ -13,7 +13,17 @@ LFC's form is, exactly to first order in ``z - z_ref``:
 
     u_ff = F_u(q_ref) u_ref,    K_lfc = F_u(q_ref) K_k J_k,    z_ref = [q_ref, qdot_ref].
 
-A schedule already in ``[q, qdot]`` (STATE_Q_QDOT) needs no ``J_k``. Rows of joints no input acts
+A schedule already in ``[q, qdot]`` (STATE_Q_QDOT) needs no ``J_k``.
+
+A floating base (``STATE_TANGENT``): LFC then takes the whole state, ``z = [q, v]`` with the
+base's pose and twist (``initial_state.base_pose``, ``base_twist``), and its error is
+``[difference(q, q_ref), v_ref - v]`` (Pinocchio's ``difference``: for the free flyer the SE(3)
+``log(g⁻¹ g_ref)``, which is :meth:`core.System.difference`'s). Since
+``difference(q, q_ref) = -(q ⊖ q_ref)`` exactly, our law ``u = u_ref - K [q ⊖ q_ref; v - v_ref]``
+is LFC's with ``u_ff = F_u u_ref`` and ``K_lfc = F_u K`` on the joints' rows, with no
+approximation.
+
+Rows of joints no input acts
 on are zero (an underactuated joint gets zero effort). Joints are in the model's order, named by
 the node's joint map. A model with kinematic variables or wrench inputs has no LFC form
 (:func:`check_lfc_model`): with joint-torque inputs ``F_u`` is constant, and the two laws agree
@@ -26,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mechnode.errors import InputError
-from mechnode.logic.gains import STATE_Q_QDOT, Schedule
+from mechnode.logic.gains import STATE_Q_QDOT, STATE_TANGENT, Schedule
 
 
 @dataclass(frozen=True)
@@ -36,8 +46,10 @@ class LfcSchedule:
     q_ref: np.ndarray           # (knots, n)
     v_ref: np.ndarray           # (knots, n)
     u_ff: np.ndarray            # (knots, n) joint efforts
-    K: np.ndarray               # (knots, n, 2n)
+    K: np.ndarray               # (knots, n, 2n); a floating base: (knots, joints, 2 nv)
     joint_names: tuple
+    base_pose: np.ndarray | None = None     # (knots, 7) position, quaternion (x, y, z, w): a floating base
+    base_twist: np.ndarray | None = None    # (knots, 6) linear, angular on the base's axes
 
 
 def check_lfc_model(plant) -> None:
@@ -57,6 +69,8 @@ def check_lfc_model(plant) -> None:
 def lfc_schedule(plant, schedule: Schedule) -> LfcSchedule:
     """The LFC form of ``schedule`` for ``plant`` (see the module docstring)."""
     check_lfc_model(plant)
+    if schedule.convention == STATE_TANGENT:
+        return _floating_lfc(plant, schedule)
     n, knots = plant.n, schedule.knots
     Q, V = np.empty((knots, n)), np.empty((knots, n))
     K = np.empty((knots, n, 2 * n))
@@ -73,6 +87,19 @@ def lfc_schedule(plant, schedule: Schedule) -> LfcSchedule:
         K[k] = Fu @ Kz
         u_ff[k] = Fu @ schedule.u_ref[k]
     return LfcSchedule(schedule.times.copy(), Q, V, u_ff, K, tuple(schedule.joint_names))
+
+
+def _floating_lfc(plant, schedule: Schedule) -> LfcSchedule:
+    """The LFC form of a floating base's schedule (STATE_TANGENT; the module docstring)."""
+    nq, knots = plant.n, schedule.knots
+    rows = []
+    for k in range(knots):
+        q, v = schedule.x_ref[k, :nq], schedule.x_ref[k, nq:]
+        Fu = plant.system.input_matrix(q)[6:]               # the joints' rows (the base has no input)
+        rows.append((q, v, Fu @ schedule.u_ref[k], Fu @ schedule.K[k]))
+    Q, V, U, K = (np.array([row[i] for row in rows]) for i in range(4))
+    return LfcSchedule(schedule.times.copy(), Q[:, 7:], V[:, 6:], U, K, tuple(schedule.joint_names),
+                       Q[:, :7].copy(), V[:, :6].copy())
 
 
 def lfc_effort(lfc: LfcSchedule, k: int, q, v) -> np.ndarray:

@@ -228,7 +228,8 @@ def lfc_control_msg(lfc, k: int, stamp: int):
     """Knot ``k`` of an :class:`~mechnode.logic.lfc.LfcSchedule` as a
     ``linear_feedback_controller_msgs/Control`` stamped ``stamp`` (ns): ``feedback_gain`` K (n x 2n),
     ``feedforward`` (n x 1), ``initial_state.joint_state`` the reference positions and velocities
-    by joint name (base pose and twist left at their defaults: a fixed base)."""
+    by joint name, ``base_pose`` and ``base_twist`` the floating base's reference (a fixed base:
+    the identity pose and a zero twist)."""
     from linear_feedback_controller_msgs.msg import Control  # type: ignore[attr-defined]  # generated: no type info
     msg = Control()
     msg.header.stamp = time_msg(stamp)
@@ -237,6 +238,12 @@ def lfc_control_msg(lfc, k: int, stamp: int):
     msg.initial_state.header.stamp = msg.header.stamp
     msg.initial_state.joint_state = joint_state(lfc.joint_names, lfc.q_ref[k], lfc.v_ref[k], stamp)
     msg.initial_state.base_pose.orientation.w = 1.0
+    if lfc.base_pose is not None:
+        pose, twist = msg.initial_state.base_pose, msg.initial_state.base_twist
+        (pose.position.x, pose.position.y, pose.position.z, pose.orientation.x, pose.orientation.y,
+         pose.orientation.z, pose.orientation.w) = (float(x) for x in lfc.base_pose[k])
+        (twist.linear.x, twist.linear.y, twist.linear.z, twist.angular.x, twist.angular.y,
+         twist.angular.z) = (float(x) for x in lfc.base_twist[k])
     return msg
 
 

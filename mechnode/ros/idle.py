@@ -115,7 +115,10 @@ class IdleHold:
             if (token != self._token or not node.is_active or node.config is not config
                     or node.reference.active is not None):
                 return                          # deactivated, reconfigured or a schedule came meanwhile
-            node.command.install(ActiveSchedule(sched, first[2], 0, config.generation, kind="hold"))
+            active = ActiveSchedule(sched, first[2], 0, config.generation, kind="hold")
+            if sched.info.get("kind") == "balance":
+                node.attach_lfc(active)                     # (lfc_topic: the balance law in LFC's form)
+            node.command.install(active)
             if sched.info.get("kind") == "balance":
                 node.publish_schedule(sched, first[2])     # the balance law and its stance, one knot
                 self.stance = sched.x_ref[0, :config.plant.n].copy()

@@ -171,14 +171,19 @@ class MechNode(LifecycleNode):
         """A new schedule in force: its LFC form if that is published, the hold after its end
         (idle_after_schedule), then to the command path."""
         self.idle.attach_end_hold(active, self.config)
-        if self._lfc:
-            try:
-                active.lfc = lfc_schedule(self.config.plant, active.schedule)
-            except (InputError, core.CoreError, np.linalg.LinAlgError) as exc:
-                self.health.last_error = f"LFC form of schedule #{active.seq}: {exc}"
-                self.get_logger().error(f"schedule #{active.seq} has no LFC form ({exc}); LFC keeps "
-                                        "the previous one")
+        self.attach_lfc(active)
         self.command.install(active)
+
+    def attach_lfc(self, active) -> None:
+        """With ``lfc_topic``: give ``active`` its LFC form (logged and left out if it has none)."""
+        config = self.config
+        if self._lfc and config is not None:
+            try:
+                active.lfc = lfc_schedule(config.plant, active.schedule)
+            except (InputError, core.CoreError, np.linalg.LinAlgError) as exc:
+                self.health.last_error = f"LFC form of {active.kind} #{active.seq}: {exc}"
+                self.get_logger().error(f"{active.kind} #{active.seq} has no LFC form ({exc}); LFC keeps "
+                                        "the previous one")
 
     def publish_schedule(self, sched, start_ns: int) -> None:
         """Publish ``sched`` on the GainSchedule topic (while active; the balance hold of a
@@ -348,9 +353,6 @@ class MechNode(LifecycleNode):
                 self.reference.start(config, self._schedule_pub)
                 settings = self._command_settings()
                 if settings.lfc_topic:
-                    if getattr(config.plant, "floating", False):
-                        raise InputError("lfc_topic: the LFC form of a floating base's law is not published "
-                                         "(leave lfc_topic empty)")
                     check_lfc_model(config.plant)
                 self._lfc = bool(settings.lfc_topic)
                 if not self.command.alive:      # it died (and the node left active): a new one
