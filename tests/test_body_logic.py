@@ -13,7 +13,7 @@ from test_mujoco_balance import RADIUS, solo12_standing  # noqa: E402
 
 import core  # noqa: E402
 from mechnode.errors import InputError  # noqa: E402
-from mechnode.logic.body import base_offsets, body_schedule, knot_step  # noqa: E402
+from mechnode.logic.body import base_offsets, body_schedule, knot_step, replan_body  # noqa: E402
 from mechnode.logic.gains import STATE_TANGENT  # noqa: E402
 from mechnode.logic.legged import LeggedPlant  # noqa: E402
 from mechnode.logic.resampling import Reference  # noqa: E402
@@ -127,3 +127,29 @@ def test_the_lfc_form_of_a_floating_base_is_the_same_law():
             tau = lfc.u_ff[k] + lfc.K[k] @ np.r_[system.difference(q, q_ref), v_ref - v]
             u, knot, _ = sched.command(plant, sched.times[k], q, v)
             assert knot == k and np.allclose(tau, u, rtol=0, atol=1e-10), np.abs(tau - u).max()
+
+
+def test_a_body_motion_is_replanned_on_the_measured_contacts():
+    """From the reference's own state the re-plan is the schedule itself (the same path, anchors
+    and Riccati pass); from a state whose feet slipped 1 mm it stands on them where they are; with
+    a horizon only that window changes; after the end there is nothing to re-plan."""
+    _, system, stance = solo12_standing()
+    Q, R = _weights(system)
+    times, _, joints = _sway(system, stance.q, duration=1.0, period=0.1)
+    s = body_schedule(system, stance.q, Reference(times, joints), Q, R, DT, 0.01, 20000)
+    nq, k0 = system.nq, 40
+    same = replan_body(system, s, s.x_ref[k0, :nq], s.times[k0], Q, R)
+    assert same.info["replan_knot"] == k0 and same.info["replan_steps"] == s.knots - 1 - k0
+    assert np.abs(same.x_ref - s.x_ref).max() < 1e-10 and np.abs(same.u_ref - s.u_ref).max() < 1e-8
+    assert np.abs(same.K - s.K).max() < 1e-6 * np.abs(s.K).max()
+    slipped = s.x_ref[k0, :nq].copy()
+    slipped[0] += 0.001                                 # the whole robot 1 mm forward: every foot slipped
+    moved = replan_body(system, s, slipped, s.times[k0] + 0.004, Q, R, horizon=0.2)
+    assert moved.info["replan_steps"] == 20
+    anchors = system.contact_anchors(slipped)
+    window = moved.x_ref[k0:k0 + 21, :nq]
+    assert max(np.abs(system.constraint(q, 0, anchors=anchors)).max() for q in window) < 1e-10
+    assert np.allclose(window[:, :3], s.x_ref[k0:k0 + 21, :3], atol=1e-12)      # the same base path
+    assert np.abs(window[:, 7:] - s.x_ref[k0:k0 + 21, 7:nq]).max() > 1e-3         # other joints
+    assert np.array_equal(moved.x_ref[k0 + 21:], s.x_ref[k0 + 21:]) and np.array_equal(moved.K[:k0], s.K[:k0])
+    assert replan_body(system, s, s.x_ref[-1, :nq], s.times[-1] + 1.0, Q, R) is None

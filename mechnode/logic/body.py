@@ -25,6 +25,7 @@ knots are spaced ``step`` apart (parameter ``body_step``) rather than every comm
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import scipy.interpolate
@@ -112,6 +113,7 @@ def body_schedule(system, stance, ref: Reference, Q, R, dt: float, step: float, 
     state_names = tuple(f"d_{name}" for name in system.velocity_names) + tuple(system.velocity_names)
     info = {"kind": "body", "knots": int(t.size), "step": step, "joint_mismatch": off,
             "base_offset_max": float(np.max(np.linalg.norm(positions, axis=1))),
+            "base_velocity": velocities, "base_acceleration": accelerations,     # (world; for re-plans)
             "resample_s": t_solve - t_start, "motion_s": t_gains - t_solve, "gains_s": t_end - t_gains}
     return Schedule(step, t - t[0], x_ref, motion.u.copy(), pad_last(plan.K), state_names,
                     tuple(system.input_names), tuple(joint_names), STATE_TANGENT, info)
@@ -126,3 +128,33 @@ def _joint_mismatch(motion, t, times, joints) -> float:
         if abs(t[k] - time_k) < 1e-9:
             worst = max(worst, float(np.max(np.abs(motion.q[k, 7:] - row))))
     return worst
+
+
+def replan_body(system, schedule: Schedule, q, t: float, Q, R, horizon: float | None = None) -> Schedule | None:
+    """A body motion's schedule re-planned from the configuration ``q`` measured at ``t``
+    (seconds from its start): from the knot nearest to ``t`` to the end (at most ``horizon``
+    seconds of it), the same base path re-solved with the contacts anchored where they are at
+    ``q`` (a foot that slipped is stood on where it is) and the gains along it; the knots before
+    and after the window are kept. None when the motion has ended. ``info`` adds
+    ``replan_knot`` and ``replan_steps``."""
+    k0 = schedule.knot(t)
+    steps = schedule.knots - 1 - k0
+    if horizon is not None:
+        steps = min(steps, int(round(horizon / schedule.dt)))
+    if steps < 1:
+        return None
+    nq, rows = system.nq, slice(k0, k0 + steps + 1)
+    start = schedule.x_ref[k0, :nq]
+    anchors = system.contact_anchors(np.asarray(system.integrate(q, np.zeros(system.nv)), dtype=float))
+    info = schedule.info
+    motion = core.body_motion(system, start, schedule.times[rows] - schedule.times[k0],
+                              schedule.x_ref[rows, :3] - start[:3], info["base_velocity"][rows],
+                              info["base_acceleration"][rows], anchors=anchors)
+    plan = core.balance_schedule(system, motion, Q, R)
+    x_ref, u_ref, gains = schedule.x_ref.copy(), schedule.u_ref.copy(), schedule.K.copy()
+    x_ref[rows], u_ref[rows] = np.hstack([motion.q, motion.v]), motion.u
+    gains[k0:k0 + steps] = plan.K
+    if k0 + steps == schedule.knots - 1:
+        gains[-1] = plan.K[-1]
+    return replace(schedule, x_ref=x_ref, u_ref=u_ref, K=gains,
+                   info=dict(info, replan_knot=k0, replan_steps=steps))

@@ -163,9 +163,12 @@ class ReferencePipeline:
         if stance is None:
             raise InputError("no stance yet: the balance hold starts from the first fresh JointState and "
                              "Odometry after activation (idle_action: balance), and a body motion starts from it")
-        return self._planner.submit(body_schedule, config.plant.system, stance, ref, weights.Q, weights.R,
-                                    config.plant.dt, float(self._params.value("body_step")), options.max_knots,
-                                    config.joint_map.joint_names).result()
+        return self.plan(body_schedule, config.plant.system, stance, ref, weights.Q, weights.R, config.plant.dt,
+                         float(self._params.value("body_step")), options.max_knots, config.joint_map.joint_names)
+
+    def plan(self, function, *args):
+        """``function(*args)`` on the planning thread (lower priority), waited for."""
+        return self._planner.submit(function, *args).result()
 
     @callback_guard
     def on_reference(self, raw: bytes):

@@ -19,6 +19,12 @@ meanwhile (a new reference, a deactivation, a new configuration: counted in
 schedule's start (not attempted), and one whose prediction fails (a step that does not solve, a
 singular linearization: counted in ``replans_failed``, the schedule in force stays).
 
+A floating base's body motion (:mod:`mechnode.logic.body`) is re-planned by
+:func:`mechnode.logic.body.replan_body`: the rest of its base path (or ``replan_horizon`` seconds of
+it) re-solved with the contacts anchored where the measured configuration has them (a foot that
+slipped is stood on where it is), and the gains along it, on the reference pipeline's planning
+thread.
+
 Diagnostics: ``replans`` (installed), ``replan_drops``, ``replans_discarded``, ``replans_failed``
 and ``replan_latency_median_ms``, ``replan_latency_p99_ms`` (timer callback to installed, over
 the last :data:`LATENCY_WINDOW` re-plans).
@@ -32,6 +38,7 @@ import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
 import core
+from mechnode.logic.body import replan_body
 from mechnode.logic.replan import replan, terminal_for
 from mechnode.ros.command_process import CommandProcessError
 from mechnode.ros.diagnostics import callback_guard, destroy_timer
@@ -104,12 +111,16 @@ class Replanner:
             return                                  # before the schedule's start, or a stale state
         plant = config.plant
         try:
-            x = plant.vi.discrete_state(q, dq)
             weights = node.params.current_weights(config)
-            if self._terminal is None or self._terminal[0] is not origin.schedule:
-                self._terminal = (origin.schedule, terminal_for(plant, origin.schedule, weights))
-            new = replan(plant, base.schedule, x, t, weights, self._horizon, self._terminal[1],
-                         origin.schedule if self._step else None)
+            if getattr(plant, "floating", False):      # a body motion: re-solved on the measured contacts
+                new = pipeline.plan(replan_body, plant.system, base.schedule, q, t, weights.Q, weights.R,
+                                    self._horizon)
+            else:
+                x = plant.vi.discrete_state(q, dq)
+                if self._terminal is None or self._terminal[0] is not origin.schedule:
+                    self._terminal = (origin.schedule, terminal_for(plant, origin.schedule, weights))
+                new = replan(plant, base.schedule, x, t, weights, self._horizon, self._terminal[1],
+                             origin.schedule if self._step else None)
         except (core.CoreError, np.linalg.LinAlgError, ValueError) as exc:
             self.health.count("replans_failed")
             self.health.warn_limited("replan:failed", f"re-plan from the state at t = {t:.3f} s failed "
@@ -123,7 +134,7 @@ class Replanner:
             self.health.warn_limited("replan:late", f"re-plan dropped: it took {1e3 * latency:.1f} ms, more "
                                      f"than the period of {1e3 * self._period:.1f} ms (counted in replan_drops)")
             return
-        installed = pipeline.install(config, new, base.start_ns, replaces=base)
+        installed, _ = pipeline.install(config, new, base.start_ns, replaces=base)
         if installed is None:
             self.health.count("replans_discarded")
             return

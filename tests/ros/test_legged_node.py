@@ -187,15 +187,17 @@ def _sway_joints(system, stance, period=0.05):
 def test_the_node_moves_solo12_along_a_joint_reference_in_mujoco(rclpy_mod, ifaces, tmp_path):
     """A JointTrajectory of Solo12's joints (a ±2 cm 0.5 Hz sway of the base over the feet) to
     the balancing node: it computes the consistent base motion and the gains along it
-    (``mechnode.logic.body``), publishes them (``STATE_TANGENT``, knots ``body_step`` apart) and
-    tracks them in MuJoCo with the base within 5 mm of the reference and the feet within 5 mm."""
+    (``mechnode.logic.body``), publishes them (``STATE_TANGENT``, knots ``body_step`` apart),
+    re-plans them every second from the measured state (``replan_period``) and tracks them in
+    MuJoCo with the base within 5 mm of the reference and the feet within 5 mm."""
     from mechnode_interfaces.msg import GainSchedule
 
     from mechnode.ros import conversions as cv
     from mechnode.testing.mujoco_plant import MujocoPlant
     from mechnode.testing.mujoco_robot import MujocoRobot
     path, system, stance, params, shape, _ = _solo12()
-    h = NodeProcess(rclpy_mod, write_params(tmp_path / "params.yaml", _params(model=path, **params)),
+    h = NodeProcess(rclpy_mod, write_params(tmp_path / "params.yaml",
+                                            _params(model=path, replan_period=1.0, replan_horizon=0.5, **params)),
                     f"/test_legged_sway_{os.getpid()}", tmp_path / "mechnode.log")
     robot = None
     try:
@@ -242,11 +244,15 @@ def test_the_node_moves_solo12_along_a_joint_reference_in_mujoco(rclpy_mod, ifac
           f"travel {1e3 * np.ptp(base[during, 1]):.1f} mm, feet {1e3 * slip:.2f} mm; schedule {sched.knots} knots, "
           f"computed in {float(status.get('last_reference_to_schedule_s', 'nan')):.2f} s; robot overruns "
           f"{robot.overruns} of "
-          f"{robot.steps}, max lateness {1e3 * robot.max_lateness:.1f} ms, fresh commands {robot.fresh_steps}")
+          f"{robot.steps}, max lateness {1e3 * robot.max_lateness:.1f} ms, fresh commands {robot.fresh_steps}; "
+          f"re-plans {status.get('replans')} (dropped {status.get('replan_drops')}, latency median "
+          f"{status.get('replan_latency_median_ms')} ms)")
     assert np.ptp(base[during, 1]) > 0.035                      # it does sway
     assert error.max() < 0.005, error.max()
     assert slip < 0.005, slip
     assert int(status.get("commands_pulling_contacts", 0)) == 0, status
+    # re-planned every second from the measured state (0.5 s of the path on the feet where they are)
+    assert int(status.get("replans", 0)) >= 3 and int(status.get("replans_failed", 0)) == 0, status
 
 
 def test_get_model_and_compute_gains_serve_a_floating_base(rclpy_mod, ifaces, tmp_path):
