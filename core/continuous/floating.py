@@ -143,12 +143,37 @@ def integrate(q, v) -> np.ndarray:
 
 
 def difference(q0, q1) -> np.ndarray:
-    """``q1 ⊖ q0``: the base ``log(g0⁻¹ g1)``, the joints ``q1 - q0`` (see the module docstring)."""
+    """``q1 ⊖ q0``: the base ``log(g0⁻¹ g1)``, the joints ``q1 - q0`` (see the module docstring).
+
+    In scalar arithmetic (it is on the node's command path): the rotation vector
+    ``w = log(quat0⁻¹ quat1)`` (:func:`_log3_quaternion`), then ``V(w)⁻¹ R0ᵀ (p1 - p0)`` with
+    ``V(w)⁻¹ t = t - ½ w × t + c w × (w × t)`` (:func:`_left_jacobian_inverse`)."""
     out = np.empty(q0.shape[0] - 1)
-    conj = np.array([-q0[3], -q0[4], -q0[5], q0[6]])
-    w = _log3_quaternion(quaternion_product(conj, q1[3:7]))
-    out[3:6] = w
-    out[:3] = _left_jacobian_inverse(w) @ (quaternion_matrix(q0[3:7]).T @ (q1[:3] - q0[:3]))
+    px0, py0, pz0, x0, y0, z0, w0 = q0[:7].tolist()
+    px1, py1, pz1, x1, y1, z1, w1 = q1[:7].tolist()
+    # quat0⁻¹ quat1 (Hamilton product of the conjugate), then its logarithm
+    x = w0 * x1 - x0 * w1 - y0 * z1 + z0 * y1
+    y = w0 * y1 + x0 * z1 - y0 * w1 - z0 * x1
+    z = w0 * z1 - x0 * y1 + y0 * x1 - z0 * w1
+    w = w0 * w1 + x0 * x1 + y0 * y1 + z0 * z1
+    if w < 0.0:
+        x, y, z, w = -x, -y, -z, -w
+    s = math.sqrt(x * x + y * y + z * z)
+    k = 2.0 / w * (1.0 + s * s / (3.0 * w * w)) if s < 1e-6 else 2.0 * math.atan2(s, w) / s
+    wx, wy, wz = k * x, k * y, k * z
+    # R0ᵀ (p1 - p0)
+    dx, dy, dz = px1 - px0, py1 - py0, pz1 - pz0
+    tx = (1 - 2 * (y0 * y0 + z0 * z0)) * dx + 2 * (x0 * y0 + z0 * w0) * dy + 2 * (x0 * z0 - y0 * w0) * dz
+    ty = 2 * (x0 * y0 - z0 * w0) * dx + (1 - 2 * (x0 * x0 + z0 * z0)) * dy + 2 * (y0 * z0 + x0 * w0) * dz
+    tz = 2 * (x0 * z0 + y0 * w0) * dx + 2 * (y0 * z0 - x0 * w0) * dy + (1 - 2 * (x0 * x0 + y0 * y0)) * dz
+    # V(w)⁻¹ t
+    t2 = wx * wx + wy * wy + wz * wz
+    t = math.sqrt(t2)
+    c = 1.0 / 12.0 + t2 / 720.0 if t < 1e-4 else (1.0 - 0.5 * t / math.tan(0.5 * t)) / t2
+    cx, cy, cz = wy * tz - wz * ty, wz * tx - wx * tz, wx * ty - wy * tx          # w × t
+    ccx, ccy, ccz = wy * cz - wz * cy, wz * cx - wx * cz, wx * cy - wy * cx       # w × (w × t)
+    out[0], out[1], out[2] = tx - 0.5 * cx + c * ccx, ty - 0.5 * cy + c * ccy, tz - 0.5 * cz + c * ccz
+    out[3], out[4], out[5] = wx, wy, wz
     out[6:] = q1[7:] - q0[7:]
     return out
 
