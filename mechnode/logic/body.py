@@ -34,6 +34,7 @@ from scipy.spatial.transform import Rotation
 import core
 from mechnode.errors import InputError
 from mechnode.logic.gains import STATE_TANGENT, Schedule, pad_last
+from mechnode.logic.replan import window
 from mechnode.logic.resampling import Reference
 
 #: Largest contact row (m, rad) a reference point may leave with the base translated: above it
@@ -137,10 +138,7 @@ def replan_body(system, schedule: Schedule, q, t: float, Q, R, horizon: float | 
     ``q`` (a foot that slipped is stood on where it is) and the gains along it; the knots before
     and after the window are kept. None when the motion has ended. ``info`` adds
     ``replan_knot`` and ``replan_steps``."""
-    k0 = schedule.knot(t)
-    steps = schedule.knots - 1 - k0
-    if horizon is not None:
-        steps = min(steps, int(round(horizon / schedule.dt)))
+    k0, steps = window(schedule, t, horizon)
     if steps < 1:
         return None
     nq, rows = system.nq, slice(k0, k0 + steps + 1)
