@@ -13,6 +13,7 @@ and on SIGINT/SIGTERM.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import sys
 import time
 
@@ -44,6 +45,9 @@ def main(argv=None) -> int:
     parser.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
                         help="Python's GIL switch interval (default: Python's, 0.005)")
     args = parser.parse_args(remove_ros_args(argv)[1:])
+    # a crash of the interpreter (a signal such as SIGSEGV) prints every thread's Python stack
+    # to stderr: the node's log says where it died
+    faulthandler.enable()
 
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
