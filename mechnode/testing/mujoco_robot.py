@@ -15,6 +15,20 @@ both stamped with the node clock's time of the tick. With ``start_on_command`` i
 initial state (still publishing it) until the first command: a robot on its stand until the
 controller takes over. Threads: a step thread of its own and an executor thread for the command
 subscription (as :class:`mechnode.testing.sim.SimRobot`).
+
+Real time, or paused for a stalled controller (``stale_after``): by default (0) a tick applies
+whatever command is there, as a real robot does; a controller that misses its period, or a host
+that stalls the controller's process, shows as steps without a fresh command
+(:attr:`MujocoRobot.fresh_steps`). With ``stale_after > 0`` the simulated world never runs longer
+than that (simulated seconds) on one command: a step whose command arrived longer ago waits, at
+most ``answer_wait`` (wall-clock seconds), for the next one. While commands come every period or
+two, nothing waits and the robot runs in real time; a stall of the test host's processes pauses
+the simulated world instead of letting it fall on a stale command, so that what the closed loop
+does is the controller's law, not the test machine's load. The deadlines stay absolute (a late
+robot catches up), the stamps are the node clock's time of publication, and the steps that
+waited and those whose wait ran out are counted (:attr:`MujocoRobot.waits`,
+:attr:`MujocoRobot.unanswered`). The controller's timing is measured on its own (the node's
+latency figures, ``bench/bench_legged_node.py``).
 """
 from __future__ import annotations
 
@@ -37,22 +51,31 @@ from mechnode.testing.sim import ROBOT_COMMAND_QOS
 class MujocoRobot(Node):
     """The simulated legged robot (see the module docstring); :meth:`start` / :meth:`stop`.
     ``events``: ``(seconds after the first command, action)`` pairs, each ``action(plant)`` run
-    once in the step thread at its time (a push: ``lambda p: p.push([0, 0.3, 0])``)."""
+    once in the step thread at its time (a push: ``lambda p: p.push([0, 0.3, 0])``);
+    ``stale_after``, ``answer_wait``: the pause for a stalled controller (module docstring)."""
 
     def __init__(self, plant, q0, v0=None, *, period: float = 0.002, name: str = "mujoco_robot",
                  namespace: str = "", state_topic: str = "joint_states", odometry_topic: str = "odom",
                  command_topic: str = "effort_controller/commands", world_frame: str = "odom",
-                 base_frame: str | None = None, start_on_command: bool = True, events=(), context=None):
+                 base_frame: str | None = None, start_on_command: bool = True, events=(),
+                 stale_after: float = 0.0, answer_wait: float = 0.25, context=None):
         super().__init__(name, namespace=namespace, context=context)
+        for label, value in (("stale_after", stale_after), ("answer_wait", answer_wait)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{label} must be in [0, 1] s, got {value!r}")
         self.plant, self.period = plant, float(period)
+        self.stale_after, self.answer_wait = float(stale_after), float(answer_wait)
         system = plant.system
         self.joint_names = list(system.velocity_names[6:])
         self.world_frame, self.base_frame = world_frame, base_frame or system.free_flyer
         plant.set_state(q0, np.zeros(system.nv) if v0 is None else v0)
         self._u = np.zeros(system.nu)
         self._lock = threading.Lock()
+        self._answered = threading.Condition(self._lock)     # a command arrived
         self.running = not start_on_command
         self.commands = self.bad_commands = self.steps = self.overruns = 0
+        self.waits = self.unanswered = 0    # steps that waited for a command (stale_after); in vain
+        self._command_time = 0.0            # simulated time when the latest command arrived
         self.fresh_steps = 0            # steps applying a command that arrived since the previous step
         self._used = 0
         self.max_lateness = 0.0
@@ -86,6 +109,8 @@ class MujocoRobot(Node):
             self._u = u.copy()
             self.commands += 1
             self.running = True
+            self._command_time = self.plant.time
+            self._answered.notify()
 
     def start(self):
         """Collect and freeze the process's objects (a full collection would stall the step
@@ -98,6 +123,8 @@ class MujocoRobot(Node):
 
     def stop(self):
         self._stop.set()
+        with self._lock:
+            self._answered.notify_all()
         if self._thread.is_alive():
             self._thread.join(timeout=2.0)
         self._executor.shutdown(timeout_sec=2.0)
@@ -114,6 +141,9 @@ class MujocoRobot(Node):
             lateness = time.monotonic() - deadline
             self.max_lateness = max(self.max_lateness, lateness)
             self.overruns += lateness > self.period
+            stale = self.plant.time - self._command_time > self.stale_after - 1e-12
+            if self.running and self.stale_after > 0.0 and stale:
+                self._wait_for_command(clock)
             with self._lock:
                 u, running, received = self._u.copy(), self.running, self.commands
             if running:
@@ -128,9 +158,32 @@ class MujocoRobot(Node):
             self._publish(clock.now().nanoseconds, u if running else None)
             k += 1
 
+    def _wait_for_command(self, clock) -> None:
+        """The simulated world paused: wait (at most ``answer_wait``) for a new command, the state
+        published again every period as the robot's sensors would (a lost message or a stale
+        stamp would otherwise leave the controller nothing to answer)."""
+        self.waits += 1
+        with self._lock:
+            seen = self.commands
+        end = time.monotonic() + self.answer_wait
+        while not self._stop.is_set():
+            with self._lock:
+                if self._answered.wait_for(lambda: self.commands > seen or self._stop.is_set(),
+                                           min(self.period, max(0.0, end - time.monotonic()))):
+                    return
+            if time.monotonic() >= end:
+                self.unanswered += 1
+                return
+            self._send(clock.now().nanoseconds)
+
     def _publish(self, stamp: int, u) -> None:
         q, v = self.plant.state()
         self.record.append((self.plant.time, q, self.plant.contact_positions(), u, stamp))
+        self._send(stamp)
+
+    def _send(self, stamp: int) -> None:
+        """Publish the simulator's state, stamped ``stamp`` (ns)."""
+        q, v = self.plant.state()
         odom = Odometry()
         odom.header.stamp = cv.time_msg(stamp)
         odom.header.frame_id, odom.child_frame_id = self.world_frame, self.base_frame
