@@ -267,8 +267,7 @@ def float_stack(name: str, value, shape: tuple) -> np.ndarray:
 
 def check_symmetric(name: str, M: np.ndarray) -> None:
     """A ValueError unless ``M`` (or each matrix of a stack) is symmetric to 1e-10 relative."""
-    scale = max(1.0, float(np.max(np.abs(M)))) if M.size else 1.0
-    if not np.allclose(M, np.swapaxes(M, -1, -2), rtol=0.0, atol=1e-10 * scale):
+    if M.size and not np.max(np.abs(M - np.swapaxes(M, -1, -2))) <= 1e-10 * max(1.0, np.max(np.abs(M))):
         raise ValueError(f"{name} must be symmetric")
 
 
@@ -278,12 +277,13 @@ def check_definite(name: str, M: np.ndarray, definite: bool) -> None:
     error names the matrix (``name[k]`` in a stack) and its smallest eigenvalue."""
     if M.shape[-1] == 0:
         return
-    stack = M.reshape((-1,) + M.shape[-2:])
-    eig = np.linalg.eigvalsh(0.5 * (stack + np.swapaxes(stack, -1, -2)))      # ascending
-    scale = np.maximum(1.0, np.abs(eig).max(axis=1))
-    bad = np.flatnonzero(eig[:, 0] <= 1e-12 * scale if definite else eig[:, 0] < -1e-12 * scale)
-    if bad.size:
-        k = int(bad[0])
+    # ascending; eigvalsh reads the lower triangle (M is symmetric: check_symmetric)
+    eig = np.linalg.eigvalsh(M.reshape((-1,) + M.shape[-2:]))
+    lowest = eig[:, 0]
+    tolerance = 1e-12 * np.maximum(1.0, np.maximum(-lowest, eig[:, -1]))       # of the largest |eigenvalue|
+    bad = lowest <= tolerance if definite else lowest < -tolerance
+    if bad.any():
+        k = int(np.argmax(bad))
         label = f"{name}[{k}]" if M.ndim == 3 else name
         kind = "positive definite" if definite else "positive semi-definite"
         raise ValueError(f"{label} must be {kind} (smallest eigenvalue {eig[k, 0]:.3g})")

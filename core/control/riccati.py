@@ -37,30 +37,41 @@ def lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
     positive definite (the outputs are then only valid for steps after k).
     """
     N, nx, nu = B.shape
+    nz = nx + nu
     P[N] = P_N
     p = p_N.copy()
-    Lu = np.empty((nu, nu))
+    # work arrays, allocated once: the Q-function's Hessian H = [A B]^T P [A B] and gradient
+    # g = [A B]^T p in two products and a matrix-vector product per step (Qxx, Qux, Quu blocks)
+    AB, PAB, H, g = np.empty((nx, nz)), np.empty((nx, nz)), np.empty((nz, nz)), np.empty(nz)
+    Quu, Lu, Qux = np.empty((nu, nu)), np.empty((nu, nu)), np.empty((nu, nx))
+    sol, M = np.empty((nu, nx + 1)), np.empty((nx, nx))
     for k in range(N - 1, -1, -1):
-        Ak, Bk, Pn = A[k], B[k], P[k + 1]
-        PA = Pn @ Ak
-        PB = Pn @ Bk
-        Quu = Wuu[k if Wuu.shape[0] > 1 else 0] + Bk.T @ PB
-        Qux = Wux[k if Wux.shape[0] > 1 else 0] + Bk.T @ PA
-        Qxx = Wxx[k if Wxx.shape[0] > 1 else 0] + Ak.T @ PA
-        Qu = wu[k if wu.shape[0] > 1 else 0] + Bk.T @ p
-        Qx = wx[k if wx.shape[0] > 1 else 0] + Ak.T @ p
-        Quu = 0.5 * (Quu + Quu.T)
+        AB[:, :nx] = A[k]
+        AB[:, nx:] = B[k]
+        np.dot(P[k + 1], AB, PAB)
+        np.dot(AB.T, PAB, H)
+        np.dot(AB.T, p, g)
+        Wxx_k, Wuu_k = Wxx[k if Wxx.shape[0] > 1 else 0], Wuu[k if Wuu.shape[0] > 1 else 0]
+        Wux_k = Wux[k if Wux.shape[0] > 1 else 0]
+        wx_k, wu_k = wx[k if wx.shape[0] > 1 else 0], wu[k if wu.shape[0] > 1 else 0]
+        for i in range(nu):
+            for j in range(nu):
+                Quu[i, j] = Wuu_k[i, j] + 0.5 * (H[nx + i, nx + j] + H[nx + j, nx + i])
         if cholesky_checked(Quu, Lu) >= 0:     # not (numerically) positive definite
             return k
-        sol = np.empty((nu, nx + 1))
-        sol[:, :nx] = Qux
-        sol[:, nx] = -Qu
+        for i in range(nu):
+            for j in range(nx):
+                Qux[i, j] = sol[i, j] = Wux_k[i, j] + H[nx + i, j]
+            sol[i, nx] = -(wu_k[i] + g[nx + i])
         cholesky_solve(Lu, sol)
         K[k] = sol[:, :nx]
         kff[k] = sol[:, nx]
-        Pk = Qxx - Qux.T @ K[k]
-        P[k] = 0.5 * (Pk + Pk.T)
-        p = Qx + Qux.T @ kff[k]
+        np.dot(Qux.T, K[k], M)
+        Pk = P[k]
+        for i in range(nx):         # P_k = Qxx - Qux^T K_k, symmetrized
+            for j in range(i, nx):
+                Pk[i, j] = Pk[j, i] = Wxx_k[i, j] + 0.5 * (H[i, j] + H[j, i] - M[i, j] - M[j, i])
+        p = wx_k + g[:nx] + Qux.T @ kff[k]
     return -1
 
 
