@@ -312,7 +312,7 @@ def _riccati(A, B, Q, R, Q_N):
     N, nx, nu = B.shape
     K, P = np.empty((N, nu, nx)), np.empty((N + 1, nx, nx))
     status = lq_riccati(A, B, Q[None], R[None], np.zeros((1, nu, nx)), np.zeros((1, nx)),
-                        np.zeros((1, nu)), Q_N, np.zeros(nx), K, np.empty((N, nu)), P)
+                        np.zeros((1, nu)), Q_N, np.zeros(nx), K, np.empty((N, nu)), P, False)
     if status >= 0:
         raise RiccatiError(status)
     return K
@@ -807,7 +807,7 @@ class _StrongCurvature(RK4Pendulum):
         return A, B, -200.0 * H
 
 
-def test_newton_model_that_is_not_convex_falls_back_or_is_reversed():
+def test_newton_model_that_is_not_convex_falls_back_or_is_reversed(monkeypatch):
     """Where the Newton model is not convex its direction (LU Riccati pass, as trep) may ascend:
     trep's rule falls back to Gauss-Newton; with ``negative_curvature`` the Gauss-Newton
     direction comes with the Newton direction (reversed if it ascended) as an alternative, a
@@ -832,6 +832,19 @@ def test_newton_model_that_is_not_convex_falls_back_or_is_reversed():
     fd = (J(line_search.projected_rollout(pb, x, u, alt, h))
           - J(line_search.projected_rollout(pb, x, u, alt, -h))) / (2 * h)
     assert fd == pytest.approx(alt.slope, rel=1e-5)
+    # a second candidate is searched only while its model can beat the first one's decrease
+    J0 = tracking_costs.tracking_cost(pb, x, u)
+    full = line_search.line_search(pb, x, u, J0, alt, 1e-4, 0.5, 50)
+    assert full is not None and full[2] < J0
+    gamma, decrease = full[3], J0 - full[2]
+    bar = 0.99 * min(decrease, abs(alt.slope) * (gamma + 0.5 * gamma ** 2))
+    assert line_search.line_search(pb, x, u, J0, alt, 1e-4, 0.5, 50, beat=bar)[3] == gamma
+    rollouts = []
+    real = line_search.projected_rollout
+    with monkeypatch.context() as m:
+        m.setattr(line_search, "projected_rollout", lambda *a: rollouts.append(a) or real(*a))
+        assert line_search.line_search(pb, x, u, J0, alt, 1e-4, 0.5, 50, beat=1.51 * abs(alt.slope)) is None
+    assert not rollouts                 # (not even γ = 1: its model decrease is 1.5 |slope|)
     r = optimize_trajectory(system, **{k: problem[k] for k in ("x0", "x_ref", "u_ref", "Q", "R",
                                                                "Q_N")},
                             u_init=u, tol=1e-6, max_iterations=300)

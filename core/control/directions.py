@@ -70,36 +70,16 @@ def newton_weights(pb: CostData, W: np.ndarray, nx: int):
     return Wxx, Wuu, Wux
 
 
-def _solve_lq(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
+def _solve_lq(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, indefinite=False):
     """Policy ``(K, kff)`` of the LQ subproblem and its value Hessian ``P_0``, or None where it
-    is not convex."""
+    is not convex. ``indefinite``: LU instead of Cholesky solves, as trep's ``solve_tv_lq``: the
+    stationary point of a non-convex LQ subproblem (None if singular or not finite)."""
     N, nx, nu = B.shape
     K, kff, P = np.empty((N, nu, nx)), np.empty((N, nu)), np.empty((N + 1, nx, nx))
-    status = lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P)
-    return (K, kff, P[0]) if status < 0 else None
-
-
-def _solve_lq_indefinite(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N):
-    """The same Riccati pass as :func:`_solve_lq` with LU instead of Cholesky solves, as trep's
-    ``solve_tv_lq``: the stationary point of a non-convex LQ subproblem (None if singular)."""
-    N, nx, nu = B.shape
-    K, kff = np.empty((N, nu, nx)), np.empty((N, nu))
-    P, p = P_N.copy(), p_N.copy()
-    at = lambda W, k: W[k if W.shape[0] > 1 else 0]  # noqa: E731
-    for k in range(N - 1, -1, -1):
-        PA, PB = P @ A[k], P @ B[k]
-        Quu = at(Wuu, k) + B[k].T @ PB
-        Qux = at(Wux, k) + B[k].T @ PA
-        try:
-            sol = np.linalg.solve(0.5 * (Quu + Quu.T),
-                                  np.column_stack([Qux, -(at(wu, k) + B[k].T @ p)]))
-        except np.linalg.LinAlgError:
-            return None
-        K[k], kff[k] = sol[:, :nx], sol[:, nx]
-        Pk = at(Wxx, k) + A[k].T @ PA - Qux.T @ K[k]
-        P = 0.5 * (Pk + Pk.T)
-        p = at(wx, k) + A[k].T @ p + Qux.T @ kff[k]
-    return (K, kff, P) if np.all(np.isfinite(K)) and np.all(np.isfinite(kff)) else None
+    status = lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P, indefinite)
+    if status >= 0 or (indefinite and not (np.all(np.isfinite(K)) and np.all(np.isfinite(kff)))):
+        return None
+    return K, kff, P[0]
 
 
 def projection_gains(A, B, Qproj=None, Rproj=None) -> np.ndarray:
@@ -150,7 +130,7 @@ def model_direction(pb, method, A, B, curvature, lam_model, g, wx, wu, w_N, Kp, 
     policy = _solve_lq(A, B, W[0], W[1], W[2], wx, wu, W[3], w_N)
     if policy is None and method == "second_order":
         # not convex: trep solves it anyway (LU) and keeps the direction if it descends
-        policy = _solve_lq_indefinite(A, B, W[0], W[1], W[2], wx, wu, W[3], w_N)
+        policy = _solve_lq(A, B, W[0], W[1], W[2], wx, wu, W[3], w_N, indefinite=True)
         model = "newton_indefinite"
     if policy is None:
         return None

@@ -22,9 +22,12 @@ def projected_rollout(pb, x, u, d: Direction, gamma: float):
     xt, ut = np.empty_like(x), np.empty_like(u)
     xt[0] = pb.x0 if d.dx0 is None else x[0] + gamma * d.dx0
     step = pb.system.step
+    closed_loop = getattr(pb.system, "closed_loop", None)       # MidpointVI: the loop compiled
     with np.errstate(all="ignore"):
         try:
-            for k in range(N):
+            if closed_loop is not None:     # the law u_k = (u_k + γ kff_k) − K_k (x̃_k − x_k)
+                xt, ut, _, _ = closed_loop(xt[0], x, u + gamma * d.kff, d.K, linearize=False)
+            for k in range(0 if closed_loop is None else N, N):
                 ut[k] = u[k] + gamma * d.kff[k] - d.K[k] @ (xt[k] - x[k])
                 xt[k + 1] = next_state(step, xt[k], ut[k], k)
         except (ArithmeticError, np.linalg.LinAlgError):
@@ -45,11 +48,20 @@ def _cost_change(pb, x, u, xt, ut) -> float:
             + float(Dx[N] @ (0.5 * pb.Q_N @ Dx[N] + w_N)))
 
 
-def line_search(pb, x, u, J, d: Direction, armijo, backtrack, max_backtracks):
+def line_search(pb, x, u, J, d: Direction, armijo, backtrack, max_backtracks, beat: float = 0.0):
     """Armijo backtracking on the projected trajectory: accept the first γ = backtrack^j with
-    ``ΔJ(γ) ≤ armijo·γ·slope + 8·eps·(J + J(γ))`` (the last term absorbs round-off in J)."""
+    ``ΔJ(γ) ≤ armijo·γ·slope + 8·eps·(J + J(γ))`` (the last term absorbs round-off in J).
+
+    ``beat > 0`` (a second candidate, to be kept only if it decreases the cost by more than
+    ``beat``): the search stops at the first γ where the direction's quadratic model cannot
+    decrease it that much, ``|slope| (γ + γ²/2) < beat``. (The LQ model of a direction ``d``
+    that solves it has curvature ``dᵀHd = −slope``, so the model's decrease
+    ``−(γ slope + ½ γ² dᵀHd)`` is at most ``|slope| (γ + γ²/2)``, for the Newton direction or its
+    reverse; it shrinks with γ, and backtracking only shrinks γ.)"""
     gamma = 1.0
     for j in range(max_backtracks + 1):
+        if beat > 0 and abs(d.slope) * (gamma + 0.5 * gamma * gamma) < beat:
+            return None
         trial = projected_rollout(pb, x, u, d, gamma)
         if trial is not None:
             J_trial = tracking_cost(pb, *trial)

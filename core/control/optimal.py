@@ -384,9 +384,12 @@ def optimize_trajectory(system, x0, x_ref, u_ref, Q, R, Q_N=None, method: str = 
     True; False is trep's rule exactly): where the Newton model is not convex, both the
     Gauss-Newton direction and the Newton direction (reversed if it ascends,
     ``newton_reversed``: it then descends along negative model curvature) are line-searched and
-    the lower cost is kept. Near a saddle point of J the fallback alone creeps: its positive
-    definite model hardly sees the negative curvature (the pendulum of Sec. VIII-A after ten
-    Gauss-Newton iterations: J decreases by ~4e-3 per iteration at J ≈ 95,633).
+    the lower cost is kept; the second search stops where the Newton direction's quadratic
+    model can no longer beat the first's decrease (:func:`core.control.line_search.line_search`),
+    so that it costs a rollout or two where it cannot win. Near a saddle point of J the
+    fallback alone creeps: its positive definite model hardly sees the negative curvature (the
+    pendulum of Sec. VIII-A after ten Gauss-Newton iterations: J decreases by ~4e-3 per
+    iteration at J ≈ 95,633).
 
     Projection (``projection``): ``"lqr"`` (default) uses fixed gains ``K`` = time-varying LQR
     with weights ``Qproj`` (running and terminal) and ``Rproj`` (default identities, as trep)
@@ -532,7 +535,9 @@ def _solve(pb: TrackingProblem, opts: OptimizerOptions, u_init, callback, verbos
         for cand in (d, d.alternative):
             if cand is None:
                 continue
-            trial = line_search(pb, x, u, J, cand, opts.armijo, opts.backtrack, opts.max_backtracks)
+            # the alternative only while its model could still beat the first candidate's cost
+            trial = line_search(pb, x, u, J, cand, opts.armijo, opts.backtrack, opts.max_backtracks,
+                                0.0 if found is None else J - found[0][2])
             if trial is not None and (found is None or trial[2] < found[0][2]):
                 found = (trial, cand)
         if found is None:

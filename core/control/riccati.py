@@ -17,14 +17,14 @@ import numpy as np
 import scipy.linalg
 
 from core.base.jit import njit
-from core.base.linalg import cholesky_checked, cholesky_solve
+from core.base.linalg import cholesky_checked, cholesky_solve, lu_checked, lu_solve
 from core.errors import RiccatiError
 from core.validation import check_definite, check_symmetric, float_array, float_stack, square_matrix
 
 
 # ================================================================================ njit kernels
 @njit(cache=True, nogil=True)
-def lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
+def lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P, indefinite):
     """Backward Riccati pass of the linear-quadratic problem
 
         min  Σ_k [ wx_kᵀ z_k + wu_kᵀ v_k + ½ z_kᵀ Wxx_k z_k + ½ v_kᵀ Wuu_k v_k
@@ -34,7 +34,9 @@ def lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
     Stacks ``Wxx, Wuu, Wux, wx, wu`` have length 1 (same at every step) or N. Fills the optimal
     policy ``v_k = kff_k − K_k z_k`` and the value Hessians ``P`` (symmetrized every step).
     Returns -1 on success, else the step k where ``Wuu_k + B_kᵀ P_{k+1} B_k`` is not
-    positive definite (the outputs are then only valid for steps after k).
+    positive definite (the outputs are then only valid for steps after k). With ``indefinite``
+    that matrix is solved by LU with partial pivoting instead (trep's ``solve_tv_lq``: the
+    stationary point of a non-convex problem), and k is where it is singular.
     """
     N, nx, nu = B.shape
     nz = nx + nu
@@ -44,6 +46,7 @@ def lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
     # g = [A B]^T p in two products and a matrix-vector product per step (Qxx, Qux, Quu blocks)
     AB, PAB, H, g = np.empty((nx, nz)), np.empty((nx, nz)), np.empty((nz, nz)), np.empty(nz)
     Quu, Lu, Qux = np.empty((nu, nu)), np.empty((nu, nu)), np.empty((nu, nx))
+    piv = np.empty(nu, np.int64)
     sol, M = np.empty((nu, nx + 1)), np.empty((nx, nx))
     for k in range(N - 1, -1, -1):
         AB[:, :nx] = A[k]
@@ -57,13 +60,16 @@ def lq_riccati(A, B, Wxx, Wuu, Wux, wx, wu, P_N, p_N, K, kff, P):
         for i in range(nu):
             for j in range(nu):
                 Quu[i, j] = Wuu_k[i, j] + 0.5 * (H[nx + i, nx + j] + H[nx + j, nx + i])
-        if cholesky_checked(Quu, Lu) >= 0:     # not (numerically) positive definite
-            return k
+        if (lu_checked(Quu, Lu, piv) if indefinite else cholesky_checked(Quu, Lu)) >= 0:
+            return k                # singular, or (Cholesky) not numerically positive definite
         for i in range(nu):
             for j in range(nx):
                 Qux[i, j] = sol[i, j] = Wux_k[i, j] + H[nx + i, j]
             sol[i, nx] = -(wu_k[i] + g[nx + i])
-        cholesky_solve(Lu, sol)
+        if indefinite:
+            lu_solve(Lu, piv, sol)
+        else:
+            cholesky_solve(Lu, sol)
         K[k] = sol[:, :nx]
         kff[k] = sol[:, nx]
         np.dot(Qux.T, K[k], M)
@@ -208,7 +214,7 @@ def tvlqr_checked(A, B, Qs, Rs, Q_N) -> tuple[np.ndarray, np.ndarray]:
     K = np.empty((N, nu, nx))
     P = np.empty((N + 1, nx, nx))
     status = lq_riccati(A, B, Qs, Rs, np.zeros((1, nu, nx)), np.zeros((1, nx)),
-                         np.zeros((1, nu)), Q_N, np.zeros(nx), K, np.empty((N, nu)), P)
+                         np.zeros((1, nu)), Q_N, np.zeros(nx), K, np.empty((N, nu)), P, False)
     if status >= 0:
         raise RiccatiError(status)
     return K, P
@@ -269,7 +275,7 @@ def tracking_step(A, B, X, U, X_ref, U_ref, Q, R, Q_N=None):
     wx = np.einsum("kij,kj->ki", np.broadcast_to(Qs, (N, nx, nx)), ex[:N])
     wu = np.einsum("kij,kj->ki", np.broadcast_to(Rs, (N, nu, nu)), eu)
     K, kff, P = np.empty((N, nu, nx)), np.empty((N, nu)), np.empty((N + 1, nx, nx))
-    status = lq_riccati(A, B, Qs, Rs, np.zeros((1, nu, nx)), wx, wu, Q_N, Q_N @ ex[N], K, kff, P)
+    status = lq_riccati(A, B, Qs, Rs, np.zeros((1, nu, nx)), wx, wu, Q_N, Q_N @ ex[N], K, kff, P, False)
     if status >= 0:
         raise RiccatiError(status)
     dX, dU = np.empty((N + 1, nx)), np.empty((N, nu))
