@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Creates .venv (once) and installs mechnode with its test extras into it. Idempotent and quiet
-# on a second run: it reinstalls only when the package's metadata (pyproject.toml, setup.cfg)
-# changed since the last install.
+# Creates .venv (once) and installs mechnode with its test and benchmark extras into it.
+# Idempotent and quiet on a second run: it reinstalls only when the package's metadata
+# (pyproject.toml, setup.cfg) changed since the last install.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv="$root/.venv"
@@ -13,6 +13,6 @@ stamp="$venv/.mechnode-installed"
 if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ] || [ "$root/setup.cfg" -nt "$stamp" ] \
    || [ "$root/scripts/bootstrap.sh" -nt "$stamp" ]; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip
-  "$venv/bin/python" -m pip install --quiet -e "$root[test,sympy,plot]"
+  "$venv/bin/python" -m pip install --quiet -e "$root[test,sympy,plot,bench]"
   touch "$stamp"
 fi

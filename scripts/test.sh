@@ -29,3 +29,7 @@ if [ -f ../shared/bench/robots.py ]; then
   OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python ../shared/bench/robots.py --quick 2>/dev/null \
     | tail -n 3 || echo "speed figures: the benchmark failed (not a test)"
 fi
+# whole trajectories against Crocoddyl (printed, never asserted)
+echo "whole trajectories (mechnode / Crocoddyl, one run):"
+OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/bench_trajectory.py --rounds 3 2>/dev/null \
+  || echo "trajectory figures: the benchmark failed (not a test)"
