@@ -27,9 +27,10 @@ def projected_rollout(pb, x, u, d: Direction, gamma: float):
         try:
             if closed_loop is not None:     # the law u_k = (u_k + γ kff_k) − K_k (x̃_k − x_k)
                 xt, ut, _, _ = closed_loop(xt[0], x, u + gamma * d.kff, d.K, linearize=False)
-            for k in range(0 if closed_loop is None else N, N):
-                ut[k] = u[k] + gamma * d.kff[k] - d.K[k] @ (xt[k] - x[k])
-                xt[k + 1] = next_state(step, xt[k], ut[k], k)
+            else:
+                for k in range(N):
+                    ut[k] = u[k] + gamma * d.kff[k] - d.K[k] @ (xt[k] - x[k])
+                    xt[k + 1] = next_state(step, xt[k], ut[k], k)
         except (ArithmeticError, np.linalg.LinAlgError):
             return None
         if not (np.all(np.isfinite(xt)) and np.all(np.isfinite(ut))):
