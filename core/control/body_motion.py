@@ -233,7 +233,7 @@ def body_motion(system, q, t, positions, velocities=None, accelerations=None, an
     return BodyMotion(t, qs, vs, accs, us, anchors)
 
 
-def balance_schedule(system, motion: BodyMotion, Q=None, R=None) -> BalanceSchedule:
+def balance_schedule(system, motion: BodyMotion, Q=None, R=None, independent=None) -> BalanceSchedule:
     """Time-varying contact-consistent LQR gains along ``motion`` (the module docstring).
 
     Parameters
@@ -247,6 +247,11 @@ def balance_schedule(system, motion: BodyMotion, Q=None, R=None) -> BalanceSched
         each step weighs ``Q dt``.
     R : array_like, shape (nu, nu), optional
         The inputs' weight per second (default the identity); each step weighs ``R dt``.
+    independent : sequence of str, optional
+        The independent state's names (a :class:`BalanceSchedule`'s ``state_names``); default:
+        chosen at the first knot. A schedule re-planned over part of a motion passes the whole
+        motion's, so that both run the Riccati pass in the same coordinates (the choice at
+        another knot may differ, and with it the gains, by the coordinates' variation).
 
     Returns
     -------
@@ -270,7 +275,7 @@ def balance_schedule(system, motion: BodyMotion, Q=None, R=None) -> BalanceSched
         raise ValueError(f"R must have shape {(nu, nu)} (the inputs), got {R.shape}")
     t = motion.t
     N = t.size - 1
-    names: list = []                        # the independent state, chosen at the first knot
+    names: list = list(independent or ())   # the independent state (default: chosen at the first knot)
     As, Bs, Ts = [], [], []
     for k in range(N + 1):
         A_i, B_i, info = system.linearize_minimal(motion.q[k], motion.v[k], motion.u[k],

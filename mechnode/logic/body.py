@@ -115,7 +115,8 @@ def body_schedule(system, stance, ref: Reference, Q, R, dt: float, step: float, 
     info = {"kind": "body", "knots": int(t.size), "step": step, "joint_mismatch": off,
             "base_offset_max": float(np.max(np.linalg.norm(positions, axis=1))),
             "base_velocity": velocities, "base_acceleration": accelerations,     # (world; for re-plans)
-            "resample_s": t_solve - t_start, "motion_s": t_gains - t_solve, "gains_s": t_end - t_gains}
+            "resample_s": t_solve - t_start, "motion_s": t_gains - t_solve, "gains_s": t_end - t_gains,
+            "independent": tuple(plan.state_names)}           # (the gains' coordinates; for re-plans)
     return Schedule(step, t - t[0], x_ref, motion.u.copy(), pad_last(plan.K), state_names,
                     tuple(system.input_names), tuple(joint_names), STATE_TANGENT, info)
 
@@ -148,7 +149,7 @@ def replan_body(system, schedule: Schedule, q, t: float, Q, R, horizon: float | 
     motion = core.body_motion(system, start, schedule.times[rows] - schedule.times[k0],
                               schedule.x_ref[rows, :3] - start[:3], info["base_velocity"][rows],
                               info["base_acceleration"][rows], anchors=anchors)
-    plan = core.balance_schedule(system, motion, Q, R)
+    plan = core.balance_schedule(system, motion, Q, R, independent=info.get("independent"))
     x_ref, u_ref, gains = schedule.x_ref.copy(), schedule.u_ref.copy(), schedule.K.copy()
     x_ref[rows], u_ref[rows] = np.hstack([motion.q, motion.v]), motion.u
     gains[k0:k0 + steps] = plan.K
