@@ -2,7 +2,9 @@
 locked, N knots (default 100) of dt = 0.01 s along a smooth joint-space reference with
 gravity-compensating inputs, state-tracking weights diag(100 I, I) and input weights 1e-3 I.
 
-    .venv/bin/pip install crocoddyl          # the bench extra: pip install -e '.[bench]'
+    # (scripts/bootstrap.sh installs Crocoddyl so, without its dependencies: they would move
+    # example-robot-data back to 5.0.0)
+    .venv/bin/pip install --no-deps crocoddyl==3.2.1 libcrocoddyl==3.2.1
     OPENBLAS_NUM_THREADS=1 .venv/bin/python bench/bench_trajectory.py [--knots N] [--rounds R]
 
 Rows (per knot; the two tools' calls alternate, the median of each):
@@ -89,7 +91,8 @@ def main() -> int:
         import crocoddyl
         import pinocchio as pin
     except ImportError as exc:
-        print(f"bench_trajectory: needs Crocoddyl and Pinocchio ({exc}); pip install -e '.[bench]'")
+        print(f"bench_trajectory: needs Crocoddyl and Pinocchio ({exc}): .venv/bin/pip install --no-deps "
+              "crocoddyl==3.2.1 libcrocoddyl==3.2.1 (and the test extras)")
         return 1
     import core
     N, rounds, dt = _arg("--knots", 100), _arg("--rounds", 5), 0.01
