@@ -3,7 +3,7 @@ node process (``floating_base: quaternion``, ``contacts``, ``idle_action: balanc
 MuJoCo (:class:`mechnode.testing.mujoco_robot.MujocoRobot`: the robot's URDF through MuJoCo's own
 parser, soft contacts with friction, stepped in real time, its ground truth published as
 ``JointState`` and ``nav_msgs/Odometry`` every 2 ms, the node's efforts applied as they come,
-the simulated world paused rather than run on a command older than 10 ms if this host stalls)
+the simulated world paused rather than run on a stale command if this host stalls)
 over real DDS on this run's private domain.
 
 Solo12, then Talos on its two soles (frame contacts; pushed at 0.1 m/s). The node holds the
@@ -35,10 +35,14 @@ RADIUS = 0.016
 STAND, AFTER = 10.0, 3.0            # seconds standing, then after the push
 SWAY = 5.0                          # seconds of the sway reference
 #: the simulated robot runs at most this long (simulated seconds) on one command, then waits for
-#: the next: a stall of this shared 2-core test host pauses the simulated world instead of letting
-#: it fall on a stale command (MujocoRobot's stale_after); while commands come every 2 ms nothing
-#: waits. The node's own timing is reported here and benchmarked in bench/bench_legged_node.py
-STALE_AFTER = 0.01
+#: the next (MujocoRobot's stale_after): a stall of this shared 2-core test host pauses the
+#: simulated world instead of letting it fall on a stale command; while commands come every 2 ms
+#: nothing waits. Standing and the push (a law that does not depend on time): two periods. The
+#: sway's reference is timed on the node's clock, and every pause leaves the robot behind it, so
+#: there the bound is looser (10 ms). The node's own timing is reported here and benchmarked in
+#: bench/bench_legged_node.py.
+STALE_AFTER = 0.004
+STALE_AFTER_SWAY = 0.01
 
 
 def _solo_path():
@@ -301,7 +305,7 @@ def test_the_node_moves_solo12_along_a_joint_reference_in_mujoco(rclpy_mod, ifac
         h.bring_up()
         h.wait(lambda: reference.get_subscription_count() > 0, "the node's reference subscription", 30.0)
         plant = MujocoPlant(path, system, **shape)
-        robot = MujocoRobot(plant, stance.q, namespace=h.ns, context=h.ctx, stale_after=STALE_AFTER).start()
+        robot = MujocoRobot(plant, stance.q, namespace=h.ns, context=h.ctx, stale_after=STALE_AFTER_SWAY).start()
         h.wait(lambda: robot.running, "the node's first balance command", 60.0)
         h.wait(lambda: schedules, "the balance law on the GainSchedule topic", 10.0)
         reference.publish(cv.joint_trajectory(list(system.velocity_names[6:]), times, joints))
