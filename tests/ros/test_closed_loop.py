@@ -45,8 +45,9 @@ def check_run(status, history, stats, text, start_error=0.1):
     # process has been seen under CI load: full garbage collections of this test process, 0.1-0.17 s
     # on an idle host, which SimRobot.start now keeps out by freezing the heap): the node's answer
     # to a pause is its watchdog, and the loop must converge regardless. What is bounded is a
-    # robot that stalls for good.
-    assert stats["overruns"] <= 0.1 * stats["ticks"], stats
+    # robot that stalls for good (overruns on most ticks): a clean-clone CI run saw 84 of 670
+    # ticks late (max 0.22 s) in a run that converged, so the bound is a quarter of the ticks.
+    assert stats["overruns"] <= 0.25 * stats["ticks"], stats
     assert stats["max_lateness"] < 1.0, stats
 
 
