@@ -141,8 +141,8 @@ class MujocoRobot(Node):
             lateness = time.monotonic() - deadline
             self.max_lateness = max(self.max_lateness, lateness)
             self.overruns += lateness > self.period
-            stale = self.plant.time - self._command_time > self.stale_after - 1e-12
-            if self.running and self.stale_after > 0.0 and stale:
+            if self.running and self.stale_after > 0.0 and \
+                    self.plant.time - self._command_time > self.stale_after - 1e-12:
                 self._wait_for_command(clock)
             with self._lock:
                 u, running, received = self._u.copy(), self.running, self.commands
@@ -174,16 +174,15 @@ class MujocoRobot(Node):
             if time.monotonic() >= end:
                 self.unanswered += 1
                 return
-            self._send(clock.now().nanoseconds)
+            self._send(clock.now().nanoseconds, *self.plant.state())
 
     def _publish(self, stamp: int, u) -> None:
         q, v = self.plant.state()
         self.record.append((self.plant.time, q, self.plant.contact_positions(), u, stamp))
-        self._send(stamp)
+        self._send(stamp, q, v)
 
-    def _send(self, stamp: int) -> None:
-        """Publish the simulator's state, stamped ``stamp`` (ns)."""
-        q, v = self.plant.state()
+    def _send(self, stamp: int, q, v) -> None:
+        """Publish the state ``(q, v)``, stamped ``stamp`` (ns)."""
         odom = Odometry()
         odom.header.stamp = cv.time_msg(stamp)
         odom.header.frame_id, odom.child_frame_id = self.world_frame, self.base_frame
