@@ -160,6 +160,34 @@ def test_second_order_against_finite_differences(name):
     assert_close(H[n:, :n, :n], Hdd, f"{name}: d²a/dδ²", tol=1e-5)
 
 
+@pytest.mark.parametrize("name", sorted(FD))
+def test_contact_rows_third_order_along_a_velocity(name):
+    """``D3h(w, w, .)`` of the contact rows, as the linearization takes it (``point_third_along``,
+    O(k)), against the whole third-order jet contracted twice (the path taken when ``lam . D3h``
+    is asked for too), at a random configuration and velocity of the chart."""
+    from core.continuous import contacts, floating
+    from core.tree.constraints import holonomic
+    from core.tree.kinematics import forward_kinematics
+    s = FD[name]
+    rng = np.random.default_rng(7)
+    q, _, _ = _state(s, 7, None)
+    contacts.place(s, q)
+    chart, qc, _, _ = floating._evaluation(s, q, np.zeros(s.nv), None)
+    qc = qc + 0.3 * rng.normal(size=qc.shape[0])
+    w = rng.normal(size=qc.shape[0])
+    model, data = chart.model, chart.workspace.get()[0]
+    forward_kinematics(model, qc, w, data)
+    nh, n = model.nh, qc.shape[0]
+    out = []
+    for lam3 in (np.empty((0, 0, 0)), np.zeros((n, n, n))):
+        H3ww = np.empty((nh, n))
+        holonomic(model, data, qc, 3, np.zeros(nh), w, np.empty(nh), np.empty((nh, n)), np.empty((nh, n, n)),
+                  np.empty((0, 0)), lam3, H3ww)
+        out.append(H3ww)
+    assert np.max(np.abs(out[1])) > 1.0                 # (the rows do curve along w)
+    assert_close(out[0], out[1], f"{name}: D3h(w, w, .)", tol=1e-12)
+
+
 def test_fixed_base_second_order_against_finite_differences():
     s = load("panda_description/urdf/panda.urdf", "frame", free_flyer=False, feet=["panda_hand"])
     q, v, u = consistent_state(s, np.random.default_rng(2))

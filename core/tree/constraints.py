@@ -35,6 +35,7 @@ from core.tree.jets import (
     pair_work,
     point_jet,
     point_rate,
+    point_third_along,
     scalar_jets,
 )
 from core.tree.kinematics import dot3
@@ -71,22 +72,31 @@ def holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
     if want_ww:
         H3ww[:, :] = 0.0
     jet_order = max(order, 1)
+    # a contact's row t . (p1 - p2) needs only D3h(w, w, .): t . (Y(p1) - Y(p2)), from
+    # point_third_along in O(k), and its jet to second order (unless lam . D3h is asked for)
+    along = want_ww and not want_lam3
     # work arrays once for all rows (sized for the largest joint union)
     kmax = jets_max_joints(model, model.hc_f1, model.hc_f2)
     J1, J2, J3 = scalar_jets(kmax, order)   # (a row's jet uses the leading k entries)
     work = pair_work(kmax, jet_order)
+    Yw = np.empty((kmax, 3))
     for r in range(nh):
         kind = model.hc_kind[r]
         frames[0], frames[1] = model.hc_f1[r], model.hc_f2[r]
         k = joint_union(model, frames, pos, idx)
+        row_order = 2 if along and kind == HC_DIRECTION else jet_order
         if (kind == HC_DIRECTION and r > 0 and model.hc_kind[r - 1] == HC_DIRECTION
                 and model.hc_f1[r - 1] == frames[0] and model.hc_f2[r - 1] == frames[1]):
-            # the next row of a contact on the same frames: the jet of p1 - p2 is in work
-            val = direction_jet(k, jet_order, data.hc_dir[r], work[0][0], work[1][0], work[2][0], work[3][0],
+            # the next row of a contact on the same frames: the jet of p1 - p2 is in work (and Yw)
+            val = direction_jet(k, row_order, data.hc_dir[r], work[0][0], work[1][0], work[2][0], work[3][0],
                                 J1, J2, J3)
         else:
             val = pair_jet(model, data, _PAIR_OF[kind], frames[0], frames[1],
-                           r if kind == HC_DIRECTION else model.hc_axis[r], jet_order, pos, k, J1, J2, J3, work)
+                           r if kind == HC_DIRECTION else model.hc_axis[r], row_order, pos, k, J1, J2, J3, work)
+            if row_order < jet_order:
+                Yw[:k] = 0.0
+                point_third_along(model, data, frames[0], pos, w, 1.0, Yw)
+                point_third_along(model, data, frames[1], pos, w, -1.0, Yw)
         dlen = 0.0   # d(-d^2)/d(length variable), when the length is one
         lv = -1
         if kind == HC_DISTANCE:
@@ -116,7 +126,11 @@ def holonomic(model, data, q, order, lam, w, h, H1, H2, H2lam, H3lam, H3ww):
             for a in range(k):
                 for b in range(k):
                     H2lam[idx[a], idx[b]] += lam[r] * J2[a, b]
-        if want_lam3 or want_ww:
+        if row_order < jet_order:          # (along: want_ww on a contact's row)
+            t = data.hc_dir[r]
+            for a in range(k):
+                H3ww[r, idx[a]] += t[0] * Yw[a, 0] + t[1] * Yw[a, 1] + t[2] * Yw[a, 2]
+        elif want_lam3 or want_ww:
             for a in range(k):
                 for b in range(k):
                     for c in range(k):
