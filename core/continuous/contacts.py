@@ -32,6 +32,7 @@ import re
 
 import numpy as np
 
+from core.base.jit import njit
 from core.continuous.floating import configuration, quaternion_matrix
 from core.model.compile import moving_body
 from core.tree.coupling import coupled_forward_kinematics
@@ -105,24 +106,43 @@ def place(system, q, given=None, third_order: bool = False) -> None:
     if not system._contact_rows or system._anchors_from_base:
         return
     evaluated, qe, Rb, pb = _base(system, q)
-    if given is None:
-        R, p = _frame_poses(evaluated, qe)              # (in the evaluated system's world)
+    rows = evaluated._contact_rows
+    if given is None:                                   # (poses in the evaluated system's world)
+        data = _kinematics(evaluated, qe)
+        R, p, frames = data.R, data.p, np.array([c.frame for c in rows])
     else:
         Rw, pw = _checked_anchors(system, given)
         R, p = np.einsum("ji,cjk->cik", Rb, Rw), (pw - pb) @ Rb
-    t = np.zeros((evaluated.model.nh, 3))
-    c = np.zeros(evaluated.model.nh)
-    for k, contact in enumerate(evaluated._contact_rows):
-        r = contact.row
-        t[r:r + 3] = Rb                                  # the world axes e_i in the evaluated world: Rb^T e_i
-        c[r:r + 3] = Rb @ p[k]
-        if contact.kind == "frame":
-            t[r + 3], t[r + 4], t[r + 5] = R[k][:, 2], R[k][:, 0], R[k][:, 1]
+        frames = np.arange(len(rows))
     if third_order:
         evaluated.workspace.get(third_order=True)
-    for data in evaluated.workspace.data_records():
-        data.hc_dir[:] = t
-        data.hc_off[:] = c
+    records = evaluated.workspace.data_records()
+    first = records[0]
+    _write_rows(frames, np.array([c.row for c in rows]), np.array([c.kind == "frame" for c in rows]), Rb, R, p,
+                first.hc_dir, first.hc_off)
+    for data in records[1:]:
+        data.hc_dir[:] = first.hc_dir
+        data.hc_off[:] = first.hc_off
+
+
+@njit(cache=True, nogil=True)
+def _write_rows(frames, rows, is_frame, Rb, R, p, t, c):
+    """The rows' directions ``t`` and offsets ``c`` (:func:`place`; zero on rows of no contact):
+    contact ``k`` at pose ``(R[frames[k]], p[frames[k]])`` in the evaluated world, whose world
+    axes are the rows of ``Rb``."""
+    t[:, :] = 0.0
+    c[:] = 0.0
+    for k in range(frames.shape[0]):
+        f, r = frames[k], rows[k]
+        for i in range(3):
+            s = 0.0
+            for j in range(3):
+                t[r + i, j] = Rb[i, j]                  # the world axis e_i in the evaluated world: Rb^T e_i
+                s += Rb[i, j] * p[f, j]
+            c[r + i] = s
+        if is_frame[k]:
+            for j in range(3):
+                t[r + 3, j], t[r + 4, j], t[r + 5, j] = R[f, j, 2], R[f, j, 0], R[f, j, 1]
 
 
 def wrenches(system, q, lam, given=None) -> np.ndarray:

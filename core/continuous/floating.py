@@ -38,6 +38,8 @@ import math
 
 import numpy as np
 
+from core.base.jit import njit
+
 #: The chart's transforms, in order from the world: translations along, then rotations about,
 #: the base's own axes.
 CHART_KINDS = ("tx", "ty", "tz", "rx", "ry", "rz")
@@ -291,6 +293,74 @@ def _first_order(vb):
     return Dq, c.T0 @ S, G1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _minus_skew(A, r, c, x0, x1, x2):
+    """``A[r:r+3, c:c+3] = -x^`` (the diagonal left as it is: zero)."""
+    A[r, c + 1], A[r, c + 2] = x2, -x1
+    A[r + 1, c], A[r + 1, c + 2] = -x2, x0
+    A[r + 2, c], A[r + 2, c + 1] = x1, -x0
+
+
+@njit(cache=True, nogil=True)
+def tangent_first_order(Ac, Bc, F, vb, Jinv_q, T0, T1, T0_sym, J1, A, B):
+    """``(A, B)`` of :func:`linearize` written in place, from the chart's linearization
+    ``(Ac, Bc)`` at zero and its accelerations ``F``: :func:`tangent_derivatives` to first order
+    and :func:`state_rows`, with the chart's constants (:class:`_Chart`) as arguments. In
+    scalar loops: the dozen small array operations this replaces cost more than the sums."""
+    n = F.shape[0]
+    m = Bc.shape[1]
+    Dq = np.empty((6, 6))                       # dξ̇/dδ = Jinv_q v
+    for r in range(36):
+        s = 0.0
+        for k in range(6):
+            s += Jinv_q[r, k] * vb[k]
+        Dq[r // 6, r % 6] = s
+    S = np.empty(36)                            # v v^T, flat
+    for a in range(6):
+        for b in range(6):
+            S[6 * a + b] = vb[a] * vb[b]
+    # d δ / dt = [-ad(v) on the base, I]
+    A[:n, :] = 0.0
+    B[:n, :] = 0.0
+    for i in range(n):
+        A[i, n + i] = 1.0
+    _minus_skew(A, 0, 0, vb[3], vb[4], vb[5])   # -ad(v) = -[[ω^, v^], [0, ω^]]
+    _minus_skew(A, 3, 3, vb[3], vb[4], vb[5])
+    _minus_skew(A, 0, 3, vb[0], vb[1], vb[2])
+    # accelerations: the chart's gradient, ξ̇'s dependence on δ through J⁻¹
+    for i in range(n):
+        for k in range(2 * n):
+            A[n + i, k] = Ac[n + i, k]
+        for r in range(m):
+            B[n + i, r] = Bc[n + i, r]
+        for k in range(6):
+            s = 0.0
+            for j in range(6):
+                s += Ac[n + i, n + j] * Dq[j, k]
+            A[n + i, k] += s
+    # base rows: + (J1 F)(12) + G1, G1 = T1 S + (T0_sym v) [Dq, I], on (δ_base, v_base)
+    Tv = np.empty(6)
+    for b in range(6):
+        for mm in range(6):
+            s = 0.0
+            for k in range(6):
+                s += T0_sym[b, mm, k] * vb[k]
+            Tv[mm] = s
+        for col in range(12):
+            row = 12 * b + col
+            s = 0.0
+            for k in range(6):
+                s += J1[row, k] * F[k]
+            for k in range(36):
+                s += T1[row, k] * S[k]
+            if col < 6:
+                for mm in range(6):
+                    s += Tv[mm] * Dq[mm, col]
+                A[n + b, col] += s
+            else:
+                A[n + b, n + col - 6] += s + Tv[col - 6]
+
+
 def curvature(vb) -> np.ndarray:
     """``Γ(v) = J̇ ξ̇`` at the chart's zero: ``v̇ = ξ̈ + Γ(v)`` on the base."""
     return np.einsum("bmi,m,i->b", chart().T[0], vb, vb)
@@ -480,13 +550,13 @@ def linearize(system, q, v, u=None, residual_limit=None, multipliers: bool = Fal
     ``dlam/dx`` and ``dlam/du`` of the contacts' multipliers: the chart's, ``ξ̇ = J⁻¹(ξ(δ)) v``
     composed to first order (``dξ/dδ = I``, ``dξ̇/dv = I`` at zero)."""
     from core.continuous.dynamics import dynamics_and_derivatives
-    chart, qc, v, u = _evaluation(system, q, v, u)
+    evaluated, qc, v, u = _evaluation(system, q, v, u)
     n, m = system.nv, system.nu
-    F, _, Ac, Bc, dlam = dynamics_and_derivatives(chart, qc, v, u, True, residual_limit,
+    F, _, Ac, Bc, dlam = dynamics_and_derivatives(evaluated, qc, v, u, True, residual_limit,
                                                   "the linearization")     # (ddq and A, B in one evaluation)
-    a, grad, _ = tangent_derivatives(F, np.hstack([Ac[n:], Bc[n:]]), None, v, n, False)
-    top, _ = state_rows(v[:6], n, 2 * n + m, False)
-    A, B = np.vstack([top, grad[:, :2 * n]]), np.vstack([np.zeros((n, m)), grad[:, 2 * n:]])
+    A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, m))
+    k = chart()
+    tangent_first_order(Ac, Bc, F, v[:6], k.Jinv_q, k.T0, k.T1, k.T0_sym, k.J1, A, B)
     if not multipliers:
         return A, B
     dlam = dlam.copy()
