@@ -11,7 +11,7 @@ simulator's ground truth as
   the base's own axes (a motion-capture system or a simulator's ground truth feeds a real
   robot's node the same way),
 
-both stamped with the node clock's time of the tick. With ``start_on_command`` it holds its
+both stamped with the simulated time of the tick (below). With ``start_on_command`` it holds its
 initial state (still publishing it) until the first command: a robot on its stand until the
 controller takes over. Threads: a step thread of its own and an executor thread for the command
 subscription (as :class:`mechnode.testing.sim.SimRobot`).
@@ -25,10 +25,19 @@ most ``answer_wait`` (wall-clock seconds), for the next one. While commands come
 two, nothing waits and the robot runs in real time; a stall of the test host's processes pauses
 the simulated world instead of letting it fall on a stale command, so that what the closed loop
 does is the controller's law, not the test machine's load. The deadlines stay absolute (a late
-robot catches up), the stamps are the node clock's time of publication, and the steps that
-waited and those whose wait ran out are counted (:attr:`MujocoRobot.waits`,
-:attr:`MujocoRobot.unanswered`). The controller's timing is measured on its own (the node's
-latency figures, ``bench/bench_legged_node.py``).
+robot catches up), and the steps that waited and those whose wait ran out are counted
+(:attr:`MujocoRobot.waits`, :attr:`MujocoRobot.unanswered`). The controller's timing is measured
+on its own (the node's latency figures, ``bench/bench_legged_node.py``).
+
+Stamps: the simulated time, ``T0 + t_sim`` on the node clock (``T0`` the clock's time of the
+first tick, or of the last tick before the first command), as
+:class:`mechnode.testing.sim.SimRobot` stamps: a controller that evaluates a reference at the
+state's stamp stays in step with the simulated world when the world pauses or runs late. The
+stamps stay within ``[now - max_lag, now]`` of the clock, ``T0`` moved as little as that takes: a
+world more than ``max_lag`` behind (a long stall) would send states the controller refuses as
+stale (its ``state_timeout``), so ``T0`` moves forward (the reference then runs ahead of the
+world by that much; the sum of these moves is :attr:`MujocoRobot.slipped`, seconds), and back when the world
+has caught up with the clock.
 """
 from __future__ import annotations
 
@@ -58,13 +67,17 @@ class MujocoRobot(Node):
                  namespace: str = "", state_topic: str = "joint_states", odometry_topic: str = "odom",
                  command_topic: str = "effort_controller/commands", world_frame: str = "odom",
                  base_frame: str | None = None, start_on_command: bool = True, events=(),
-                 stale_after: float = 0.0, answer_wait: float = 0.25, context=None):
+                 stale_after: float = 0.0, answer_wait: float = 0.25, max_lag: float = 0.1, context=None):
         super().__init__(name, namespace=namespace, context=context)
-        for label, value in (("stale_after", stale_after), ("answer_wait", answer_wait)):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{label} must be in [0, 1] s, got {value!r}")
+        for label, value, most in (("stale_after", stale_after, 1.0), ("answer_wait", answer_wait, 1.0),
+                                   ("max_lag", max_lag, 10.0)):
+            if not 0.0 <= value <= most:
+                raise ValueError(f"{label} must be in [0, {most:g}] s, got {value!r}")
         self.plant, self.period = plant, float(period)
         self.stale_after, self.answer_wait = float(stale_after), float(answer_wait)
+        self._max_lag_ns = int(round(float(max_lag) * 1e9))
+        self._epoch_ns: int | None = None   # T0 - t_sim(first tick): the stamp is epoch + t_sim
+        self.slipped = 0.0                  # seconds the stamps were moved forward (max_lag)
         system = plant.system
         self.joint_names = list(system.velocity_names[6:])
         self.world_frame, self.base_frame = world_frame, base_frame or system.free_flyer
@@ -155,8 +168,22 @@ class MujocoRobot(Node):
                     self._events.pop(0)[1](self.plant)
                 self.plant.step(u, self.period)
                 self.steps += 1
-            self._publish(clock.now().nanoseconds, u if running else None)
+            self._publish(self._stamp(clock), u if running else None)
             k += 1
+
+    def _stamp(self, clock) -> int:
+        """The simulated time's stamp (ns; the module docstring)."""
+        now = clock.now().nanoseconds
+        sim = int(round(self.plant.time * 1e9))
+        if self._epoch_ns is None or not self.running:     # (on its stand the world does not run)
+            self._epoch_ns = now - sim
+        lag = now - (self._epoch_ns + sim)
+        if lag > self._max_lag_ns:                      # too old for the controller: slip forward
+            self._epoch_ns += lag - self._max_lag_ns
+            self.slipped += 1e-9 * (lag - self._max_lag_ns)
+        elif lag < 0:                                   # caught up after a slip: never ahead of now
+            self._epoch_ns += lag
+        return self._epoch_ns + sim
 
     def _wait_for_command(self, clock) -> None:
         """The simulated world paused: wait (at most ``answer_wait``) for a new command, the state
@@ -174,7 +201,7 @@ class MujocoRobot(Node):
             if time.monotonic() >= end:
                 self.unanswered += 1
                 return
-            self._send(clock.now().nanoseconds, *self.plant.state())
+            self._send(self._stamp(clock), *self.plant.state())
 
     def _publish(self, stamp: int, u) -> None:
         q, v = self.plant.state()
