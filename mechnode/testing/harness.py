@@ -41,24 +41,25 @@ def ros_environment(domain_id: int | None = None) -> dict:
 
 
 def node_command(params_file: str = DEFAULT_PARAMS, namespace: str = "", params=(),
-                 autostart: bool = False, cli_args=()) -> list:
-    """argv of ``python -m mechnode`` with a parameter file, namespace and ``-p`` overrides."""
+                 autostart: bool = False, cli_args=(), ros_args=()) -> list:
+    """argv of ``python -m mechnode`` with a parameter file, namespace and ``-p`` overrides (and
+    further ROS arguments ``ros_args``, e.g. ``["--enclave", "/mechnode"]``)."""
     cmd = [sys.executable, "-m", "mechnode"] + (["--autostart"] if autostart else []) + list(cli_args)
     cmd += ["--ros-args", "--params-file", params_file]
     if namespace:
         cmd += ["-r", f"__ns:={namespace}"]
     for p in params:
         cmd += ["-p", p]
-    return cmd
+    return cmd + list(ros_args)
 
 
 def start_node_process(params_file: str = DEFAULT_PARAMS, namespace: str = "", params=(),
                        log_path: str | None = None, env: dict | None = None,
-                       autostart: bool = False, cli_args=()) -> subprocess.Popen:
+                       autostart: bool = False, cli_args=(), ros_args=()) -> subprocess.Popen:
     """Start the node; its output goes to ``log_path`` (or is discarded)."""
     out = open(log_path, "wb") if log_path else subprocess.DEVNULL
     try:
-        return subprocess.Popen(node_command(params_file, namespace, params, autostart, cli_args),
+        return subprocess.Popen(node_command(params_file, namespace, params, autostart, cli_args, ros_args),
                                 stdout=out, stderr=subprocess.STDOUT,
                                 env=env or ros_environment())
     finally:

@@ -49,12 +49,12 @@ def write_params(path, params: dict) -> str:
 class NodeProcess:
     """A running ``python -m mechnode`` in namespace ``ns`` plus a client node ``client``."""
 
-    def __init__(self, rclpy_mod, params_file, ns, log_path, params=()):
+    def __init__(self, rclpy_mod, params_file, ns, log_path, params=(), ros_args=(), env=None):
         from rclpy.context import Context
         self.ns, self.fqn, self.log_path = ns, f"{ns}/mechnode", str(log_path)
         self.t_start = time.monotonic()
         self.proc = start_node_process(params_file, ns, params, log_path=self.log_path,
-                                       env=ros_environment())
+                                       env={**ros_environment(), **(env or {})}, ros_args=ros_args)
         self.ctx = Context()
         rclpy_mod.init(context=self.ctx, domain_id=int(os.environ["ROS_DOMAIN_ID"]))
         self.client = rclpy_mod.create_node("test_client", namespace=ns, context=self.ctx)
