@@ -188,6 +188,31 @@ def test_contact_rows_third_order_along_a_velocity(name):
     assert_close(out[0], out[1], f"{name}: D3h(w, w, .)", tol=1e-12)
 
 
+@pytest.mark.parametrize("name", sorted(FD))
+def test_one_call_linearization_is_the_step_by_step_one(name):
+    """``System.linearize`` on a quaternion base with its contacts where they are runs one
+    compiled call (``contacts.linearize``); it gives the step-by-step path's ``A, B`` to the last
+    bit, and leaves every refusal to that path (so the errors name the same thing)."""
+    from core.continuous import contacts, floating
+    s = FD[name]
+    q, v, u = _state(s, 11, None)
+    moving = v + 0.2 * np.random.default_rng(12).normal(size=s.nv)     # (off the contacts' rates)
+    for vel, limit in ((v, 1e-6), (moving, None)):
+        fast = contacts.linearize(s, q, vel, u, limit)
+        assert fast is not None
+        contacts.place(s, q)
+        slow = floating.linearize(s, q, vel, u, limit)
+        assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
+    assert contacts.linearize(s, q, moving, u, 1e-6) is None            # off the contacts: refused there
+    with pytest.raises(ValueError, match="velocity level"):
+        s.linearize(q, moving, u)
+    bad = v.copy()
+    bad[3] = np.nan
+    assert contacts.linearize(s, q, bad, u, 1e-6) is None
+    with pytest.raises(ValueError, match=r"v\[3\].*not finite"):
+        s.linearize(q, bad, u)
+
+
 def test_fixed_base_second_order_against_finite_differences():
     s = load("panda_description/urdf/panda.urdf", "frame", free_flyer=False, feet=["panda_hand"])
     q, v, u = consistent_state(s, np.random.default_rng(2))

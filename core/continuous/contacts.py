@@ -33,8 +33,13 @@ import re
 import numpy as np
 
 from core.base.jit import njit
-from core.continuous.floating import configuration, quaternion_matrix
+from core.base.records import record_at
+from core.continuous.dynamics import continuous_dynamics, first_violation
+from core.continuous.floating import configuration, quaternion_matrix, tangent_map
+from core.errors import OK
 from core.model.compile import moving_body
+from core.model.record import HC_DIRECTION
+from core.tree import workspace
 from core.tree.coupling import coupled_forward_kinematics
 
 #: The rows of each kind of contact.
@@ -106,43 +111,102 @@ def place(system, q, given=None, third_order: bool = False) -> None:
     if not system._contact_rows or system._anchors_from_base:
         return
     evaluated, qe, Rb, pb = _base(system, q)
-    rows = evaluated._contact_rows
-    if given is None:                                   # (poses in the evaluated system's world)
-        data = _kinematics(evaluated, qe)
-        R, p, frames = data.R, data.p, np.array([c.frame for c in rows])
-    else:
+    data = _kinematics(evaluated, qe)
+    R, p = data.R, data.p                               # (poses in the evaluated system's world)
+    if given is not None:
         Rw, pw = _checked_anchors(system, given)
-        R, p = np.einsum("ji,cjk->cik", Rb, Rw), (pw - pb) @ Rb
-        frames = np.arange(len(rows))
+        R, p = R.copy(), p.copy()
+        for k, contact in enumerate(evaluated._contact_rows):
+            R[contact.frame], p[contact.frame] = Rb.T @ Rw[k], Rb.T @ (pw[k] - pb)
     if third_order:
         evaluated.workspace.get(third_order=True)
     records = evaluated.workspace.data_records()
     first = records[0]
-    _write_rows(frames, np.array([c.row for c in rows]), np.array([c.kind == "frame" for c in rows]), Rb, R, p,
-                first.hc_dir, first.hc_off)
+    contact_rows(evaluated.model, Rb, R, p, first.hc_dir, first.hc_off)
     for data in records[1:]:
         data.hc_dir[:] = first.hc_dir
         data.hc_off[:] = first.hc_off
 
 
 @njit(cache=True, nogil=True)
-def _write_rows(frames, rows, is_frame, Rb, R, p, t, c):
-    """The rows' directions ``t`` and offsets ``c`` (:func:`place`; zero on rows of no contact):
-    contact ``k`` at pose ``(R[frames[k]], p[frames[k]])`` in the evaluated world, whose world
-    axes are the rows of ``Rb``."""
+def contact_rows(model, Rb, R, p, t, c):
+    """The rows' directions ``t`` and offsets ``c`` (:func:`place`; zero on rows of no contact),
+    each contact held at the pose ``(R[f], p[f])`` of its frame ``f`` in the evaluated world, whose
+    world axes are the rows of ``Rb``. The contacts are read off the model's rows
+    (:func:`core.model.compile._contact_rows`): three ``HC_DIRECTION`` rows on a frame and the
+    world, then for a frame contact three on its unit points and the frame."""
+    nh = model.hc_kind.shape[0]
     t[:, :] = 0.0
     c[:] = 0.0
-    for k in range(frames.shape[0]):
-        f, r = frames[k], rows[k]
+    r = 0
+    while r < nh:
+        if model.hc_kind[r] != HC_DIRECTION or model.hc_f2[r] >= 0:
+            r += 1
+            continue
+        f = model.hc_f1[r]
         for i in range(3):
             s = 0.0
             for j in range(3):
                 t[r + i, j] = Rb[i, j]                  # the world axis e_i in the evaluated world: Rb^T e_i
                 s += Rb[i, j] * p[f, j]
             c[r + i] = s
-        if is_frame[k]:
+        if r + 3 < nh and model.hc_kind[r + 3] == HC_DIRECTION and model.hc_f2[r + 3] == f:
             for j in range(3):
                 t[r + 3, j], t[r + 4, j], t[r + 5, j] = R[f, j, 2], R[f, j, 0], R[f, j, 1]
+            r += 6
+        else:
+            r += 3
+
+
+def linearize(system, q, v, u, residual_limit):
+    """``(A, B)`` of :meth:`core.System.linearize` for a quaternion base on its contacts held
+    where they are, in one compiled call (:func:`_linearize_at`: the rows placed, the chart's
+    dynamics, the consistency check, the tangent map); None when that call did not succeed, for
+    the step-by-step path to name the error (:func:`place`, then
+    :func:`core.continuous.floating.linearize`)."""
+    from core.validation import check_vector, number
+    q = configuration(system, q)
+    chart = system._chart
+    v = check_vector("v", v, system.nv, chart._config_names, finite=False)     # (the kernel finds
+    u = check_vector("u", u, system.nu, chart._input_names, finite=False, optional=True)    # non-finite ones)
+    tol = -1.0 if residual_limit is None else number("residual_limit", residual_limit, positive=True)
+    n = system.nv
+    A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, system.nu))
+    code = _linearize_at(chart.workspace.address(), q, v, u, system.gravity, tol, A, B)
+    return (A, B) if code == OK else None
+
+
+@njit(cache=True, nogil=True)
+def _linearize_at(address, q, v, u, gravity, tol, A, B):
+    """:func:`linearize`'s kernel on the chart's Evaluation at ``address`` (``q`` with a unit
+    quaternion): gravity on the base's axes, the contact rows at the frames' poses,
+    ``continuous_dynamics`` at the chart's zero, the consistency check (``tol`` > 0) and the tangent
+    map into ``A``, ``B``. Returns OK, or 1 (the dynamics' status is not OK) or 2 (the state is off
+    the contacts)."""
+    ev = record_at(address, workspace.EVALUATION)
+    model, data = ev.model, ev.data
+    x, y, z, w = q[3], q[4], q[5], q[6]               # R_b, as quaternion_matrix
+    Rb = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                   [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                   [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    for i in range(3):                                  # R_b^T g
+        data.gravity[i] = Rb[0, i] * gravity[0] + Rb[1, i] * gravity[1] + Rb[2, i] * gravity[2]
+    n, m = v.shape[0], u.shape[0]
+    qc = np.zeros(n)
+    qc[6:] = q[7:]
+    coupled_forward_kinematics(model, qc, np.zeros(n), data)
+    contact_rows(model, Rb, data.R, data.p, data.hc_dir, data.hc_off)
+    nc = model.hc_kind.shape[0] + model.vc_frame.shape[0]
+    ddq, lam, dlam = np.empty(n), np.zeros(nc), np.zeros((nc, 2 * n + m))
+    Ac, Bc = np.empty((2 * n, 2 * n)), np.empty((2 * n, m))
+    h, rows = np.empty(model.hc_kind.shape[0]), np.empty((nc, n))
+    continuous_dynamics(ev, qc, v, u, True, ddq, lam, Ac, Bc, dlam, h, rows)
+    if ev.status[0] != OK:
+        return 1
+    if tol > 0.0 and first_violation(h, rows, v, tol)[0] != 0:
+        return 2
+    tangent_map(Ac, Bc, ddq, v[:6], A, B)
+    return OK
 
 
 def wrenches(system, q, lam, given=None) -> np.ndarray:

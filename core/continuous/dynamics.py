@@ -501,7 +501,7 @@ def raise_for_status(system, status, where: str, inputs=()) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _violation(h, Jv, dq, tol):
+def first_violation(h, Jv, dq, tol):
     """``(kind, row)`` of the first row :func:`check_consistent` refuses: ``(1, r)`` holonomic
     ``h``, ``(2, r)`` velocity level (``dq`` empty: not checked), ``(0, -1)`` none. (Compiled:
     it runs on every linearization, where the array expressions cost tens of microseconds.)"""
@@ -539,7 +539,7 @@ def check_consistent(system, h, Jv, dq, tol, what: str) -> None:
     nh = h.shape[0]
     h, Jv = np.ascontiguousarray(h, dtype=float), np.ascontiguousarray(Jv, dtype=float)
     dq = None if dq is None else np.ascontiguousarray(dq, dtype=float)
-    kind, r = _violation(h, Jv, np.zeros(0) if dq is None else dq, float(tol))
+    kind, r = first_violation(h, Jv, np.zeros(0) if dq is None else dq, float(tol))
     if kind == 0:
         return
     norms = np.sqrt(np.einsum("ij,ij->i", Jv, Jv))

@@ -230,6 +230,10 @@ class ContinuousDynamics:
             if self._contacts:
                 return self._contact_stack("linearize", q, dq, u, residual_limit=residual_limit)
             return stacked.linearize(self, q, dq, u, residual_limit)
+        if self._contacts and self._free_flyer and anchors is None and not multipliers:
+            fast = contacts.linearize(self, q, dq, u, residual_limit)     # (None: the path below names why)
+            if fast is not None:
+                return fast
         if self._contacts:
             contacts.place(self, q, anchors)
         if self._free_flyer:

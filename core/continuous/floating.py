@@ -258,13 +258,13 @@ class _Chart:
         self.J1 = np.ascontiguousarray(J[1].transpose(0, 2, 1).reshape(72, 6))
 
 
-_CHART = None
+#: The chart's constants, made at import (4 ms): :func:`tangent_map` takes the first-order ones
+#: as compile-time constants.
+_CHART = _Chart()
+_JINV_Q, _T0, _T1, _T0_SYM, _J1 = _CHART.Jinv_q, _CHART.T0, _CHART.T1, _CHART.T0_sym, _CHART.J1
 
 
 def chart() -> _Chart:
-    global _CHART
-    if _CHART is None:
-        _CHART = _Chart()
     return _CHART
 
 
@@ -359,6 +359,12 @@ def tangent_first_order(Ac, Bc, F, vb, Jinv_q, T0, T1, T0_sym, J1, A, B):
                 A[n + b, col] += s
             else:
                 A[n + b, n + col - 6] += s + Tv[col - 6]
+
+
+@njit(cache=True, nogil=True)
+def tangent_map(Ac, Bc, F, vb, A, B):
+    """:func:`tangent_first_order` with the chart's constants."""
+    tangent_first_order(Ac, Bc, F, vb, _JINV_Q, _T0, _T1, _T0_SYM, _J1, A, B)
 
 
 def curvature(vb) -> np.ndarray:
@@ -555,8 +561,7 @@ def linearize(system, q, v, u=None, residual_limit=None, multipliers: bool = Fal
     F, _, Ac, Bc, dlam = dynamics_and_derivatives(evaluated, qc, v, u, True, residual_limit,
                                                   "the linearization")     # (ddq and A, B in one evaluation)
     A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, m))
-    k = chart()
-    tangent_first_order(Ac, Bc, F, v[:6], k.Jinv_q, k.T0, k.T1, k.T0_sym, k.J1, A, B)
+    tangent_map(Ac, Bc, F, v[:6], A, B)
     if not multipliers:
         return A, B
     dlam = dlam.copy()
