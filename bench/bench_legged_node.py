@@ -88,7 +88,7 @@ def run(name: str, seconds: float) -> None:
 
     def take(msg):
         for st in msg.status:
-            if st.name.startswith("mechnode: "):
+            if st.name.startswith(f"{ns}/mechnode: "):
                 status.update({kv.key: kv.value for kv in st.values})
     client.create_subscription(DiagnosticArray, "/diagnostics", take, 10)
     spinner = Spinner(ctx, client, threads=2)

@@ -234,7 +234,7 @@ def bench_command_latency(b, h, seconds, rate=1000.0, during=None):
     values = {}
     for m in diags[-3:]:
         for s in m.status:
-            if s.name.startswith("mechnode"):
+            if s.name.startswith(f"{h['fqn']}: "):
                 values = {kv.key: kv.value for kv in s.values}
     return lat, sent, achieved, values
 

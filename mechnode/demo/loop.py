@@ -142,7 +142,7 @@ def run(params_file=None, namespace="/mechnode_demo", timeout=20.0, threshold=0.
             log(f"robot description published: {os.path.basename(model_file)} ({len(text)} characters) on "
                 f"{description_pub.topic_name}" + (f" (from {model_file})" if os.path.isabs(model_file) else ""))
         node_status = {}       # the node's latest DiagnosticStatus values (mechnode.ros.diagnostics)
-        ours = f"{node_fqn.rsplit('/', 1)[-1]}: "                   # the node's status name
+        ours = f"{node_fqn}: "                   # the node's status name (its fully qualified name)
         manager.create_subscription(DiagnosticArray, "/diagnostics", lambda m: node_status.update(
             {kv.key: kv.value for st in m.status if st.name.startswith(ours) for kv in st.values}), 10)
         spinner = Spinner(ctx, manager, threads=1)

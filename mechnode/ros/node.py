@@ -471,7 +471,7 @@ class MechNode(LifecycleNode):
         self._stalls_seen = {self.command.pid: stalls}
         heartbeat = dict(age=age if alive else None, stalls=stalls, longest=longest, stalled=stalled,
                          new_stalls=max(new_stalls, 0))
-        return tracking_status(self.get_name(), self._configured_plant(), self.lifecycle_label,
+        return tracking_status(self.get_fully_qualified_name(), self._configured_plant(), self.lifecycle_label,
                                self.is_active, None if stalled else self.command.status(), self.reference.active,
                                self.health, self.get_clock().now().nanoseconds, heartbeat)
 

@@ -171,7 +171,7 @@ def diagnostics(h) -> dict:
 
     def take(msg):
         for st in msg.status:
-            if st.name.startswith("mechnode: "):
+            if st.name.startswith(f"{h.fqn}: "):
                 status.update({kv.key: kv.value for kv in st.values}, _message=st.message)
     h.client.create_subscription(DiagnosticArray, "/diagnostics", take, 10)
     return status

@@ -138,7 +138,7 @@ def test_a_stalled_command_process_is_reported(node):
             for m in got:
                 for st in m.status:
                     values = {kv.key: kv.value for kv in st.values}
-                    if (st.name.startswith("mechnode") and st.level == DiagnosticStatus.ERROR
+                    if (st.name.startswith(f"{h.fqn}: ") and st.level == DiagnosticStatus.ERROR
                             and "stall" in st.message and float(values["command_longest_stall_s"]) >= 0.9):
                         return st, values
             return None
@@ -165,7 +165,7 @@ def test_a_dead_command_process_leaves_active_and_is_replaced(node):
             for m in got:
                 for st in m.status:
                     values = {kv.key: kv.value for kv in st.values}
-                    if (st.name.startswith("mechnode") and st.level == DiagnosticStatus.ERROR
+                    if (st.name.startswith(f"{h.fqn}: ") and st.level == DiagnosticStatus.ERROR
                             and values.get("command_process") == "not running"):
                         return st
             return None

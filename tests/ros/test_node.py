@@ -311,11 +311,11 @@ def test_diagnostics(node, schedule):
     got = []
     sub = node.client.create_subscription(DiagnosticArray, "/diagnostics", got.append, 10)
     try:
-        node.wait(lambda: any(s.name.startswith("mechnode") for m in got for s in m.status),
+        node.wait(lambda: any(s.name.startswith(f"{node.fqn}: ") for m in got for s in m.status),
                   "a mechnode DiagnosticArray on /diagnostics", timeout=5.0)
     finally:
         node.client.destroy_subscription(sub)
-    status = next(s for m in got for s in m.status if s.name.startswith("mechnode"))
+    status = next(s for m in got for s in m.status if s.name.startswith(f"{node.fqn}: "))
     values = {kv.key: kv.value for kv in status.values}
     for key in ("state_age_s", "schedule_time_remaining_s", "last_reference_to_schedule_s",
                 "last_linearization_s", "last_riccati_s", "last_feasibility_s",

@@ -114,11 +114,11 @@ def _diagnostics(h):
     got = []
     sub = h.client.create_subscription(DiagnosticArray, "/diagnostics", got.append, 10)
     try:
-        h.wait(lambda: any(s.name.startswith("mechnode") and s.values for m in got for s in m.status),
+        h.wait(lambda: any(s.name.startswith(f"{h.fqn}: ") and s.values for m in got for s in m.status),
                "a mechnode DiagnosticArray", timeout=5.0)
     finally:
         h.client.destroy_subscription(sub)
-    status = [s for m in got for s in m.status if s.name.startswith("mechnode")][-1]
+    status = [s for m in got for s in m.status if s.name.startswith(f"{h.fqn}: ")][-1]
     return {kv.key: kv.value for kv in status.values}
 
 
