@@ -35,7 +35,7 @@ import numpy as np
 from core.base.jit import njit
 from core.base.records import record_at
 from core.continuous.dynamics import continuous_dynamics, first_violation
-from core.continuous.floating import configuration, quaternion_matrix, tangent_map
+from core.continuous.floating import configuration, quaternion_matrix, quaternion_rotation, tangent_map
 from core.errors import OK
 from core.model.compile import moving_body
 from core.model.record import HC_DIRECTION
@@ -167,8 +167,9 @@ def linearize(system, q, v, u, residual_limit):
     from core.validation import check_vector, number
     q = configuration(system, q)
     chart = system._chart
-    v = check_vector("v", v, system.nv, chart._config_names, finite=False)     # (the kernel finds
-    u = check_vector("u", u, system.nu, chart._input_names, finite=False, optional=True)    # non-finite ones)
+    # (non-finite entries: the kernel finds them, and the step-by-step path names them)
+    v = check_vector("v", v, system.nv, chart._config_names, finite=False)
+    u = check_vector("u", u, system.nu, chart._input_names, finite=False, optional=True)
     tol = -1.0 if residual_limit is None else number("residual_limit", residual_limit, positive=True)
     n = system.nv
     A, B = np.empty((2 * n, 2 * n)), np.empty((2 * n, system.nu))
@@ -185,10 +186,7 @@ def _linearize_at(address, q, v, u, gravity, tol, A, B):
     the contacts)."""
     ev = record_at(address, workspace.EVALUATION)
     model, data = ev.model, ev.data
-    x, y, z, w = q[3], q[4], q[5], q[6]               # R_b, as quaternion_matrix
-    Rb = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                   [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                   [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    Rb = quaternion_rotation(q[3], q[4], q[5], q[6])
     for i in range(3):                                  # R_b^T g
         data.gravity[i] = Rb[0, i] * gravity[0] + Rb[1, i] * gravity[1] + Rb[2, i] * gravity[2]
     n, m = v.shape[0], u.shape[0]

@@ -58,6 +58,12 @@ def skew(w) -> np.ndarray:
 def quaternion_matrix(quat) -> np.ndarray:
     """The rotation of the unit quaternion ``(x, y, z, w)``."""
     x, y, z, w = quat
+    return quaternion_rotation(float(x), float(y), float(z), float(w))
+
+
+@njit(cache=True, nogil=True)
+def quaternion_rotation(x, y, z, w):
+    """:func:`quaternion_matrix` of ``(x, y, z, w)`` (for kernels)."""
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
