@@ -256,9 +256,8 @@ class _Chart:
                 for part in range(3):
                     T[part][:, m, i] = y[part]
         self.T = tuple(T)
-        # first-order contractions as matrices (:func:`_first_order`)
+        # first-order contractions as matrices (:func:`tangent_map`, :func:`_velocity_gradient`)
         self.Jinv_q = np.ascontiguousarray(self.J_inv[1][:, :, :6].transpose(0, 2, 1).reshape(36, 6))
-        self.T0 = np.ascontiguousarray(T[0].reshape(6, 36))
         self.T1 = np.ascontiguousarray(T[1].transpose(0, 3, 1, 2).reshape(72, 36))
         self.T0_sym = np.ascontiguousarray(T[0] + T[0].transpose(0, 2, 1))
         self.J1 = np.ascontiguousarray(J[1].transpose(0, 2, 1).reshape(72, 6))
@@ -267,7 +266,7 @@ class _Chart:
 #: The chart's constants, made at import (4 ms): :func:`tangent_map` takes the first-order ones
 #: as compile-time constants.
 _CHART = _Chart()
-_JINV_Q, _T0, _T1, _T0_SYM, _J1 = _CHART.Jinv_q, _CHART.T0, _CHART.T1, _CHART.T0_sym, _CHART.J1
+_JINV_Q, _T1, _T0_SYM, _J1 = _CHART.Jinv_q, _CHART.T1, _CHART.T0_sym, _CHART.J1
 
 
 def chart() -> _Chart:
@@ -288,15 +287,9 @@ def _velocity_jets(vb, second: bool):
     return xd, _jet_product(T, S, "bmi", "mi", "b", second)
 
 
-def _first_order(vb):
-    """``(Dq, G, G1)`` of :func:`_velocity_jets` to first order, by matrix products:
-    ``Dq = dξ̇/dδ`` (``dξ̇/dv = I``), ``G = J̇ ξ̇`` and its gradient over the base's ``(δ, v)``."""
-    c = chart()
-    Dq = (c.Jinv_q @ vb).reshape(6, 6)
-    S = np.outer(vb, vb).ravel()
-    xd1 = np.hstack([Dq, np.eye(6)])
-    G1 = (c.T1 @ S).reshape(6, 12) + (c.T0_sym @ vb) @ xd1
-    return Dq, c.T0 @ S, G1
+def _velocity_gradient(vb):
+    """``Dq = dξ̇/dδ`` at the chart's zero (``dξ̇/dv = I``): :func:`_velocity_jets`' first order."""
+    return (_JINV_Q @ vb).reshape(6, 6)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -308,11 +301,12 @@ def _minus_skew(A, r, c, x0, x1, x2):
 
 
 @njit(cache=True, nogil=True)
-def tangent_first_order(Ac, Bc, F, vb, Jinv_q, T0, T1, T0_sym, J1, A, B):
+def tangent_map(Ac, Bc, F, vb, A, B):
     """``(A, B)`` of :func:`linearize` written in place, from the chart's linearization
-    ``(Ac, Bc)`` at zero and its accelerations ``F``: :func:`tangent_derivatives` to first order
-    and :func:`state_rows`, with the chart's constants (:class:`_Chart`) as arguments. In
-    scalar loops: the dozen small array operations this replaces cost more than the sums."""
+    ``(Ac, Bc)`` at zero and its accelerations ``F``: :func:`tangent_derivatives` and
+    :func:`state_rows` to first order, with the chart's constants compiled in. In scalar loops:
+    the dozen small array operations this replaces cost more than the sums."""
+    Jinv_q, T1, T0_sym, J1 = _JINV_Q, _T1, _T0_SYM, _J1
     n = F.shape[0]
     m = Bc.shape[1]
     Dq = np.empty((6, 6))                       # dξ̇/dδ = Jinv_q v
@@ -367,12 +361,6 @@ def tangent_first_order(Ac, Bc, F, vb, Jinv_q, T0, T1, T0_sym, J1, A, B):
                 A[n + b, n + col - 6] += s + Tv[col - 6]
 
 
-@njit(cache=True, nogil=True)
-def tangent_map(Ac, Bc, F, vb, A, B):
-    """:func:`tangent_first_order` with the chart's constants."""
-    tangent_first_order(Ac, Bc, F, vb, _JINV_Q, _T0, _T1, _T0_SYM, _J1, A, B)
-
-
 def curvature(vb) -> np.ndarray:
     """``Γ(v) = J̇ ξ̇`` at the chart's zero: ``v̇ = ξ̈ + Γ(v)`` on the base."""
     return np.einsum("bmi,m,i->b", chart().T[0], vb, vb)
@@ -393,69 +381,55 @@ def _add12(target, values, n: int, axis: int) -> None:
         target[tuple(index)] += values[tuple(src)]
 
 
-def tangent_derivatives(F, Fz, HF, v, n: int, second: bool):
+def tangent_derivatives(F, Fz, HF, v, n: int):
     """``(a, da/dz, d²a/dz²)`` of the accelerations in the tangent space, ``z = [δ, v, u]``, from
     the chart's ``F = ξ̈`` at zero, its gradient ``Fz`` over ``z' = [ξ, ξ̇, u]`` (n x nz) and
-    Hessian ``HF`` (n x nz x nz; with ``second``): ``a = J(ξ) F(ξ, J⁻¹ v, u) + J̇ ξ̇`` with
-    ``ξ = ξ(δ)`` composed to second order (the module docstring)."""
+    Hessian ``HF`` (n x nz x nz): ``a = J(ξ) F(ξ, J⁻¹ v, u) + J̇ ξ̇`` with ``ξ = ξ(δ)`` composed to
+    second order (the module docstring; the first order alone is :func:`tangent_map`)."""
     c = chart()
-    vb = v[:6]
-    if not second:
-        Dq, G0, G1 = _first_order(vb)
-        a = F.copy()
-        a[:6] += G0
-        grad = Fz.copy()
-        grad[:, :6] += Fz[:, n:n + 6] @ Dq
-        _add12(grad[:6], (c.J1 @ F[:6]).reshape(6, 12) + G1, n, 1)
-        return a, grad, None
-    xd, G = _velocity_jets(vb, second)
+    xd, G = _velocity_jets(v[:6], True)
     a = F.copy()
     a[:6] += G[0]
     Dq = xd[1][:, :6]                       # dξ̇/dδ (dξ̇/dv = I)
     grad = Fz.copy()
     grad[:, :6] += Fz[:, n:n + 6] @ Dq
-    hess: np.ndarray | None = None
-    if second:
-        hess = HF.copy()
-        t = np.einsum("iaw,wk->iak", HF[:, :, n:n + 6], Dq)
-        hess[:, :, :6] += t
-        hess[:, :6, :] += t.transpose(0, 2, 1)
-        hess[:, :6, :6] += np.einsum("wk,iwx,xl->ikl", Dq, HF[:, n:n + 6, n:n + 6], Dq)
-        # Σ_c F'_c φ''_c: ξ'' and ξ̇'' live on the twelve base variables
-        curv = np.einsum("ic,ckl->ikl", Fz[:, :6], c.xi[2]) + np.einsum("ic,ckl->ikl", Fz[:, n:n + 6], xd[2])
-        for hk, bk in enumerate(_blocks(n)):
-            for hl, bl in enumerate(_blocks(n)):
-                hess[:, bk, bl] += curv[:, 6 * hk:6 * hk + 6, 6 * hl:6 * hl + 6]
+    hess = HF.copy()
+    t = np.einsum("iaw,wk->iak", HF[:, :, n:n + 6], Dq)
+    hess[:, :, :6] += t
+    hess[:, :6, :] += t.transpose(0, 2, 1)
+    hess[:, :6, :6] += np.einsum("wk,iwx,xl->ikl", Dq, HF[:, n:n + 6, n:n + 6], Dq)
+    # Σ_c F'_c φ''_c: ξ'' and ξ̇'' live on the twelve base variables
+    curv = np.einsum("ic,ckl->ikl", Fz[:, :6], c.xi[2]) + np.einsum("ic,ckl->ikl", Fz[:, n:n + 6], xd[2])
+    for hk, bk in enumerate(_blocks(n)):
+        for hl, bl in enumerate(_blocks(n)):
+            hess[:, bk, bl] += curv[:, 6 * hk:6 * hk + 6, 6 * hl:6 * hl + 6]
     # base rows: J(ξ) F + J̇ ξ̇ (J = I at zero)
     Fb = F[:6]
     base_g = np.einsum("bik,i->bk", c.J[1], Fb) + G[1]
-    if hess is not None:             # (second)
-        base_h = np.einsum("bikl,i->bkl", c.J[2], Fb) + G[2]
-        X = np.einsum("bik,ia->bka", c.J[1], grad[:6])          # (6, 12, nz), from F∘φ's gradient
-        cross = np.zeros((6, hess.shape[1], hess.shape[2]))
-        _add12(cross, X, n, 1)
-        cross += cross.transpose(0, 2, 1)
-        hess[:6] += cross
-        for hk, bk in enumerate(_blocks(n)):
-            for hl, bl in enumerate(_blocks(n)):
-                hess[:6, bk, bl] += base_h[:, 6 * hk:6 * hk + 6, 6 * hl:6 * hl + 6]
+    base_h = np.einsum("bikl,i->bkl", c.J[2], Fb) + G[2]
+    X = np.einsum("bik,ia->bka", c.J[1], grad[:6])          # (6, 12, nz), from F∘φ's gradient
+    cross = np.zeros((6, hess.shape[1], hess.shape[2]))
+    _add12(cross, X, n, 1)
+    cross += cross.transpose(0, 2, 1)
+    hess[:6] += cross
+    for hk, bk in enumerate(_blocks(n)):
+        for hl, bl in enumerate(_blocks(n)):
+            hess[:6, bk, bl] += base_h[:, 6 * hk:6 * hk + 6, 6 * hl:6 * hl + 6]
     _add12(grad[:6], base_g, n, 1)
     return a, grad, hess
 
 
-def state_rows(vb, n: int, nz: int, second: bool):
+def state_rows(vb, n: int, nz: int):
     """The rows of ``d/dt δ`` (``n`` of them): ``(A_top, H_top)`` with ``A_top = [-ad(v̄) on the
     base, I]`` (n x 2n) and ``H_top[b, δ_k, v_m] = ½ [e_k, e_m]_b`` (see the module docstring)."""
     A = np.zeros((n, 2 * n))
     A[:, n:] = np.eye(n)
     A[:6, :6] = -ad(vb)
-    H = None
-    if second:
-        H = np.zeros((n, nz, nz))
-        half = 0.5 * chart().ad                      # ad[k] e_m = [e_k, e_m]
-        block = np.transpose(half, (1, 0, 2))        # [b, k, m]
-        H[:6, :6, n:n + 6] = block
-        H[:6, n:n + 6, :6] = np.transpose(block, (0, 2, 1))
+    H = np.zeros((n, nz, nz))
+    half = 0.5 * chart().ad                      # ad[k] e_m = [e_k, e_m]
+    block = np.transpose(half, (1, 0, 2))        # [b, k, m]
+    H[:6, :6, n:n + 6] = block
+    H[:6, n:n + 6, :6] = np.transpose(block, (0, 2, 1))
     return A, H
 
 
@@ -571,7 +545,7 @@ def linearize(system, q, v, u=None, residual_limit=None, multipliers: bool = Fal
     if not multipliers:
         return A, B
     dlam = dlam.copy()
-    dlam[:, :6] += dlam[:, n:n + 6] @ _first_order(v[:6])[0]
+    dlam[:, :6] += dlam[:, n:n + 6] @ _velocity_gradient(v[:6])
     return A, B, dlam[:, :2 * n], dlam[:, 2 * n:]
 
 
@@ -582,8 +556,8 @@ def linearize2(system, q, v, u=None, residual_limit=None):
     n, m = system.nv, system.nu
     Ac, Bc, Hc = chart.linearize2(qc, v, u, residual_limit=residual_limit)
     F = chart.qdd(qc, v, u)
-    a, grad, hess = tangent_derivatives(F, np.hstack([Ac[n:], Bc[n:]]), Hc[n:], v, n, True)
-    top, H_top = state_rows(v[:6], n, 2 * n + m, True)
+    a, grad, hess = tangent_derivatives(F, np.hstack([Ac[n:], Bc[n:]]), Hc[n:], v, n)
+    top, H_top = state_rows(v[:6], n, 2 * n + m)
     A = np.vstack([top, grad[:, :2 * n]])
     B = np.vstack([np.zeros((n, m)), grad[:, 2 * n:]])
     return A, B, np.concatenate([H_top, hess])
@@ -611,7 +585,7 @@ def constraint_jacobians(system, q, v):
     chart, qc, v, _ = _evaluation(system, q, v, None)
     h, H1, H2 = chart_constraint(chart, qc, 2)
     Jq = np.einsum("rab,a->rb", H2, v)
-    Jq[:, :6] += H1[:, :6] @ _first_order(v[:6])[0]
+    Jq[:, :6] += H1[:, :6] @ _velocity_gradient(v[:6])
     return h, H1, Jq
 
 
