@@ -116,7 +116,7 @@ def run_solo12(namespace: str = "/mechnode_demo", stand: float = 5.0, after: flo
                 _, qm, _, u, _ = robot.record[-1]
                 log(f"t = {plant.time - robot.started:5.2f} s  base {1e3 * np.linalg.norm(qm[:3] - stance.q[:3]):6.2f} "
                     f"mm  tilt {_tilt(qm[3:7], stance.q[3:7]):.3f} deg  feet normal forces "
-                    f"{np.round(plant.normal_forces(), 2).tolist()} N  |effort| max {np.abs(u).max():.3f} N m")
+                    f"{np.round(robot.normal_forces, 2).tolist()} N  |effort| max {np.abs(u).max():.3f} N m")
         status = _summary(robot, stance, stand, plot, log)
     except (RuntimeError, TimeoutError) as exc:
         log(f"demo failed: {exc}")

@@ -97,6 +97,9 @@ class MujocoRobot(Node):
         #: per tick: (simulated time, q, contact frames' positions, the command applied, the stamp
         #: (ns, ROS time) the state was published with)
         self.record: list = []
+        #: the floor's normal force on each contact frame's body (N), read in the step thread at the
+        #: latest tick (MuJoCo's data must not be read while the step thread steps it)
+        self.normal_forces = plant.normal_forces()
         self._joint_pub = self.create_publisher(JointState, state_topic, qos_profile_sensor_data)
         self._odom_pub = self.create_publisher(Odometry, odometry_topic, qos_profile_sensor_data)
         self._command_sub = self.create_subscription(Float64MultiArray, command_topic, self._on_command,
@@ -206,6 +209,7 @@ class MujocoRobot(Node):
     def _publish(self, stamp: int, u) -> None:
         q, v = self.plant.state()
         self.record.append((self.plant.time, q, self.plant.contact_positions(), u, stamp))
+        self.normal_forces = self.plant.normal_forces()
         self._send(stamp, q, v)
 
     def _send(self, stamp: int, q, v) -> None:
