@@ -16,7 +16,8 @@ The parts (:data:`PARTS`; each names the kernels it calls, for the count of what
 * ``inverse``: DEL inverse dynamics and discrete momenta; ``linearize``: the first-order
   linearization of solved steps along a trajectory (it does not solve them, so it needs no
   part before it); ``lqr``: the Riccati pass; ``optimize``: the first-order trajectory
-  optimizer;
+  optimizer; ``closed_loop``: the steps under a feedback law (the optimizer's line search, a
+  re-plan);
 * ``continuous``, ``discrete``, ``all``: :meth:`core.MidpointVI.warm_up`'s parts (``all``: every
   kernel, second order included);
 * ``stacks``: the kernels of stacked calls (``System.qdd``/``linearize`` and
@@ -51,6 +52,7 @@ PARTS = {
     "state": ("continuous.dynamics.lagrangian_kernel", "continuous.dynamics.input_matrix_kernel",
               "discrete.legendre.legendre", "discrete.legendre.inverse_legendre", "discrete.tracking.feedback"),
     "step": ("discrete.entry.step_at", "discrete.trajectory.solve_each"),  # (del_step: inside both)
+    "closed_loop": ("discrete.entry.closed_loop_entry",),
     "hold": ("continuous.dynamics.constraint_kernel", "discrete.inverse.discrete_momenta"),
     "inverse": ("discrete.inverse.del_inverse_dynamics",),
     "linearize": ("discrete.trajectory.linearize_chunk",),
@@ -65,10 +67,11 @@ PARTS = {
                "discrete.trajectory.solve_parallel", "discrete.trajectory.linearize_parallel",
                "discrete.legendre.legendre_many"),
 }
-#: part -> parts whose kernels it calls inside its own (taken after them when shared)
-AFTER = {"optimize": ("step", "linearize", "lqr", "inverse"), "inverse": ("state",),
-         "hold": ("step", "linearize", "inverse"),  # (solve_each, linearize_chunk on a stack of one;
-                                                    # discrete_momenta)
+#: part -> parts whose kernels it calls inside its own (taken after them when shared, so that
+#: their callees are loaded from the cache, not compiled twice)
+AFTER = {"closed_loop": ("step",), "optimize": ("step", "linearize", "lqr", "inverse", "closed_loop"),
+         "inverse": ("state",), "hold": ("step", "linearize", "inverse"),  # (solve_each, linearize_chunk on a
+                                                                            # stack of one; discrete_momenta)
          "discrete": ("step", "linearize", "inverse"), "all": ("continuous", "discrete"),
          "stacks": ("step", "linearize", "continuous")}
 #: What a controller needs before it may command (the mechnode node's configure): every part
@@ -76,8 +79,9 @@ AFTER = {"optimize": ("step", "linearize", "lqr", "inverse"), "inverse": ("state
 #: the background).
 #: Ordered for two processes: one compiles the step (the longest part), the other the state's
 #: kernels and then the linearization, whose callees the step has compiled by then (loaded
-#: from the cache, not compiled twice); the rest goes to whichever is free.
-CONTROL_PARTS = ("step", "state", "linearize", "inverse", "lqr", "hold", "optimize")
+#: from the cache, not compiled twice); the step's closed loop (the optimizer's line search, a
+#: re-plan) follows the step; the rest goes to whichever is free.
+CONTROL_PARTS = ("step", "state", "closed_loop", "linearize", "inverse", "lqr", "hold", "optimize")
 
 
 def _tiny():
@@ -120,6 +124,9 @@ def _run(part: str, vi) -> None:
         if part == "optimize":
             optimize_trajectory(vi, X[0], X, U, np.eye(nx), np.eye(nu), np.eye(nx), method="first_order",
                                 max_iterations=1)
+    elif part == "closed_loop":
+        x = np.zeros(nx)
+        vi.closed_loop(x, np.zeros((2, nx)), np.zeros((1, nu)), np.zeros((1, nu, nx)))
     elif part == "lqr":
         A, B = np.tile(np.eye(nx), (2, 1, 1)), np.tile(np.eye(nx, nu), (2, 1, 1))
         tvlqr(A, B, np.eye(nx), np.eye(nu), np.eye(nx))

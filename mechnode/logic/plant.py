@@ -25,7 +25,7 @@ DEFAULT_MODEL = "cartpole.yaml"
 #: it may activate: its command path, schedules (optimizer included) and idle hold; and the rest
 #: (the continuous and second-order linearizations, for the services), compiled in the
 #: background after a cold start.
-CONTROL_PARTS = ("step", "state", "linearize", "inverse", "lqr", "hold", "optimize")
+CONTROL_PARTS = ("step", "state", "closed_loop", "linearize", "inverse", "lqr", "hold", "optimize")
 REST_PARTS = ("continuous", "discrete", "all")
 #: Niceness of the background compilation (the command path and the robot go first).
 REST_NICE = 19
