@@ -1,20 +1,23 @@
 """Hours of running: the node on the Panda over real DDS on loopback (private ROS_DOMAIN_ID,
 LOCALHOST discovery) for ``--minutes`` (default 30).
 
-    .venv/bin/python bench/bench_soak.py [--minutes 30] [--sample 30]
+    .venv/bin/python bench/bench_soak.py [--minutes 30] [--sample 30] [--rate 500] [--dt 0.01] [--replan-period 0.05]
 
 A ``python -m mechnode`` process with config/panda_params.yaml (the URDF on
-``robot_description``, as the Panda demo) and ``replan_period`` 0.05 s; a simulated Panda
-stepping at 500 Hz (a JointState every 2 ms, each answered by a command); a new reference every
-10 s (the demo's motion there and back); the node's diagnostics read once a second.
+``robot_description``, as the Panda demo; its dt 0.01 s, ``--dt``) and ``replan_period`` 0.05 s;
+a simulated Panda stepping at 500 Hz (``--rate``: a JointState every 2 ms, each answered by a
+command); a new reference every 10 s (the demo's motion there and back); the node's diagnostics
+read once a second. This process spins its node on a single-threaded executor: a
+multi-threaded one stalls the simulated robot's step thread (the GIL) for tenths of a second.
 
 Every ``--sample`` seconds it prints, for the node's process and its command process: resident
 memory (MB), threads, open file descriptors; and the command gaps (as received here, on the
 effort topic) in that window: p99 and largest (ms). At the end: each figure's growth from the
 sample at one minute to its largest later value (%), the p99 and largest command gap over the
 whole run after the first reference, the simulated robot's steps without a fresh command
-(missed), and the node's re-plan counters (``replans``, ``replan_drops``). The issue's targets
-are printed next to them. Prints figures only; asserts nothing.
+(missed), and the node's re-plan counters (``replans``, ``replan_drops``). The targets (no
+growth beyond 2 %, p99 gap <= 15 ms, largest <= 30 ms, nothing missed or dropped) are printed
+next to them. Prints figures only; asserts nothing.
 """
 from __future__ import annotations
 
