@@ -64,6 +64,8 @@ from mechnode.testing.harness import (  # noqa: E402
     wait_for,
 )
 
+from common import child_pids  # noqa: E402
+
 
 def pct(a, q):
     return float(np.percentile(np.asarray(a), q))
@@ -306,14 +308,7 @@ def _rss_mb(pid):
                 return next(int(line.split()[1]) / 1024.0 for line in fh if line.startswith("VmRSS:"))
         except OSError:
             return 0.0
-    children = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):      # each thread lists the children it made
-            with open(f"/proc/{pid}/task/{task}/children") as fh:
-                children += [int(c) for c in fh.read().split()]
-    except OSError:
-        pass
-    return one(pid) + sum(one(c) for c in children)
+    return one(pid) + sum(one(c) for c in child_pids(pid))
 
 
 def section_heavy(b, cart, args):

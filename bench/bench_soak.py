@@ -29,6 +29,8 @@ import time
 
 import numpy as np
 
+from common import child_pids
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -45,18 +47,6 @@ def process_figures(pid: int) -> tuple[float, int, int]:
         return (int(fields["VmRSS"].split()[0]) / 1024.0, int(fields["Threads"]), len(os.listdir(f"/proc/{pid}/fd")))
     except (OSError, KeyError, ValueError):
         return float("nan"), 0, 0
-
-
-def children(pid: int) -> list[int]:
-    """The child processes of ``pid`` (the node's command process)."""
-    out = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as fh:
-                out += [int(c) for c in fh.read().split()]
-    except OSError:
-        pass
-    return out
 
 
 class Gaps:
@@ -169,7 +159,7 @@ def main(argv=None) -> int:
                 references += 1
                 next_ref += REFERENCE_EVERY
             if now >= next_sample:
-                kids = children(proc.pid)
+                kids = child_pids(proc.pid)
                 node_f = process_figures(proc.pid)
                 cmd_f = process_figures(kids[0]) if kids else (float("nan"), 0, 0)
                 window = gaps.since(next_sample - args.sample)
