@@ -95,10 +95,16 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.01):
 
 
 class Spinner:
-    """An executor spinning some nodes in a background thread: a MultiThreadedExecutor with
-    ``threads`` threads, or a SingleThreadedExecutor for ``threads=1``."""
+    """An executor spinning some nodes in a background thread: a SingleThreadedExecutor (the
+    default, ``threads=1``) or a MultiThreadedExecutor with ``threads`` threads.
 
-    def __init__(self, context, *nodes, threads: int = 2):
+    Keep the default in a process that also runs a simulated robot (:class:`~mechnode.testing.sim.SimRobot`,
+    the MuJoCo robot): rclpy's multi-threaded executor re-dispatches a ready entity until a worker
+    thread takes it, holding the interpreter lock meanwhile, and the robot's step thread then
+    stalls for tenths of a second (measured 0.26-0.4 s), long enough for the node to refuse its
+    states as stale."""
+
+    def __init__(self, context, *nodes, threads: int = 1):
         from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
         if threads == 1:
             self.executor: Executor = SingleThreadedExecutor(context=context)

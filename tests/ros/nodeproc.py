@@ -58,7 +58,7 @@ class NodeProcess:
         self.ctx = Context()
         rclpy_mod.init(context=self.ctx, domain_id=int(os.environ["ROS_DOMAIN_ID"]))
         self.client = rclpy_mod.create_node("test_client", namespace=ns, context=self.ctx)
-        self.spinner = Spinner(self.ctx, self.client, threads=3)
+        self.spinner = Spinner(self.ctx, self.client)   # one thread: see Spinner
         self.lifecycle = LifecycleClient(self.client, self.fqn)
         self._clients = {}
 
