@@ -29,6 +29,10 @@ commanding and logs a warning; it resumes with the next accepted state. The warn
 causes apart: the path's own thread stalled (the watchdog itself ran late: CPU starvation, a
 paused process) or the states stopped coming (the watchdog ran on time); the line logged on
 resuming gives the gap between the stamps of the last state before and the first after.
+
+Clock jumps (``use_sim_time``, :mod:`mechnode.ros.clock_jumps`): the path sends its timeout action
+once if it was commanding, drops the schedule in force and everything stamped on the old clock,
+and takes no schedule until the managed node has acknowledged the jump.
 """
 from __future__ import annotations
 
@@ -50,6 +54,7 @@ from std_msgs.msg import Float64MultiArray
 from mechnode.errors import InputError
 from mechnode.logic.legged import base_state, pulling_contacts
 from mechnode.logic.limits import Limits, StampError
+from mechnode.ros import clock_jumps
 from mechnode.ros import conversions as cv
 from mechnode.ros.diagnostics import callback_guard
 from mechnode.ros.qos import COMMAND_QOS
@@ -131,6 +136,11 @@ class CommandPath:
         self._last_command: np.ndarray | None = None
         self._commanding = False
         self.tripped = False            # the watchdog stopped commanding
+        # clock jumps (use_sim_time, mechnode.ros.clock_jumps): the watch, the jumps seen and the
+        # managed node's acknowledgements since start; no schedule is taken while acks < jumps
+        self._jump_watch = None
+        self._jumps = self._acks = 0
+        self._install_lock = threading.Lock()
         self.latency_us: deque[float] = deque(maxlen=2000)   # JointState callback -> command published
 
     def state_age(self) -> float | None:
@@ -145,7 +155,8 @@ class CommandPath:
                 "latency_median_us": None if lat is None else float(np.median(lat)),
                 "latency_p99_us": None if lat is None else float(np.percentile(lat, 99)),
                 "counters": dict(self.health.counters), "last_error": self.health.last_error,
-                "last_error_time": self.health.last_error_time, "mode": self.mode()}
+                "last_error_time": self.health.last_error_time, "mode": self.mode(),
+                "clock_jumps_pending": max(0, self._jumps - self._acks)}
 
     def mode(self) -> str:
         """What the path is doing: ``idle`` (no law in force: nothing is sent), ``holding`` (a
@@ -197,6 +208,7 @@ class CommandPath:
         self._lfc_sent: tuple[int, int] | None = None     # (schedule seq, knot) of the last LFC Control
         self.tripped = False
         self._commanding = False
+        self._jumps = self._acks = 0
         if self._control is None:
             self._create(settings)
         control = cast("_Control", self._control)      # set above or by _create
@@ -205,6 +217,10 @@ class CommandPath:
         if abs(timer.timer_period_ns * 1e-9 - period) > 1e-9:
             ctl.destroy_timer(timer)
             self._control = control[:3] + (ctl.create_timer(period, self._on_watchdog),)
+        if self._use_sim_time:          # (a forward jump's threshold is the state timeout: anew)
+            if self._jump_watch is not None:
+                self._jump_watch.unregister()
+            self._jump_watch = clock_jumps.watch(self._clock, self._limits.state_timeout, self._on_clock_jump)
         with self._publish_lock:
             self._enabled = True
 
@@ -241,8 +257,48 @@ class CommandPath:
     def install(self, active):
         """Make ``active`` (an ActiveSchedule, or None) the schedule in force: a schedule from a
         reference, or the idle hold (``kind == "hold"``); both are checked against the path's
-        generation and model before every use."""
-        self.active = active
+        generation and model before every use. After a clock jump the managed node has not yet
+        acknowledged (:meth:`clock_jump_acknowledged`), a schedule is refused: it may have been
+        made on the old clock."""
+        with self._install_lock:
+            if active is not None and self._acks < self._jumps:
+                self.health.count("schedules_refused_clock_jump")
+                self.health.warn_limited("install:jump", f"{active.kind} #{active.seq} refused: it may be "
+                                         "timed on the clock before its jump (not acknowledged yet)")
+                return
+            self.active = active
+
+    def clock_jump_acknowledged(self):
+        """The managed node has dropped what it timed on the old clock (one call per jump it
+        saw): schedules are taken again once every jump seen here is acknowledged. Whatever was
+        installed before the acknowledgement is dropped."""
+        with self._install_lock:
+            self._acks += 1
+            self.active = None
+
+    def _on_clock_jump(self, text: str):
+        """A jump of the path's clock (:mod:`mechnode.ros.clock_jumps`): the timeout action once
+        if commanding, then nothing timed on the old clock is kept."""
+        sent, enabled = None, self._enabled
+        if enabled and self._commanding and self._plant is not None:
+            sent = self._timeout_command()
+            self._publish("command", cv.command_msg(sent))
+        with self._install_lock:
+            self._jumps += 1
+            self.active = None
+        self._last_stamp_ns = self._last_state_mono = self._stamp_at_trip = None
+        self._first_state = self._latest_state = None
+        self._base, self._last_odometry_ns = None, None
+        self._last_command, self._lfc_sent = None, None
+        self._commanding, self.tripped = False, False
+        if not enabled:
+            return                      # (inactive: the next start begins afresh anyway)
+        self.health.count("clock_jumps")
+        self.health.last_error = f"clock jump: {text}"
+        what = ("nothing was being commanded" if sent is None else
+                f"sent {np.round(sent, 6).tolist()} ({self._timeout_action})")
+        self.health.logger.warning(f"{text}: {what}; dropped the schedule in force and the states stamped on the "
+                                   "old clock; commanding again once the node has a new law and a fresh state")
 
     def _spin(self, executor):
         try:
@@ -265,6 +321,9 @@ class CommandPath:
         if control is None:
             return
         ctl, executor, thread, _ = control
+        if self._jump_watch is not None:
+            self._jump_watch.unregister()
+            self._jump_watch = None
         executor.shutdown(timeout_sec=2.0)
         if thread.is_alive() and thread is not threading.current_thread():
             thread.join(timeout=2.0)

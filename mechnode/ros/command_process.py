@@ -14,6 +14,8 @@ socket pair (:class:`multiprocessing.connection.Connection` messages), one reque
                                  loads the control kernel (at the node's configure)
 ``start(settings)``              the path's node, publishers, watchdog, subscription (activate)
 ``install(active)``              a new schedule in force (no answer awaited)
+``clock_jump_acknowledged()``    the node has dropped what it timed before a clock jump
+                                 (:mod:`mechnode.ros.clock_jumps`; no answer awaited)
 ``set_modes(mode, action)``      ``command_mode`` / ``timeout_action`` changed (no answer)
 ``status()``                     the path's report for the diagnostics
 ``first_state()``                the first state accepted since start (the idle hold's point)
@@ -175,6 +177,17 @@ class CommandProcess:
             except CommandProcessError as exc:
                 self._logger.error(str(exc))
 
+    def clock_jump_acknowledged(self):
+        """Tell the path that the node has dropped what it timed on the clock before a jump
+        (:meth:`CommandPath.clock_jump_acknowledged`); logged (not raised) if the process is gone."""
+        with self._lock:
+            if not self.alive:
+                return
+            try:
+                self._send("clock_jump_acknowledged")
+            except CommandProcessError as exc:
+                self._logger.error(str(exc))
+
     def set_modes(self, command_mode: str, timeout_action: str):
         with self._lock:
             if self.alive:
@@ -322,13 +335,16 @@ def serve(conn, node_name: str, namespace: str, use_sim_time: bool, heartbeat=No
             kind, args = message[0], message[1:]
             if heartbeat is not None:
                 heartbeat.armed = kind in ("start", "install", "set_modes", "status", "first_state",
-                                              "latest_state") and (
+                                              "latest_state", "clock_jump_acknowledged") and (
                     kind == "start" or heartbeat.armed)
             if kind == "install":
                 path.install(args[0])
                 continue
             if kind == "set_modes":
                 path.set_modes(*args)
+                continue
+            if kind == "clock_jump_acknowledged":
+                path.clock_jump_acknowledged()
                 continue
             if kind == "close":
                 break

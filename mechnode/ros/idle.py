@@ -24,6 +24,10 @@ With ``idle_after_schedule: true`` (and ``idle_action: hold``), every new schedu
 hold about its last knot's configuration, and the command path switches to it once the schedule
 has ended; without it the schedule's last knot's law goes on (tracking the final state).
 
+After a jump of the clock (``use_sim_time``: :mod:`mechnode.ros.clock_jumps`) the hold is
+computed anew, about the latest state the command path accepted once that state is fresh on
+the new clock (stamped within ``stamp_tolerance`` ahead and ``state_timeout`` behind it).
+
 The mode (``idle``, ``holding``, ``tracking``) is reported by the command path
 (:meth:`mechnode.ros.command.CommandPath.mode`) in the diagnostics (key ``mode``).
 """
@@ -54,13 +58,16 @@ class IdleHold:
         self._timer = None
         self._token = 0             # one more at every start and stop: a poll of an old one is void
         self._config = None
+        self._resume = False        # after a clock jump: the latest fresh state, not the first
         self.stance = None          # the configuration the balance hold stands at (a floating base)
 
-    def start(self, config) -> None:
+    def start(self, config, resume: bool = False) -> None:
         """At activate (``config`` the node's Configuration): with ``idle_action: hold``, wait
-        (polling the command path every :data:`POLL_PERIOD` s) for the first accepted state."""
+        (polling the command path every :data:`POLL_PERIOD` s) for the first accepted state;
+        ``resume``: after a clock jump, for the latest accepted state once it is fresh."""
         node = self._node
         self.stop()
+        self._resume = resume
         action = node.params.value("idle_action")
         if action == "none":
             node.get_logger().info(f"idle_action {action}: no command until a schedule is in force")
@@ -88,13 +95,13 @@ class IdleHold:
             timer.cancel()                      # a schedule came first: nothing to hold
             return
         try:
-            first = node.command.first_state()
+            first = node.command.latest_state() if self._resume else node.command.first_state()
         except CommandProcessError as exc:
             timer.cancel()
             node.get_logger().error(f"idle hold: no state from the command path ({exc}); not holding")
             return
-        if first is None:
-            return                              # no state accepted yet
+        if first is None or (self._resume and not self._fresh(first[2])):
+            return                              # no state accepted yet (on the new clock)
         timer.cancel()                          # one attempt per activation
         q = first[0]
         t0 = time.perf_counter()
@@ -127,9 +134,15 @@ class IdleHold:
         self.health.stats.update(hold_s=seconds, hold_state_age_s=age)
         node.get_logger().info(
             f"{'balancing' if sched.info.get('kind') == 'balance' else 'holding'} the robot at the state "
-            f"measured at activation, q = {np.round(q, 4).tolist()} "
+            f"measured {'after the clock jump' if self._resume else 'at activation'}, q = {np.round(q, 4).tolist()} "
             f"(holding inputs {np.round(sched.u_ref[0, :config.plant.m], 3).tolist()}; computed in "
             f"{1e3 * seconds:.1f} ms, in force {1e3 * age:.0f} ms after that state) until a schedule is in force")
+
+    def _fresh(self, stamp_ns: int) -> bool:
+        """Whether a state stamped ``stamp_ns`` is fresh on the node's clock now."""
+        value = self._node.params.value
+        ahead = (stamp_ns - self._node.get_clock().now().nanoseconds) * 1e-9
+        return -float(value("state_timeout")) <= ahead <= float(value("stamp_tolerance"))
 
     def attach_end_hold(self, active, config) -> None:
         """With ``idle_after_schedule`` and ``idle_action: hold``: give ``active`` (a new

@@ -33,6 +33,8 @@ The parts, one module each
   schedule (``idle_action``);
 * :mod:`mechnode.ros.replanner`: re-plans of the schedule in force from the measured state
   (``replan_period``), installed through the reference pipeline;
+* :mod:`mechnode.ros.clock_jumps`: a jump of the clock (``use_sim_time``: a simulator reset)
+  drops what was timed on the old clock in both processes;
 * :mod:`mechnode.logic.limits`: state bounds, stamp checks, command saturation;
 * :mod:`mechnode.ros.diagnostics`: counters, timings, ``DiagnosticArray`` on ``diagnostics_topic``;
 * :mod:`mechnode.ros.services`: the four services.
@@ -80,6 +82,7 @@ from mechnode.logic.plant import (
 )
 from mechnode.logic.weights import Weights
 from mechnode.ros import conversions as cv
+from mechnode.ros.clock_jumps import NodeClockJumps
 from mechnode.ros.command import CommandSettings
 from mechnode.ros.command_process import STALL_SECONDS, CommandProcess
 from mechnode.ros.diagnostics import Health, callback_guard, tracking_status
@@ -150,6 +153,7 @@ class MechNode(LifecycleNode):
         self._cb_diagnostics = MutuallyExclusiveCallbackGroup()
         self.idle = IdleHold(self)              # idle_action: the hold until the first schedule
         self.replanner = Replanner(self)        # replan_period: re-plans from the measured state
+        self.clock_jumps = NodeClockJumps(self)  # use_sim_time: a simulator that resets its clock
         self.get_logger().info("mechnode started (unconfigured); services ~/linearize, "
                                "~/compute_gains, ~/plan_trajectory, ~/get_model")
 
@@ -361,6 +365,7 @@ class MechNode(LifecycleNode):
                 self.command.start(settings)
                 self.idle.start(config)
                 self.replanner.start(config)
+                self.clock_jumps.start(config)
                 # subscriptions last: their callbacks may run as soon as they exist
                 self._reference_sub = self.create_subscription(
                     JointTrajectory, value("reference_topic"), self.reference.on_reference, LATCHED,
@@ -445,6 +450,7 @@ class MechNode(LifecycleNode):
         with self._lock:
             self.idle.stop()
             self.replanner.stop()
+            self.clock_jumps.stop()
             self.reference.stop()
             sub, timer = self._reference_sub, self._diagnostics_timer
             pubs = (self._schedule_pub, self._diagnostics_pub)
@@ -471,8 +477,10 @@ class MechNode(LifecycleNode):
         self._stalls_seen = {self.command.pid: stalls}
         heartbeat = dict(age=age if alive else None, stalls=stalls, longest=longest, stalled=stalled,
                          new_stalls=max(new_stalls, 0))
+        status = None if stalled else self.command.status()
+        self.clock_jumps.catch_up(status)
         return tracking_status(self.get_fully_qualified_name(), self._configured_plant(), self.lifecycle_label,
-                               self.is_active, None if stalled else self.command.status(), self.reference.active,
+                               self.is_active, status, self.reference.active,
                                self.health, self.get_clock().now().nanoseconds, heartbeat)
 
     def _check_command_process(self) -> None:

@@ -94,6 +94,7 @@ class ReferencePipeline:
         self._seq = 0
         self.active = None              # ActiveSchedule, swapped atomically
         self.origin = None              # the ActiveSchedule made from the last reference (re-plans track it)
+        self.epoch = 0                  # one more at every clock jump: a reference from before is not installed
 
     def start(self, config, publisher):
         with self._lock:
@@ -103,13 +104,25 @@ class ReferencePipeline:
         with self._lock:
             self._config = self._publisher = self.active = self.origin = None
 
-    def install(self, config, sched, start_ns: int, replaces=None):
+    def clock_jumped(self):
+        """The clock jumped (:mod:`mechnode.ros.clock_jumps`): a reference being computed now was
+        timed on the old clock and is not installed. Called where the jump is seen (not blocking);
+        :meth:`drop` follows."""
+        self.epoch += 1
+
+    def drop(self):
+        """No schedule in force (after a clock jump: re-plans of the old one are superseded)."""
+        with self._lock:
+            self.active = self.origin = None
+
+    def install(self, config, sched, start_ns: int, replaces=None, epoch=None):
         """Put ``sched`` (computed for ``config``) in force from ``start_ns``: the one path of
         every schedule, from a reference or a re-plan (``replaces``: the ActiveSchedule it was
         re-planned from). Under the lock: nothing is installed after deactivation, for another
-        configuration (or one it does not fit), or, for a re-plan, once its base is no longer in
-        force. Returns ``(ActiveSchedule, None)`` or ``(None, why)``, ``why`` one of
-        ``"inactive"``, ``"reconfigured"``, ``"superseded"``."""
+        configuration (or one it does not fit), for a re-plan once its base is no longer in
+        force, or for a reference received before a clock jump (``epoch``: :attr:`epoch` when it
+        arrived). Returns ``(ActiveSchedule, None)`` or ``(None, why)``, ``why`` one of
+        ``"inactive"``, ``"reconfigured"``, ``"superseded"``, ``"clock_jump"``."""
         with self._lock:
             if not self._publishing():
                 return None, "inactive"
@@ -117,6 +130,8 @@ class ReferencePipeline:
                 return None, "reconfigured"
             if replaces is not None and self.active is not replaces:
                 return None, "superseded"
+            if epoch is not None and epoch != self.epoch:
+                return None, "clock_jump"
             self._seq += 1
             new = ActiveSchedule(sched, start_ns, self._seq, config.generation)
             self.active = new                       # the atomic swap
@@ -174,7 +189,7 @@ class ReferencePipeline:
     def on_reference(self, raw: bytes):
         """A reference, as serialized bytes (the subscription is ``raw``): see :meth:`_bounded`."""
         t_recv = time.perf_counter()
-        health, log = self.health, self.health.logger
+        health, log, epoch = self.health, self.health.logger, self.epoch
         with self._lock:
             config, publishing = self._config, self._publishing()
         if config is None or not publishing:
@@ -198,9 +213,12 @@ class ReferencePipeline:
         stamp = cv.stamp_ns(msg.header.stamp)
         now = self._clock.now().nanoseconds
         start = stamp if stamp else now
-        new, why = self.install(config, sched, start)
+        new, why = self.install(config, sched, start, epoch=epoch)
         if new is None:
-            if why == "reconfigured":
+            if why == "clock_jump":
+                health.count("schedules_discarded")
+                log.warning("reference: dropped its schedule: the clock jumped while it was computed")
+            elif why == "reconfigured":
                 # reconfigured while this reference was processed: its schedule is for another
                 # model (or dt) and is dropped, never published or used
                 health.count("schedules_discarded")
