@@ -63,8 +63,7 @@ from mechnode.testing.harness import (  # noqa: E402
     stop_process,
     wait_for,
 )
-
-from common import child_pids  # noqa: E402
+from mechnode.testing.soak import child_pids  # noqa: E402
 
 
 def pct(a, q):

@@ -66,16 +66,3 @@ def start_time(snippet: str, cold: bool) -> float:
         subprocess.run([sys.executable, "-c", snippet], check=True, env=env,
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         return time.perf_counter() - t0
-
-
-def child_pids(pid: int) -> list[int]:
-    """The child processes of ``pid`` (a node's command process), from every thread's
-    ``/proc/<pid>/task/<tid>/children`` (each thread lists the children it made)."""
-    out = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as fh:
-                out += [int(c) for c in fh.read().split()]
-    except OSError:
-        pass
-    return out

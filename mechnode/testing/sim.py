@@ -183,12 +183,17 @@ class SimRobot(Node):
         self._thread.start()
         return self
 
-    def stop(self):
+    def halt(self):
+        """Stop stepping and publishing states (the step thread ends); commands are still
+        received and counted until :meth:`stop`."""
         self._stop.set()
         with self._cond:
             self._cond.notify_all()
         if self._thread.is_alive():
             self._thread.join(timeout=2.0)
+
+    def stop(self):
+        self.halt()
         self._executor.shutdown(timeout_sec=2.0)
         if self._spin_thread.is_alive():
             self._spin_thread.join(timeout=2.0)
