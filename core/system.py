@@ -98,6 +98,22 @@ class System(Description, ContinuousDynamics):
         self._contact_rows: list = []                        # compiled contacts (core.model.compile.Contact)
         self._anchors_from_base = False      # a chart system: its contacts are placed by its base's calls
 
+    # ----------------------------------------------------------------------------- pickling
+    #: what compiling makes (rebuilt from the description after unpickling, never pickled)
+    _COMPILED = ("_model", "_chart", "_workspace", "_config_names", "_joint_names", "_input_names",
+                 "_frame_names", "_kinematic_set", "_locked_values", "_kept_inputs", "_contact_rows")
+
+    def __getstate__(self) -> dict:
+        """A system pickles by its description (the elements added, the names, the links): the
+        compiled model and its kernels' data are left out and made again on the first numeric call
+        after unpickling, from the same description, so results are the same to the last bit. The
+        kernels then load from numba's on-disk cache where it is warm (``NUMBA_CACHE_DIR``)."""
+        return {k: v for k, v in self.__dict__.items() if k not in self._COMPILED}
+
+    def __setstate__(self, state: dict) -> None:
+        System.__init__(self, state["gravity"], state["name"], inertia=state["inertia_policy"])
+        self.__dict__.update(state)
+
     # ----------------------------------------------------------------------------- what compiling fixes
     @property
     def armature(self) -> dict[str, float]:

@@ -161,6 +161,11 @@ class MidpointVI(DiscreteStates, TrajectoryCalls):
         #: costs about half a microsecond)
         self._shape_A, self._shape_B = (nx, nx), (nx, self._nu)
 
+    def __reduce__(self):
+        """An integrator pickles as its system (by description: :meth:`core.System.__getstate__`)
+        and its four settings, and is built anew on unpickling."""
+        return (type(self), (self.system, self.dt, self.tolerance, self.max_iterations, self.condition_limit))
+
     # ---------------------------------------------------------------- settings
     dt = _Setting(0, f"The time step (s), from {TIME_STEP_RANGE[0]:g} s to {TIME_STEP_RANGE[1]:g} s "
                      "(core.validation.TIME_STEP_RANGE).", check=time_step)

@@ -162,6 +162,10 @@ class Linearizer:
                  n_p: int | None = None, kernels: str = "numba"):
         if kernels not in KERNELS:
             raise LinearizerError(f"kernels must be one of {tuple(KERNELS)}, got {kernels!r}")
+        #: the arguments it was made with: it pickles as them (see __reduce__)
+        self._arguments = ((n_q, n_v), dict(f_c=f_c, f_v=f_v, f_a=f_a, f_0=f_0, f_1=f_1, f_2=f_2, f_3=f_3,
+                                            f_4=f_4, q_dep=q_dep, v_dep=v_dep, q_ind=q_ind, v_ind=v_ind,
+                                            n_u=n_u, n_lam=n_lam, n_p=n_p, kernels=kernels))
         self.kernels = kernels
         self._solve_rows, self._linear_model_kernel = KERNELS[kernels]
         self.q_ind, self.q_dep = _partition("q", n_q, q_ind, q_dep)
@@ -187,6 +191,13 @@ class Linearizer:
         self._op_point_layout = [("q", d.n, d.n > 0), ("qd", d.n, False), ("v", d.o, d.o > 0),
                                  ("vd", d.o, False), ("u", d.s, d.s > 0), ("lam", d.k, False),
                                  ("p", n_p, False)]
+
+    def __reduce__(self):
+        """A Linearizer pickles as the arguments it was made with and is built anew on
+        unpickling: its functions must pickle (functions defined at a module's top level, or
+        numba ``@njit`` ones there, do; a lambda or a closure does not, and pickle says so)."""
+        args, kwargs = self._arguments
+        return (_rebuild, (type(self), args, kwargs))
 
     # ------------------------------------------------------------------ public API
     def linearize(self, op_point: Mapping, A_and_B: bool = False):
@@ -381,6 +392,11 @@ def _partition(label, size, ind, dep):
         raise LinearizerError(f"{label}_ind {ind.tolist()} and {label}_dep {dep.tolist()} must "
                               f"partition the {size} indices of {label}")
     return ind, dep
+
+
+def _rebuild(cls, args, kwargs):
+    """``cls(*args, **kwargs)`` (unpickling: :meth:`Linearizer.__reduce__`)."""
+    return cls(*args, **kwargs)
 
 
 def _as_bundle(name, fn):

@@ -151,16 +151,29 @@ class SympyLinearizer:
         functions = {name: self._build_part(sympy, name) for name in PART_ORDER}
         # SymPy's speeds lin.u are our v, SymPy's inputs lin.r are our u.
         q, v = list(lin.q), list(lin.u)
-        self.linearizer = Linearizer(
-            len(q), len(v), **functions,
-            q_ind=[q.index(x) for x in lin.q_i], q_dep=[q.index(x) for x in lin.q_d],
-            v_ind=[v.index(x) for x in lin.u_i], v_dep=[v.index(x) for x in lin.u_d],
-            n_u=len(lin.r), n_lam=len(lin.lams), n_p=len(self.params),
-            kernels="numba" if backend == "numba" else "numpy")
-        self.perm_mat = self.linearizer.perm_mat
-        if backend == "numba":
-            self._warm_up()
+        #: the numeric Linearizer's arguments other than its functions (kept for pickling)
+        self._layout = dict(n_q=len(q), n_v=len(v),
+                            q_ind=[q.index(x) for x in lin.q_i], q_dep=[q.index(x) for x in lin.q_d],
+                            v_ind=[v.index(x) for x in lin.u_i], v_dep=[v.index(x) for x in lin.u_d],
+                            n_u=len(lin.r), n_lam=len(lin.lams), n_p=len(self.params),
+                            kernels="numba" if backend == "numba" else "numpy")
+        self._finish(functions)
         self.build_seconds = time.perf_counter() - started
+
+    def _finish(self, functions):
+        """The numeric Linearizer of the generated ``functions`` (and, with numba, compiled now)."""
+        self.linearizer = Linearizer(**functions, **self._layout)
+        self.perm_mat = self.linearizer.perm_mat
+        if self.backend == "numba":
+            self._warm_up()
+
+    def __reduce__(self):
+        """It pickles by its description: the generated source of each part, the symbols and the
+        layout; unpickling compiles the sources again (with ``backend="numba"``, numba compiles
+        them too), without SymPy's derivation. The SymPy linearizer itself is left out (it holds
+        its linear solver as a lambda): ``sympy_linearizer`` is None after the trip."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("sympy_linearizer", "linearizer", "perm_mat")}
+        return (_rebuild, (type(self), state))
 
     def linearize(self, op_point=None, A_and_B: bool = False, simplify: bool = False):
         """Like SymPy's ``Linearizer.linearize``, with a numeric operating point.
@@ -472,6 +485,19 @@ def _function_source(name, arguments, params, program):
             lines.append(f"    {target} = {printer.doprint(e)}")
     lines.append(f"    return {', '.join(f'out{k}' for k in range(len(program.outputs)))}")
     return "\n".join(lines) + "\n"
+
+
+def _rebuild(cls, state):
+    """A SympyLinearizer from its pickled description (:meth:`SympyLinearizer.__reduce__`)."""
+    self = cls.__new__(cls)
+    self.__dict__.update(state)
+    self.sympy_linearizer = None
+    functions = {name: _compile_source(name, source) for name, source in self.sources.items()}
+    if self.backend == "numba":
+        import numba
+        functions = {name: numba.njit(f) for name, f in functions.items()}
+    self._finish(functions)
+    return self
 
 
 def _compile_source(name, source):
