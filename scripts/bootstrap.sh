@@ -14,7 +14,7 @@ stamp="$venv/.mechnode-installed"
 if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ] || [ "$root/setup.cfg" -nt "$stamp" ] \
    || [ "$root/scripts/bootstrap.sh" -nt "$stamp" ]; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip
-  "$venv/bin/python" -m pip install --quiet -e "$root[test,sympy,plot]"
+  "$venv/bin/python" -m pip install --quiet -e "$root[test,sympy,plot,distributed]"
   # Crocoddyl for bench/bench_trajectory.py only, without its dependencies: through
   # example-robot-data-loaders they would move example-robot-data back to 5.0.0, and the tests
   # run on the robot files the test extra installs. Benchmark-only: a failure here is not fatal.

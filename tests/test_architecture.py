@@ -193,6 +193,8 @@ def test_core_all_holds_the_calls_and_the_public_modules_the_rest():
         assert (inspect.isfunction(obj) or (inspect.isclass(obj) and not issubclass(obj, Exception))
                 or name in ("CONVENTIONS", "CoreError")), name
     assert 20 <= len(core.__all__) <= 30, core.__all__
+    with open(os.path.join(ROOT, "docs", "guide.md")) as fh:     # the guide says how many
+        assert f"`core.__all__` is what you call ({len(core.__all__)} names:" in fh.read()
     seen = set(core.__all__) - {"CoreError"}
     for module in core.PUBLIC_MODULES:
         names = getattr(core, module).__all__
