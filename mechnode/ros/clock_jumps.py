@@ -78,6 +78,7 @@ class NodeClockJumps:
         self._guard = None
         self._config = None
         self._seen: deque[str] = deque()    # jumps seen and not yet handled (appended where the clock is set)
+        self._unacknowledged = False        # the last report had a jump pending in the command path
 
     def start(self, config) -> None:
         node = self._node
@@ -107,9 +108,13 @@ class NodeClockJumps:
 
     def catch_up(self, status) -> None:
         """``status``: the command path's (or None). A jump it saw and this node did not (a
-        ``/clock`` message one process missed) is handled here as one this node saw."""
-        if status and status.get("clock_jumps_pending", 0) > 0 and not self._seen and self._config is not None:
+        ``/clock`` message one process missed), still unacknowledged at two reports in a row (the
+        first may just precede this node's own callback), is handled here as one this node saw."""
+        pending = bool(status and status.get("clock_jumps_pending", 0) > 0 and not self._seen)
+        if pending and self._unacknowledged and self._config is not None:
             self._on_jump("the command process saw a clock jump this node did not")
+            pending = False
+        self._unacknowledged = pending
 
     @callback_guard
     def _handle(self) -> None:
